@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import ir_measures
 import pandas as pd
-from ir_measures import AP, RR, R, P, nDCG
+from ir_measures import AP, RR, P, R, nDCG
 from scipy import stats
 
 from lib.atomic import atomic_write
@@ -120,9 +120,7 @@ def depth_sweep(
     return pd.concat(frames, ignore_index=True)
 
 
-def significance(
-    per_query_values: Mapping[str, pd.Series], baseline: str, alpha: float = 0.05
-) -> pd.DataFrame:
+def significance(per_query_values: Mapping[str, pd.Series], baseline: str, alpha: float = 0.05) -> pd.DataFrame:
     """Paired two-tailed t-tests of every system against ``baseline``, Bonferroni-corrected.
 
     ``per_query_values`` maps a system name to its per-query values of one measure (a Series
@@ -159,6 +157,16 @@ def significance(
             }
         )
     return pd.DataFrame(rows)
+
+
+def cutoff_curve(run: Run, qrels: Qrels, cutoffs: Iterable[int], measure: str = "R") -> pd.Series:
+    """Mean recall (``"R"``, rel ≥ 2) or nDCG (``"nDCG"``) at every cut-off, indexed by cut-off."""
+    builders = {"R": lambda k: R(rel=2) @ k, "nDCG": lambda k: nDCG @ k}
+    if measure not in builders:
+        raise ValueError(f"parameter 'measure' must be one of {list(builders)}, got {measure!r}")
+    cutoffs = list(cutoffs)
+    values = ir_measures.calc_aggregate([builders[measure](k) for k in cutoffs], dict(qrels), dict(run))
+    return pd.Series([values[builders[measure](k)] for k in cutoffs], index=pd.Index(cutoffs, name="cutoff"))
 
 
 def write_trec_run(run: Run, path: str | os.PathLike, tag: str) -> None:

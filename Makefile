@@ -1,0 +1,72 @@
+# Every command of the book in one place. `make help` lists them.
+#   make book   [PROFILE=smoke|book|paper]  venv + data + chapters (papermill) + HTML (Jupyter Book)
+#   make test                              unit tests, the smoke book, nbval-lax on its chapters
+PROFILE ?= book
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CH ?=
+ARGS ?=
+
+.PHONY: help setup data chapters chapter book html unit smoke nbval test lint clean distclean
+
+help:
+	@echo "make book [PROFILE=smoke|book|paper]   build the whole book into _build/html (default PROFILE=book)"
+	@echo "make test                              unit tests + smoke book + nbval-lax (what CI runs)"
+	@echo "make data                              fetch (TKBOOK_MIRROR or download), check and convert the data"
+	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
+	@echo "make lint | clean | distclean"
+
+# --- environment ---------------------------------------------------------------------------
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (tkbook)" >/dev/null
+	touch $@
+
+setup: $(STAMP)
+
+# --- data ----------------------------------------------------------------------------------
+data: $(STAMP)
+	$(BIN)/python -m lib.data.convert
+
+# --- chapters and the book -------------------------------------------------------------------
+chapters: data
+	$(BIN)/python -m lib.chapters --profile $(PROFILE) $(ARGS)
+
+chapter: data
+	@test -n "$(CH)" || (echo "usage: make chapter CH=01_data_and_first_stage [PROFILE=smoke]" && exit 2)
+	$(BIN)/python -m lib.chapters --profile $(PROFILE) --only $(CH) $(ARGS)
+
+html: $(STAMP)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going --quiet
+	@echo "book: $(CURDIR)/_build/html/index.html"
+
+book: chapters
+	$(MAKE) html
+
+# --- tests ---------------------------------------------------------------------------------
+unit: data
+	$(BIN)/python -m pytest tests -q
+
+smoke:
+	$(MAKE) book PROFILE=smoke
+
+nbval: $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider book/chapters/[0-9]*.ipynb
+
+test: unit smoke nbval
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# --- cleaning ------------------------------------------------------------------------------
+clean:
+	rm -rf _build book/chapters artifacts data/converted
+
+distclean: clean
+	rm -rf $(VENV) data

@@ -1,0 +1,129 @@
+"""Readers for the standard MS MARCO / TREC formats, strict about malformed input.
+
+Every reader names the file and the 1-based line of the first problem in a :class:`DataFormatError`.
+Documented tolerances (applied by all readers):
+
+- a UTF-8 byte-order mark at the start of the file is skipped;
+- Windows line ends (CRLF) are accepted;
+- blank lines are skipped (a file with no data lines at all is an error: ``empty file``).
+
+Everything else is an error: too few or too many columns, a non-integer relevance grade or rank,
+a non-numeric score, and a duplicated id (a passage or query id twice, a qrels or run pair twice).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class DataFormatError(ValueError):
+    """A malformed line in a data file; the message starts with ``<file>:<line>:``."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, line without its end) for every non-blank line; an empty file is an error."""
+    seen = False
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            seen = True
+            yield number, line
+    if not seen:
+        raise DataFormatError(path, None, "empty file (no data lines)")
+
+
+def _id_text_pairs(path: str | os.PathLike, what: str) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for number, line in _lines(path):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataFormatError(path, number, f"expected 2 tab-separated columns ({what}_id, text), got {len(fields)}")
+        key, text = fields[0].strip(), fields[1]
+        if not key:
+            raise DataFormatError(path, number, f"empty {what} id")
+        if key in table:
+            raise DataFormatError(path, number, f"duplicate {what} id {key!r}")
+        table[key] = text
+    return table
+
+
+def read_collection(path: str | os.PathLike) -> dict[str, str]:
+    """Read ``collection.tsv`` (``pid<TAB>text``) into ``{pid: text}``."""
+    return _id_text_pairs(path, "passage")
+
+
+def read_queries(path: str | os.PathLike) -> dict[str, str]:
+    """Read ``queries.<set>.tsv`` (``qid<TAB>text``) into ``{qid: text}``."""
+    return _id_text_pairs(path, "query")
+
+
+def read_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
+    """Read TREC qrels (``qid iter pid grade``, whitespace-separated) into ``{qid: {pid: grade}}``."""
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in _lines(path):
+        fields = line.split()
+        if len(fields) != 4:
+            raise DataFormatError(path, number, f"expected 4 columns (qid iter pid grade), got {len(fields)}")
+        qid, _iteration, pid, grade = fields
+        try:
+            value = int(grade)
+        except ValueError:
+            raise DataFormatError(path, number, f"relevance grade {grade!r} is not an integer") from None
+        judged = qrels.setdefault(qid, {})
+        if pid in judged:
+            raise DataFormatError(path, number, f"duplicate judgment for query {qid!r}, passage {pid!r}")
+        judged[pid] = value
+    return qrels
+
+
+def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
+    """Read a TREC run (``qid Q0 pid rank score tag``) into ``{qid: {pid: score}}``.
+
+    The scores keep trec_eval's semantics (rank by score, ties by pid); use
+    :func:`lib.evaluation.ranking_from_run` for the ordered list.
+    """
+    run: dict[str, dict[str, float]] = {}
+    for number, line in _lines(path):
+        fields = line.split()
+        if len(fields) != 6:
+            raise DataFormatError(path, number, f"expected 6 columns (qid Q0 pid rank score tag), got {len(fields)}")
+        qid, _q0, pid, rank, score, _tag = fields
+        try:
+            int(rank)
+        except ValueError:
+            raise DataFormatError(path, number, f"rank {rank!r} is not an integer") from None
+        try:
+            value = float(score)
+        except ValueError:
+            raise DataFormatError(path, number, f"score {score!r} is not a number") from None
+        ranked = run.setdefault(qid, {})
+        if pid in ranked:
+            raise DataFormatError(path, number, f"duplicate entry for query {qid!r}, passage {pid!r}")
+        ranked[pid] = value
+    return run
+
+
+def read_triples(path: str | os.PathLike) -> list[tuple[str, str, str]]:
+    """Read MS MARCO training triples: ``query<TAB>positive<TAB>negative`` texts
+    (``triples.train.small.tsv``) or ids (``qidpidtriples.train.full.2.tsv``), as 3-tuples of strings.
+    """
+    triples: list[tuple[str, str, str]] = []
+    for number, line in _lines(path):
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise DataFormatError(path, number, f"expected 3 tab-separated columns (query, positive, negative), got {len(fields)}")
+        if not all(field.strip() for field in fields):
+            raise DataFormatError(path, number, "empty column")
+        triples.append((fields[0], fields[1], fields[2]))
+    return triples
+

@@ -1,0 +1,57 @@
+"""The book-scale splits (DESIGN.md, "Book-scale protocol"), defined here and nowhere else.
+
+There are no MS MARCO training triples here, so the book trains on the judged TREC DL queries in the
+spirit of the cross-validation that small-data neural IR uses on Robust04: each test year is
+re-ranked by models trained on the *other* years, with a held-out slice of the training queries for
+validation (early stopping, depth tuning).
+
+- fold ``dl19`` (the headline test, re-ranking the official BM25 top-100): train on DL20 + DL21;
+- fold ``dl20`` (the second test, as TILDE does): train on DL19 + DL21.
+
+DL21 uses the MS MARCO v2 corpus; its passages are training text only, never test text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+TEST_SETS: tuple[str, ...] = ("dl19", "dl20")
+JUDGED_SETS: tuple[str, ...] = ("dl19", "dl20", "dl21")
+VALIDATION_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One cross-year fold: the ``test`` set and the ``train`` sets it learns from."""
+
+    test: str
+    train: tuple[str, ...]
+
+
+FOLDS: dict[str, Fold] = {test: Fold(test, tuple(s for s in JUDGED_SETS if s != test)) for test in TEST_SETS}
+
+
+def _bucket(qid: str, seed: int) -> float:
+    """A stable pseudo-random number in [0, 1) for a query id (independent of Python's hash seed)."""
+    digest = hashlib.sha256(f"{seed}:{qid}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def train_validation_split(
+    qids: list[str], fraction: float = VALIDATION_FRACTION, seed: int = 42
+) -> tuple[list[str], list[str]]:
+    """Split training query ids into (train, validation), deterministically for a given seed.
+
+    The validation slice holds the ``round(fraction * len(qids))`` queries (at least one when there
+    are two or more) with the smallest seeded hash; both lists come back sorted.
+    """
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"parameter 'fraction' must be in [0, 1), got {fraction}")
+    unique = sorted(set(qids))
+    size = round(fraction * len(unique))
+    if fraction > 0 and len(unique) >= 2:
+        size = max(size, 1)
+    ranked = sorted(unique, key=lambda q: (_bucket(q, seed), q))
+    validation = set(ranked[:size])
+    return [q for q in unique if q not in validation], sorted(validation)

