@@ -63,8 +63,13 @@ def per_query(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> 
     """Per-query values: a frame indexed by ``qid`` with one column per measure."""
     chosen = _measures(measures)
     by_measure = {measure: name for name, measure in chosen.items()}
+    # Only queries both judged and retrieved (ir_measures would score a judged query missing from the
+    # run as 0), with tie-free scores in trec_eval order (MRR@10 comes from ir_measures' msmarco
+    # provider, which breaks ties by ascending id).
+    judged = {qid: dict(grades) for qid, grades in qrels.items() if run.get(qid)}
+    ordered = run_from_rankings({qid: ranking_from_run(run[qid]) for qid in judged})
     rows: dict[str, dict[str, float]] = {}
-    for metric in ir_measures.iter_calc(list(chosen.values()), dict(qrels), dict(run)):
+    for metric in ir_measures.iter_calc(list(chosen.values()), judged, ordered):
         rows.setdefault(metric.query_id, {})[by_measure[metric.measure]] = metric.value
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(chosen))
     frame.index.name = "qid"
@@ -176,4 +181,4 @@ def write_trec_run(run: Run, path: str | os.PathLike, tag: str) -> None:
     with atomic_write(path) as handle:
         for qid in sorted(run, key=lambda q: (len(q), q)):
             for rank, pid in enumerate(ranking_from_run(run[qid]), start=1):
-                handle.write(f"{qid} Q0 {pid} {rank} {run[qid][pid]!r} {tag}\n")
+                handle.write(f"{qid} Q0 {pid} {rank} {float(run[qid][pid])!r} {tag}\n")

@@ -13,10 +13,10 @@ that everything downstream reads only these:
 - ``manifest.json``       the sha256 of every output, for checks and for the build's change detection.
 
 Text normalisation (once, before merging): ``ftfy.fix_text`` repairs MS MARCO's mojibake
-(``â\\x80\\x99`` for ``’``), then every run of whitespace (tabs and newlines included) becomes one
-space. For a v1 passage the NOS-IRv3 copy, whose encoding was repaired by hand, is preferred; the
-rank_llm_data copies fill in the rest, taken in a fixed retriever order so the output is
-deterministic. Every file is written atomically.
+(``â\\x80\\x99`` for ``’``; by ftfy's default, curly quotes then become straight ones), then every
+run of whitespace (tabs and newlines included) becomes one space. For a v1 passage the NOS-IRv3
+copy, whose encoding was repaired by hand, is preferred; the rank_llm_data copies fill in the rest,
+taken in a fixed retriever order so the output is deterministic. Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ def convert(raw: str | os.PathLike | None = None, out: str | os.PathLike | None 
         for entry in entries:
             hits = sorted(entry["hits"], key=lambda hit: int(hit["rank"]))
             for hit in hits:
-                texts[corpus].setdefault(str(hit["docid"]), normalise_text(hit["content"]))
+                if str(hit["docid"]) not in texts[corpus]:
+                    texts[corpus][str(hit["docid"])] = normalise_text(hit["content"])
             for hit in hits[:RUN_DEPTH]:
                 pid = str(hit["docid"])
                 lines.append(f"{hit['qid']} Q0 {pid} {hit['rank']} {hit['score']!r} {system}\n")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 
 class DataFormatError(ValueError):
@@ -47,7 +46,8 @@ def _id_text_pairs(path: str | os.PathLike, what: str) -> dict[str, str]:
     for number, line in _lines(path):
         fields = line.split("\t")
         if len(fields) != 2:
-            raise DataFormatError(path, number, f"expected 2 tab-separated columns ({what}_id, text), got {len(fields)}")
+            expected = f"expected 2 tab-separated columns ({what}_id, text)"
+            raise DataFormatError(path, number, f"{expected}, got {len(fields)}")
         key, text = fields[0].strip(), fields[1]
         if not key:
             raise DataFormatError(path, number, f"empty {what} id")
@@ -121,9 +121,9 @@ def read_triples(path: str | os.PathLike) -> list[tuple[str, str, str]]:
     for number, line in _lines(path):
         fields = line.split("\t")
         if len(fields) != 3:
-            raise DataFormatError(path, number, f"expected 3 tab-separated columns (query, positive, negative), got {len(fields)}")
+            expected = "expected 3 tab-separated columns (query, positive, negative)"
+            raise DataFormatError(path, number, f"{expected}, got {len(fields)}")
         if not all(field.strip() for field in fields):
             raise DataFormatError(path, number, "empty column")
         triples.append((fields[0], fields[1], fields[2]))
     return triples
-

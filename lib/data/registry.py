@@ -99,8 +99,7 @@ def _copy_from_mirror(entry: RegistryEntry, mirror: Path, target: Path) -> None:
     source = mirror / entry.name
     if not source.is_file():
         raise DataFetchError(
-            f"{entry.name}: not found in the mirror {mirror} (from {MIRROR_VARIABLE}); "
-            f"expected the file {source}"
+            f"{entry.name}: not found in the mirror {mirror} (from {MIRROR_VARIABLE}); expected the file {source}"
         )
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     os.close(fd)

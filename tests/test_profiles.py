@@ -1,0 +1,51 @@
+"""The three profiles and the smoke profile's query slice."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib.profiles import PROFILES, get_profile, limit_queries
+
+
+@pytest.mark.parametrize(("name", "limit"), [("smoke", 8), ("book", None), ("paper", None)])
+def test_get_profile(name: str, limit: int | None) -> None:
+    profile = get_profile(name)
+    assert profile is PROFILES[name]
+    assert profile.name == name
+    assert profile.query_limit == limit
+
+
+@pytest.mark.parametrize("name", ["full", "", "Smoke", "book "])
+def test_unknown_profile_is_a_value_error_naming_the_parameter(name: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        get_profile(name)
+    message = str(caught.value)
+    assert "'profile'" in message
+    assert repr(name) in message
+    assert "smoke" in message and "book" in message and "paper" in message
+
+
+QIDS = ["1037798", "104861", "19335", "1110199", "1063750", "87452", "1133167", "156493", "168216", "183378", "3"]
+
+
+def test_smoke_takes_the_first_eight_in_numeric_order() -> None:
+    assert limit_queries(QIDS, get_profile("smoke")) == [
+        "3",
+        "19335",
+        "87452",
+        "104861",
+        "156493",
+        "168216",
+        "183378",
+        "1037798",
+    ]
+
+
+def test_book_takes_all_in_numeric_order() -> None:
+    given = list(QIDS)
+    assert limit_queries(given, get_profile("book")) == sorted(QIDS, key=int)
+    assert given == QIDS  # the argument is not reordered in place
+
+
+def test_smoke_on_a_short_list_takes_all() -> None:
+    assert limit_queries(["20", "10", "9"], get_profile("smoke")) == ["9", "10", "20"]
