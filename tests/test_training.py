@@ -1,0 +1,385 @@
+"""Training: pairs from graded labels, the hinge loss, the loop, early stopping, checkpoints and resumption.
+
+The model and tokenizer are tiny stand-ins (hashed words, a bag of embeddings with a dot product
+and dropout) with the interfaces of ``lib.models``; the data is a real slice of TREC DL 2019.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from lib import data, training
+from lib.evaluation import ranking_from_run
+from lib.training import (
+    TrainingConfig,
+    ValidationSet,
+    amp_enabled,
+    autocast,
+    hinge_loss,
+    resolve_device,
+    train,
+    training_pairs,
+)
+
+# --- stand-ins with the model and tokenizer interfaces -------------------------------------------
+
+
+class HashTokenizer:
+    """Lower-cased words hashed (crc32) into ``vocab - 1`` buckets; id 0 is padding."""
+
+    def __init__(self, vocab: int = 4096) -> None:
+        self.vocab = vocab
+
+    def encode(self, texts: Sequence[str], max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = [
+            [1 + zlib.crc32(w.encode()) % (self.vocab - 1) for w in re.findall(r"\w+", t.lower())][:max_length]
+            for t in texts
+        ]
+        width = max(1, max(len(r) for r in rows))
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        return ids, ids != 0
+
+
+class BagModel(nn.Module):
+    """Mean of (dropped-out) word embeddings, projected, dot product: a model in a few lines."""
+
+    def __init__(self, vocab: int = 4096, dim: int = 16, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim, padding_idx=0)
+        self.projection = nn.Linear(dim, dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def _encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        vectors = self.dropout(self.embedding(ids)) * mask.unsqueeze(-1)
+        return vectors.sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+
+    def forward(self, query_ids, query_mask, doc_ids, doc_mask) -> torch.Tensor:
+        query = self.projection(self._encode(query_ids, query_mask))
+        return (query * self._encode(doc_ids, doc_mask)).sum(-1)
+
+    def optimizer_groups(self, embedding_lr: float = 1e-4, other_lr: float = 1e-3) -> list[dict]:
+        return [
+            {"params": list(self.embedding.parameters()), "lr": embedding_lr, "name": "embeddings"},
+            {"params": list(self.projection.parameters()), "lr": other_lr, "name": "other"},
+        ]
+
+
+def make_model(seed: int = 0) -> BagModel:
+    torch.manual_seed(seed)
+    return BagModel()
+
+
+# --- a real slice of TREC DL 2019 ------------------------------------------------------------------
+
+DEPTH = 20  # candidates per query in this slice
+
+
+@pytest.fixture(scope="module")
+def dl19() -> dict:
+    """DL19 queries, judgments, the BM25 top-20 and the v1 passages; 10 training and 4 validation queries."""
+    try:
+        queries, qrels, run = data.load_queries("dl19"), data.load_qrels("dl19"), data.load_run("dl19", "bm25")
+        texts = data.load_collection("v1")
+    except FileNotFoundError as error:
+        pytest.skip(f"converted data missing: {error}")
+    qids = sorted(qrels, key=lambda q: (len(q), q))
+    top = {qid: {pid: run[qid][pid] for pid in ranking_from_run(run[qid])[:DEPTH]} for qid in qids}
+    train_qids, valid_qids = qids[:10], qids[10:14]
+    return {
+        "queries": queries,
+        "qrels": qrels,
+        "run": top,
+        "texts": texts,
+        "train_qids": train_qids,
+        "validation": ValidationSet(
+            {q: queries[q] for q in valid_qids}, {q: qrels[q] for q in valid_qids}, {q: top[q] for q in valid_qids}
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def pairs(dl19: dict) -> list:
+    qrels = {q: dl19["qrels"][q] for q in dl19["train_qids"]}
+    return training_pairs(qrels, dl19["run"], dl19["texts"], seed=1, max_pairs_per_query=60)
+
+
+def small_config(**changes) -> TrainingConfig:
+    settings = dict(
+        batch_size=16,
+        max_steps=12,
+        validate_every=3,
+        patience=None,
+        rerank_depth=10,
+        eval_batch_size=32,
+        seed=7,
+        device="cpu",
+        learning_rates={"embedding_lr": 0.05, "other_lr": 0.01},
+    )
+    settings.update(changes)
+    return TrainingConfig(**settings)
+
+
+def run_training(dl19: dict, pairs: list, folder: Path, config: TrainingConfig, seed: int = 0):
+    return train(
+        make_model(seed),
+        HashTokenizer(),
+        pairs,
+        dl19["queries"],
+        dl19["texts"],
+        dl19["validation"],
+        config,
+        folder,
+        progress=False,
+    )
+
+
+def assert_same_weights(a: nn.Module, b: nn.Module) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for name in sa:
+        assert torch.equal(sa[name], sb[name]), name
+
+
+def without_seconds(history: pd.DataFrame) -> pd.DataFrame:
+    return history.drop(columns="seconds")
+
+
+# --- training pairs ----------------------------------------------------------------------------------
+
+QRELS = {"q1": {"a": 3, "b": 1, "c": 0, "d": 2, "nt": 3}, "q2": {"x": 1, "y": 1}, "q3": {"z": 2}}
+CANDIDATES = {"q1": {"a": 9.0, "u": 8.0, "c": 7.0, "v": 6.0, "nu": 5.0}, "q2": ["x", "w"], "q4": ["k"]}
+TEXTS = {p: p for p in "abcduvxywzk"}  # "nt" (judged) and "nu" (unjudged) have no text
+
+
+def test_training_pairs_hand_computed() -> None:
+    pairs = training_pairs(QRELS, CANDIDATES, TEXTS, seed=0)
+    # q1 grades: a 3, d 2, b 1, c 0 and the unjudged candidates u, v as 0; nt and nu have no text.
+    # q2: x and y tie at 1 and both beat the unjudged candidate w. q3: one passage, no pair. q4: unjudged.
+    expected = {
+        ("q1", "a", "d"), ("q1", "a", "b"), ("q1", "a", "c"), ("q1", "a", "u"), ("q1", "a", "v"),
+        ("q1", "d", "b"), ("q1", "d", "c"), ("q1", "d", "u"), ("q1", "d", "v"),
+        ("q1", "b", "c"), ("q1", "b", "u"), ("q1", "b", "v"),
+        ("q2", "x", "w"), ("q2", "y", "w"),
+    }  # fmt: skip
+    assert len(pairs) == len(set(pairs)) == len(expected)
+    assert set(pairs) == expected
+
+
+def test_training_pairs_on_real_data(dl19: dict) -> None:
+    qrels = {q: dl19["qrels"][q] for q in dl19["train_qids"]}
+    pairs = training_pairs(qrels, dl19["run"], dl19["texts"], seed=3)
+    assert pairs
+    unjudged_negatives = 0
+    for qid, better, worse in pairs:
+        assert better in dl19["texts"] and worse in dl19["texts"]
+        grade_better = qrels[qid].get(better, 0)
+        grade_worse = qrels[qid].get(worse, 0)
+        assert grade_better > grade_worse
+        assert better in qrels[qid]  # an unjudged passage (grade 0) never wins a pair
+        if worse not in qrels[qid]:
+            assert worse in dl19["run"][qid]  # an unjudged negative comes from the first stage
+            unjudged_negatives += 1
+    assert unjudged_negatives > 0
+    assert pairs == training_pairs(qrels, dl19["run"], dl19["texts"], seed=3)  # deterministic
+
+
+def test_training_pairs_cap_is_a_seeded_sample(dl19: dict) -> None:
+    qrels = {q: dl19["qrels"][q] for q in dl19["train_qids"]}
+    full = training_pairs(qrels, dl19["run"], dl19["texts"], seed=0)
+    capped = training_pairs(qrels, dl19["run"], dl19["texts"], seed=5, max_pairs_per_query=25)
+    per_query_full = pd.Series([q for q, _, _ in full]).value_counts()
+    per_query = pd.Series([q for q, _, _ in capped]).value_counts()
+    assert (per_query <= 25).all()
+    assert per_query.sort_index().equals(per_query_full.clip(upper=25).sort_index())
+    assert set(capped) <= set(full)
+    assert capped == training_pairs(qrels, dl19["run"], dl19["texts"], seed=5, max_pairs_per_query=25)
+    assert capped != training_pairs(qrels, dl19["run"], dl19["texts"], seed=6, max_pairs_per_query=25)
+    with pytest.raises(ValueError, match="'max_pairs_per_query'"):
+        training_pairs(qrels, dl19["run"], dl19["texts"], seed=5, max_pairs_per_query=0)
+
+
+# --- the hinge loss ------------------------------------------------------------------------------------
+
+
+def test_hinge_loss_hand_computed() -> None:
+    pos = torch.tensor([2.0, 0.5, 0.0, 1.0])
+    neg = torch.tensor([0.0, 0.0, 1.0, 0.25])
+    # max(0, 1 - 2 + 0) = 0, 1 - 0.5 = 0.5, 1 - 0 + 1 = 2, 1 - 1 + 0.25 = 0.25 -> mean 2.75 / 4
+    assert hinge_loss(pos, neg).item() == pytest.approx(2.75 / 4)
+    # margin 0.5: 0, 0, 1.5, 0 -> 1.5 / 4
+    assert hinge_loss(pos, neg, margin=0.5).item() == pytest.approx(1.5 / 4)
+    pos.requires_grad_(True)
+    hinge_loss(pos, neg).backward()
+    assert pos.grad.tolist() == [0.0, -0.25, -0.25, -0.25]
+
+
+# --- device and mixed precision -------------------------------------------------------------------------
+
+
+def test_resolve_device() -> None:
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    assert resolve_device().type == expected
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="'device'"):
+        resolve_device("gpu-please")
+    with pytest.raises(ValueError, match="'device'"):
+        resolve_device(3)  # type: ignore[arg-type]
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'device'.*CUDA is not available"):
+            resolve_device("cuda")
+
+
+def test_mixed_precision_policy() -> None:
+    cpu = torch.device("cpu")
+    assert not amp_enabled(cpu, "auto") and not amp_enabled(cpu, False) and amp_enabled(cpu, True)
+    with autocast(cpu, "auto"):
+        assert not torch.is_autocast_enabled("cpu")
+    with autocast(cpu, True):
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16 and torch.is_autocast_enabled("cpu")
+    with pytest.raises(ValueError, match="'amp'"):
+        amp_enabled(cpu, "yes")
+    if torch.cuda.is_available():
+        assert amp_enabled(torch.device("cuda"), "auto") == torch.cuda.is_bf16_supported()
+
+
+def test_config_checks_its_values() -> None:
+    assert TrainingConfig().batch_size == 64 and TrainingConfig().metric == "MRR@10"
+    assert TrainingConfig().max_query_length == 30 and TrainingConfig().max_doc_length == 200
+    with pytest.raises(ValueError, match="'batch_size'"):
+        TrainingConfig(batch_size=0)
+    with pytest.raises(ValueError, match="'metric'"):
+        TrainingConfig(metric="MRR@100")
+    with pytest.raises(ValueError, match="'patience'"):
+        TrainingConfig(patience=0)
+    with pytest.raises(ValueError, match="'amp'"):
+        TrainingConfig(amp="fp16")
+    assert TrainingConfig(metric="nDCG@10").measures == ["nDCG@10", "MRR@10"]
+
+
+# --- the training loop ------------------------------------------------------------------------------------
+
+
+def test_training_lowers_the_loss(dl19: dict, pairs: list, tmp_path: Path) -> None:
+    config = small_config(max_steps=30, validate_every=10)
+    result = run_training(dl19, pairs, tmp_path, config)
+    history = result.history
+    assert list(history["step"]) == [10, 20, 30]
+    assert set(history.columns) >= {"step", "epoch", "train_loss", "MRR@10", "nDCG@10", "best", "seconds"}
+    assert history["train_loss"].iloc[-1] < 0.8 * history["train_loss"].iloc[0]
+    assert result.steps == 30 and not result.stopped_early
+    assert result.best_step in set(history["step"])
+    assert result.best_metric == history["MRR@10"].max()
+    assert not result.model.training
+    # the best weights: in best.pt and in the returned model
+    assert_same_weights(result.model, _loaded(result.best_path))
+    saved = pd.read_csv(tmp_path / "history.csv")
+    assert list(saved["step"]) == [10, 20, 30]
+
+
+def _loaded(path: Path) -> BagModel:
+    model = BagModel()
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model
+
+
+class Killed(Exception):
+    """Stands in for the process being killed."""
+
+
+def test_an_interrupted_run_resumes_to_the_same_result(
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = small_config(max_steps=11, validate_every=3)  # validations at 3, 6, 9 and 11
+    reference = run_training(dl19, pairs, tmp_path / "reference", config)
+
+    calls = {"n": 0}
+    real_loss = training.hinge_loss
+
+    def dying_loss(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 8:  # killed during step 8, after the checkpoint of step 6
+            raise Killed
+        return real_loss(*args, **kwargs)
+
+    monkeypatch.setattr(training, "hinge_loss", dying_loss)
+    with pytest.raises(Killed):
+        run_training(dl19, pairs, tmp_path / "killed", config)
+    checkpoint = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=True)
+    assert checkpoint["step"] == 6 and checkpoint["position"] == 6 * config.batch_size
+    assert not checkpoint["finished"]
+    assert {"model", "optimizer", "rng", "history", "best_model", "best_step", "bad_validations"} <= set(checkpoint)
+    assert set(checkpoint["rng"]) == {"python", "numpy", "torch", "cuda"}
+    assert [row["step"] for row in checkpoint["history"]] == [3, 6]
+
+    monkeypatch.setattr(training, "hinge_loss", real_loss)
+    torch.manual_seed(12345)  # a new process: other global random state, a differently initialised model
+    resumed = run_training(dl19, pairs, tmp_path / "killed", config, seed=99)
+    assert_same_weights(resumed.model, reference.model)
+    pd.testing.assert_frame_equal(without_seconds(resumed.history), without_seconds(reference.history))
+    assert (resumed.best_step, resumed.best_metric) == (reference.best_step, reference.best_metric)
+    last = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=True)
+    final = torch.load(tmp_path / "reference" / "checkpoint.pt", weights_only=True)
+    for name, tensor in final["model"].items():  # the last weights too, not only the best ones
+        assert torch.equal(last["model"][name], tensor), name
+
+    # a finished run returns from its checkpoint without training
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished run trained again")
+
+    monkeypatch.setattr(training, "hinge_loss", no_training)
+    again = run_training(dl19, pairs, tmp_path / "reference", config, seed=5)
+    assert_same_weights(again.model, reference.model)
+    pd.testing.assert_frame_equal(again.history, reference.history)
+
+
+def test_a_checkpoint_of_other_arguments_is_refused(dl19: dict, pairs: list, tmp_path: Path) -> None:
+    run_training(dl19, pairs, tmp_path, small_config(max_steps=3))
+    with pytest.raises(ValueError, match="other arguments.*config.batch_size"):
+        run_training(dl19, pairs, tmp_path, small_config(max_steps=3, batch_size=8))
+    with pytest.raises(ValueError, match="pairs"):
+        run_training(dl19, pairs[:-1], tmp_path, small_config(max_steps=3))
+    run_training(dl19, pairs, tmp_path, small_config(max_steps=3, eval_batch_size=5))  # allowed to change
+
+
+def test_early_stopping_restores_the_best_weights(
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted = iter([0.30, 0.50, 0.40, 0.50, 0.90, 0.95])  # best at the 2nd validation; 0.50 again is no gain
+
+    def fake_evaluate(run, qrels, measures):
+        value = next(scripted)
+        return {name: value for name in measures}
+
+    monkeypatch.setattr(training, "evaluate", fake_evaluate)
+    config = small_config(max_steps=30, validate_every=2, patience=2)
+    result = run_training(dl19, pairs, tmp_path / "early", config)
+    assert list(result.history["step"]) == [2, 4, 6, 8]  # two validations without improvement after step 4
+    assert list(result.history["best"]) == [True, True, False, False]
+    assert result.stopped_early and result.steps == 8
+    assert (result.best_step, result.best_metric) == (4, 0.50)
+
+    # the weights after step 4 of the same run, as a run of 4 steps leaves them
+    monkeypatch.undo()
+    run_training(dl19, pairs, tmp_path / "four", small_config(max_steps=4, validate_every=2))
+    after_four = BagModel()
+    after_four.load_state_dict(torch.load(tmp_path / "four" / "checkpoint.pt", weights_only=True)["model"])
+    assert_same_weights(result.model, after_four)
+    assert_same_weights(_loaded(result.best_path), after_four)
+
+
+def test_training_checks_its_inputs(dl19: dict, pairs: list, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'pairs'"):
+        run_training(dl19, [], tmp_path, small_config())
+    with pytest.raises(KeyError, match="'no-such-passage'"):
+        run_training(dl19, [*pairs, (pairs[0][0], pairs[0][1], "no-such-passage")], tmp_path, small_config())
