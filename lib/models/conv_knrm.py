@@ -1,0 +1,150 @@
+"""Conv-KNRM, convolutional kernel-based neural ranking (Dai, Xiong, Callan, Liu, WSDM 2018).
+
+Word embeddings of query and document go through 1-D convolutions for n-gram sizes 1..3 (128
+filters each, ReLU), every query n-gram size is cross-matched with every document n-gram size
+(3 × 3 = 9 cosine match matrices), each matrix is pooled with KNRM's kernels, and the concatenated
+features are scored by ``tanh(wᵀ φ + b)`` (Dai et al. 2018; the TK paper's baseline, §4.1 and §4.3:
+n-gram size 3, 128 CNN features, 11 kernels with exact matching on the first).
+
+Named choices:
+
+- **N-gram positions**: the convolution for size ``h`` runs over the (zero-masked) embeddings padded
+  with ``h − 1`` zero vectors on the right, so its output has one position per input position; the
+  n-gram at position ``j`` covers tokens ``j..j+h−1``. With ``ngram_mask="complete"`` (default, the
+  "valid" convolution of Dai et al.: a text of ``n`` tokens has ``n − h + 1`` n-grams of size ``h``)
+  only n-grams made entirely of real tokens count; ``"start"`` (the TK authors' code) counts every
+  n-gram that starts at a real token, the last ones completed with zero vectors. Masked n-grams
+  contribute nothing to the kernel pooling; a text shorter than ``h`` has no ``h``-grams, and its
+  matrices give features of 0.
+- **Cross-matching** (``cross_match=True``): all 9 (query size, document size) pairs, in the order
+  (1,1), (1,2), (1,3), (2,1), …, (3,3); ``False`` matches equal sizes only (3 matrices).
+- **Kernels and pooling** as in :mod:`lib.models.knrm`: σ = 0.001 on the μ = 1 kernel, natural-log
+  log-sum pooling, features multiplied by 0.01, Linear(99, 1) with bias (init ±0.014, bias 0) and tanh
+  (``bias``, ``use_tanh`` switch them off).
+- **Learning rates** (TK paper §4.3): the embeddings at :data:`EMBEDDING_LR`; the convolutions and the
+  final layer at :data:`OTHER_LR` (§4.3's "contextualization layers" are TK's Transformer layers).
+- **Precision**: the convolutions may run in reduced precision under autocast; the match matrices,
+  kernels and final layer run in float32 with autocast off.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib.kernels import (
+    EXACT_MATCH_SIGMA,
+    KERNEL_SIGMA,
+    LOG_CLAMP,
+    N_KERNELS,
+    KernelPooling,
+    cosine_match_matrix,
+    full_precision,
+    kernel_mus,
+    kernel_sigmas,
+)
+from lib.models.tk import EMBEDDING_LR, OTHER_LR, embed, embedding_layer, param_groups
+
+__all__ = ["EMBEDDING_LR", "OTHER_LR", "ConvKNRM", "ngram_mask"]
+
+NgramMask = Literal["complete", "start"]
+
+
+def ngram_mask(mask: torch.Tensor, size: int, mode: NgramMask = "complete") -> torch.Tensor:
+    """``[B, L]`` mask of the size-``size`` n-grams starting at each position (see the module docstring)."""
+    mask = mask.bool()
+    if mode == "start" or size == 1:
+        return mask
+    if mode != "complete":
+        raise ValueError(f"parameter 'mode' must be 'complete' or 'start', got {mode!r}")
+    return F.pad(mask, (0, size - 1), value=False).unfold(-1, size, 1).all(dim=-1)
+
+
+class ConvKNRM(nn.Module):
+    """Conv-KNRM (Dai et al. 2018); the module docstring names every choice."""
+
+    def __init__(
+        self,
+        embeddings: torch.Tensor,
+        freeze_embeddings: bool = False,
+        *,
+        max_ngram: int = 3,
+        n_filters: int = 128,
+        cross_match: bool = True,
+        ngram_mask: NgramMask = "complete",
+        n_kernels: int = N_KERNELS,
+        kernel_sigma: float = KERNEL_SIGMA,
+        exact_match_sigma: float = EXACT_MATCH_SIGMA,
+        log_base: float = math.e,
+        log_clamp: float = LOG_CLAMP,
+        feature_scale: float = 0.01,
+        bias: bool = True,
+        use_tanh: bool = True,
+    ) -> None:
+        super().__init__()
+        if max_ngram < 1:
+            raise ValueError(f"parameter 'max_ngram' must be >= 1, got {max_ngram}")
+        if ngram_mask not in ("complete", "start"):
+            raise ValueError(f"parameter 'ngram_mask' must be 'complete' or 'start', got {ngram_mask!r}")
+        self.embedding = embedding_layer(embeddings, freeze_embeddings)
+        dim = self.embedding.embedding_dim
+        self.convs = nn.ModuleList(nn.Conv1d(dim, n_filters, size) for size in range(1, max_ngram + 1))
+        self.ngram_mode = ngram_mask
+        sizes = range(max_ngram)
+        self.pairs = [(q, d) for q in sizes for d in sizes] if cross_match else [(h, h) for h in sizes]
+        self.kernel_pooling = KernelPooling(
+            kernel_mus(n_kernels, exact_match=True),
+            kernel_sigmas(n_kernels, exact_match=True, sigma=kernel_sigma, exact_match_sigma=exact_match_sigma),
+            log_base=log_base,
+            log_clamp=log_clamp,
+        )
+        self.feature_scale = float(feature_scale)
+        self.use_tanh = bool(use_tanh)
+        self.dense = nn.Linear(len(self.pairs) * n_kernels, 1, bias=bias)
+        nn.init.uniform_(self.dense.weight, -0.014, 0.014)
+        if bias:
+            nn.init.zeros_(self.dense.bias)
+
+    def ngrams(self, ids: torch.Tensor, mask: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """One ``(vectors [B, L, n_filters], mask [B, L])`` pair per n-gram size 1..max_ngram, 0 where masked."""
+        mask = mask.bool()
+        embeddings = embed(self.embedding, ids, mask).transpose(1, 2)  # [B, D, L]
+        out = []
+        for size, conv in enumerate(self.convs, start=1):
+            vectors = F.relu(conv(F.pad(embeddings, (0, size - 1)))).transpose(1, 2)
+            valid = ngram_mask(mask, size, self.ngram_mode)
+            out.append((vectors * valid.unsqueeze(-1), valid))
+        return out
+
+    def features(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The scaled log-sum kernel features of all matched n-gram pairs, ``[B, pairs × K]`` float32."""
+        query = self.ngrams(query_ids, query_mask)
+        doc = self.ngrams(doc_ids, doc_mask)
+        features = []
+        for q, d in self.pairs:
+            (q_vectors, q_mask), (d_vectors, d_mask) = query[q], doc[d]
+            match = cosine_match_matrix(q_vectors, d_vectors, q_mask, d_mask)
+            features.append(self.kernel_pooling(match, q_mask, d_mask).log)
+        return torch.cat(features, dim=-1) * self.feature_scale
+
+    def forward(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """One score per pair, ``[B]`` float32."""
+        features = self.features(query_ids, query_mask, doc_ids, doc_mask)
+        with full_precision(features.device):
+            score = self.dense(features).squeeze(-1)
+            return torch.tanh(score) if self.use_tanh else score
+
+    def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
+        """Adam groups (TK paper §4.3): ``embeddings`` at ``embedding_lr``; ``other`` (convolutions, dense layer)."""
+        embedding = list(self.embedding.parameters())
+        taken = {id(param) for param in embedding}
+        other = [param for param in self.parameters() if id(param) not in taken]
+        return param_groups({"embeddings": (embedding, embedding_lr), "other": (other, other_lr)})

@@ -1,0 +1,394 @@
+"""TK, the Transformer-Kernel re-ranker (Hofstätter, Zlabinger, Hanbury, ECAI 2020, §3, eq. 1–10).
+
+Query and document are contextualised separately by the same small Transformer stack; a hybrid of
+each word embedding and its contextualised vector (eq. 1) enters a single cosine match matrix
+(eq. 4), which is scored with kernel pooling (eq. 5–8, :mod:`lib.kernels`) through two paths, a
+log-normalised and a length-normalised one, weighted per kernel (eq. 9) and combined (eq. 10).
+
+Settings of the paper (§4.3): 300-d word embeddings, 1–3 Transformer layers (default 2, the
+TREC runs and the time-budget comparison) of 16 attention heads of size 32 and a feed-forward
+dimension of 100, 11 kernels (μ = 1, 0.9, 0.7, …, −0.9; σ = 0.1; no exact-match kernel), log base 2.
+Adam with lr 1e-4 for the word embeddings and the Transformer layers, 1e-3 for everything else
+(:data:`EMBEDDING_LR`, :data:`OTHER_LR`, :meth:`TK.optimizer_groups`).
+
+Named choices where the paper leaves a detail open (constructor flags where an alternative is plausible):
+
+- **Attention size** (eq. 3): 16 heads of size 32, i.e. Q/K/V projections of 300 → 512 and
+  ``W^O``: 512 → 300 (with biases); the scale is ``1/√d_k = 1/√32``. ``nn.TransformerEncoderLayer``
+  cannot do this (it ties the head dimensions to the 300-d model width), hence a small custom layer.
+- **Block order** (eq. 2: ``MultiHead(FF(p)) + FF(p)``): feed-forward first, then self-attention with
+  a residual connection around it (``block_order="ff_first"``, as written, and the order of the
+  AllenNLP ``StackedSelfAttentionEncoder`` of the authors' code of the time); ``"attention_first"`` is
+  Vaswani's order (and that of ``nn.TransformerEncoderLayer``, which a later version of their code used).
+- **Residual around FF** (``ff_residual=True``): eq. 2 shows none, but a Transformer layer [32] has
+  one on both sub-layers and so had the authors' code; ``False`` is the literal eq. 2.
+- **Layer normalisation** (not in eq. 2): post-norm after each residual sub-layer (``norm="post"``,
+  Vaswani and the authors' code); ``"pre"`` normalises each sub-layer's input and adds a final
+  layer norm after the stack; ``"none"`` has none.
+- **FF**: Linear(300, 100) → ReLU → Linear(100, 300). **Dropout** 0 everywhere (``dropout``; the
+  authors' setting), on the sub-layer outputs and the attention weights when set.
+- **Positional encoding** (eq. 2, "fused" to form ``p``): Vaswani's sinusoids (sin on even, cos on
+  odd dimensions, base 10000), *added* unscaled to the embeddings, at the *input of the Transformer
+  only*: the mixer of eq. 1 mixes the plain word embedding ``t_i`` with the contextualised vector.
+  A token's position counts the real tokens before it, so where padding sits does not matter.
+- **Masking**: padded positions are masked out of the attention keys, their vectors are set to 0
+  after embedding and after mixing, and they contribute nothing to the kernel pooling
+  (:mod:`lib.kernels`). Which tokens are real is the caller's mask (the authors' code also masked
+  the OOV id; that is the data layer's business here).
+- **Mixer α** (eq. 1): one learned scalar, initialised at 0.5 (``alpha_init``), unconstrained (not
+  squashed to [0, 1]), as in the authors' code.
+- **Kernel pooling**: log base 2, clamp ``1e-10`` before the logarithm, ``d_len`` the true document
+  length (``length_plus_one=False``; the authors' code divides by ``d_len + 1``).
+- **Scoring** (eq. 9–10): ``W_log`` and ``W_len`` are linear maps K → 1 without bias (eq. 9 has none,
+  nor had the authors' code), initialised uniform in ±0.014 (the authors' code, after MatchZoo);
+  ``β`` and ``γ`` are learned scalars initialised at 1.0 (``beta_init``, ``gamma_init``; the
+  authors' code learned them as a bias-free Linear(2, 1) with PyTorch's default random init).
+  ``feature_scaler=True`` adds the authors' code's learned scalar (init 0.01) that multiplies both
+  kernel feature vectors before ``W_log`` / ``W_len``; it is off by default (not in the paper).
+- **Learning-rate groups**: ``embeddings`` and ``contextualisation`` (every Transformer parameter)
+  at 1e-4, ``other`` at 1e-3; α counts as "other" (a mixing weight, not a contextualisation layer).
+- **Precision**: the match matrix, the kernels and the scoring always run in float32 with autocast
+  off; only the Transformer layers run in reduced precision under autocast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib.kernels import (
+    KERNEL_SIGMA,
+    LOG_CLAMP,
+    N_KERNELS,
+    KernelPooling,
+    cosine_match_matrix,
+    full_precision,
+    kernel_mus,
+    kernel_sigmas,
+)
+
+#: Adam learning rate of the word embeddings and the contextualisation (Transformer) layers (TK paper §4.3).
+EMBEDDING_LR = 1e-4
+#: Adam learning rate of all other layers (TK paper §4.3).
+OTHER_LR = 1e-3
+
+BlockOrder = Literal["ff_first", "attention_first"]
+NormPosition = Literal["post", "pre", "none"]
+
+
+def embedding_layer(embeddings: torch.Tensor, freeze: bool) -> nn.Embedding:
+    """An ``nn.Embedding`` initialised with a copy of ``embeddings`` (``[V, D]``, row 0 = padding).
+
+    ``padding_idx=0`` keeps the padding row's gradient at zero. The matrix is copied, so two models
+    built from one matrix do not share (or train) the caller's tensor.
+    """
+    if embeddings.dim() != 2:
+        raise ValueError(f"parameter 'embeddings' must be a [V, D] matrix, got shape {tuple(embeddings.shape)}")
+    return nn.Embedding.from_pretrained(embeddings.detach().clone().float(), freeze=freeze, padding_idx=0)
+
+
+def embed(layer: nn.Embedding, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Look up ``ids`` (``[B, L]``) and set padded positions (``mask`` False) to 0: ``[B, L, D]``."""
+    return layer(ids) * mask.unsqueeze(-1).to(layer.weight.dtype)
+
+
+def param_groups(named: dict[str, tuple[list[nn.Parameter], float]]) -> list[dict]:
+    """Torch optimizer groups ``{"name", "params", "lr"}``, trainable parameters only, empty groups left out."""
+    groups = []
+    for name, (params, lr) in named.items():
+        trainable = [param for param in params if param.requires_grad]
+        if trainable:
+            groups.append({"name": name, "params": trainable, "lr": lr})
+    return groups
+
+
+def sinusoidal_encoding(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Vaswani et al.'s positional encoding of integer ``positions`` (``[B, L]``): ``[B, L, dim]`` float32.
+
+    ``PE[p, 2i] = sin(p / 10000^(2i/dim))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/dim))``.
+    """
+    frequencies = torch.exp(
+        torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / dim)
+    )
+    angles = positions.to(torch.float32).unsqueeze(-1) * frequencies
+    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(-2)[..., :dim]
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Eq. 3: ``Concat(head_1, …, head_h) W^O``, ``head_i = softmax(p W_i^Q (p W_i^K)^T / √d_k) p W_i^V``.
+
+    ``num_heads`` heads of size ``head_dim`` on ``dim``-d inputs (independent of each other: TK has
+    16 × 32 = 512 attention dimensions on 300-d inputs). Padded keys are masked out; a sequence
+    without any real token attends to all of its (padded) positions, which keeps the output finite
+    (those positions are masked out later anyway).
+    """
+
+    def __init__(self, dim: int, num_heads: int = 16, head_dim: int = 32, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.dropout = dropout
+        self.qkv = nn.Linear(dim, 3 * num_heads * head_dim)
+        self.out = nn.Linear(num_heads * head_dim, dim)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        keys = mask | ~mask.any(dim=-1, keepdim=True)
+        attended = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=keys[:, None, None, :], dropout_p=self.dropout if self.training else 0.0
+        )
+        return self.out(attended.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim))
+
+
+class TransformerLayer(nn.Module):
+    """One TK Transformer layer (eq. 2): by default ``h = LN(p + FF(p))``, ``out = LN(h + MultiHead(h))``.
+
+    See the module docstring for ``block_order``, ``norm`` and ``ff_residual``.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 16,
+        head_dim: int = 32,
+        ff_dim: int = 100,
+        dropout: float = 0.0,
+        block_order: BlockOrder = "ff_first",
+        norm: NormPosition = "post",
+        ff_residual: bool = True,
+    ) -> None:
+        super().__init__()
+        if block_order not in ("ff_first", "attention_first"):
+            raise ValueError(f"parameter 'block_order' must be 'ff_first' or 'attention_first', got {block_order!r}")
+        if norm not in ("post", "pre", "none"):
+            raise ValueError(f"parameter 'norm' must be 'post', 'pre' or 'none', got {norm!r}")
+        self.block_order = block_order
+        self.norm = norm
+        self.ff_residual = ff_residual
+        self.ff = nn.Sequential(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Linear(ff_dim, dim))
+        self.attention = MultiHeadSelfAttention(dim, num_heads, head_dim, dropout)
+        self.ff_norm = nn.LayerNorm(dim) if norm != "none" else nn.Identity()
+        self.attention_norm = nn.LayerNorm(dim) if norm != "none" else nn.Identity()
+        self.drop = nn.Dropout(dropout)
+
+    def _sublayer(self, x: torch.Tensor, output: torch.Tensor, norm: nn.Module, residual: bool) -> torch.Tensor:
+        output = self.drop(output)
+        output = x + output if residual else output
+        return output if self.norm == "pre" else norm(output)
+
+    def _ff(self, x: torch.Tensor) -> torch.Tensor:
+        inner = self.ff_norm(x) if self.norm == "pre" else x
+        return self._sublayer(x, self.ff(inner), self.ff_norm, self.ff_residual)
+
+    def _attention(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        inner = self.attention_norm(x) if self.norm == "pre" else x
+        return self._sublayer(x, self.attention(inner, mask), self.attention_norm, True)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.block_order == "ff_first":
+            return self._attention(self._ff(x), mask)
+        return self._ff(self._attention(x, mask))
+
+
+class Contextualiser(nn.Module):
+    """``context(t_{1:n})`` of eq. 1: positional encoding added to the embeddings, then ``num_layers`` layers."""
+
+    def __init__(self, dim: int, num_layers: int, norm: NormPosition = "post", **layer_settings) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"parameter 'num_layers' must be >= 1, got {num_layers}")
+        self.layers = nn.ModuleList(TransformerLayer(dim, norm=norm, **layer_settings) for _ in range(num_layers))
+        self.final_norm = nn.LayerNorm(dim) if norm == "pre" else nn.Identity()
+
+    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``embeddings`` ``[B, L, D]`` (0 at padding) → contextualised ``[B, L, D]`` (0 at padding)."""
+        mask = mask.bool()
+        positions = (mask.long().cumsum(dim=-1) - 1).clamp_min(0)
+        keep = mask.unsqueeze(-1)
+        x = (embeddings + sinusoidal_encoding(positions, embeddings.shape[-1]).to(embeddings.dtype)) * keep
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x) * keep
+
+
+@dataclass
+class TKExplanation:
+    """Every intermediate result of a TK score, for ``B`` pairs, ``K`` kernels and ``D``-d vectors.
+
+    The score decomposes exactly over the kernels:
+    ``s = log_terms.sum(-1) + len_terms.sum(-1) = β · s_log + γ · s_len``.
+    """
+
+    #: Word embeddings ``t`` of the query / document, ``[B, Lq, D]`` / ``[B, Ld, D]``, 0 at padding.
+    query_embeddings: torch.Tensor
+    doc_embeddings: torch.Tensor
+    #: Hybrid contextualised vectors ``t̂`` (eq. 1), ``[B, Lq, D]`` / ``[B, Ld, D]``, 0 at padding.
+    query_vectors: torch.Tensor
+    doc_vectors: torch.Tensor
+    #: Cosine match matrix ``M`` (eq. 4), ``[B, Lq, Ld]``, 0 at padded positions.
+    match: torch.Tensor
+    #: Kernel centres and widths, ``[K]``.
+    mus: torch.Tensor
+    sigmas: torch.Tensor
+    #: ``K_i^k`` (eq. 6), ``[B, Lq, K]``, 0 for padded query terms.
+    kernel_sums: torch.Tensor
+    #: ``s_log^k`` (eq. 7) and ``s_len^k`` (eq. 8), before any learned weight, ``[B, K]``.
+    s_log_k: torch.Tensor
+    s_len_k: torch.Tensor
+    #: Per-kernel contributions to ``s``, learned weights applied: ``β·c·W_log[k]·s_log^k`` and
+    #: ``γ·c·W_len[k]·s_len^k`` (``c`` the feature scaler, 1 unless ``feature_scaler``), ``[B, K]``.
+    log_terms: torch.Tensor
+    len_terms: torch.Tensor
+    #: ``s_log = c · s_log^k W_log`` and ``s_len = c · s_len^k W_len`` (eq. 9), ``[B]``.
+    s_log: torch.Tensor
+    s_len: torch.Tensor
+    #: The score ``s = β · s_log + γ · s_len`` (eq. 10), ``[B]``.
+    s: torch.Tensor
+    #: The learned scalars α (eq. 1), β, γ (eq. 10) and the feature scaler ``c``, 0-d tensors.
+    alpha: torch.Tensor
+    beta: torch.Tensor
+    gamma: torch.Tensor
+    scaler: torch.Tensor
+
+
+class TK(nn.Module):
+    """The Transformer-Kernel re-ranker (eq. 1–10); the module docstring names every choice.
+
+    ``forward(query_ids, query_mask, doc_ids, doc_mask) -> [B]`` scores; :meth:`explain` returns
+    every intermediate (a :class:`TKExplanation`); :meth:`contextualise` the hybrid vectors of one side.
+    """
+
+    def __init__(
+        self,
+        embeddings: torch.Tensor,
+        freeze_embeddings: bool = False,
+        *,
+        num_layers: int = 2,
+        num_heads: int = 16,
+        head_dim: int = 32,
+        ff_dim: int = 100,
+        dropout: float = 0.0,
+        block_order: BlockOrder = "ff_first",
+        norm: NormPosition = "post",
+        ff_residual: bool = True,
+        alpha_init: float = 0.5,
+        n_kernels: int = N_KERNELS,
+        kernel_sigma: float = KERNEL_SIGMA,
+        log_base: float = 2.0,
+        log_clamp: float = LOG_CLAMP,
+        length_plus_one: bool = False,
+        beta_init: float = 1.0,
+        gamma_init: float = 1.0,
+        feature_scaler: bool = False,
+    ) -> None:
+        super().__init__()
+        self.embedding = embedding_layer(embeddings, freeze_embeddings)
+        dim = self.embedding.embedding_dim
+        self.contextualiser = Contextualiser(
+            dim,
+            num_layers,
+            norm=norm,
+            num_heads=num_heads,
+            head_dim=head_dim,
+            ff_dim=ff_dim,
+            dropout=dropout,
+            block_order=block_order,
+            ff_residual=ff_residual,
+        )
+        self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
+        self.kernel_pooling = KernelPooling(
+            kernel_mus(n_kernels),
+            kernel_sigmas(n_kernels, sigma=kernel_sigma),
+            log_base=log_base,
+            log_clamp=log_clamp,
+            length_plus_one=length_plus_one,
+        )
+        self.w_log = nn.Linear(n_kernels, 1, bias=False)
+        self.w_len = nn.Linear(n_kernels, 1, bias=False)
+        nn.init.uniform_(self.w_log.weight, -0.014, 0.014)
+        nn.init.uniform_(self.w_len.weight, -0.014, 0.014)
+        self.beta = nn.Parameter(torch.tensor(float(beta_init)))
+        self.gamma = nn.Parameter(torch.tensor(float(gamma_init)))
+        self.scaler = nn.Parameter(torch.tensor(0.01)) if feature_scaler else None
+
+    def contextualise(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Eq. 1 for one side: ``t̂ = α·t + (1−α)·context(t)``, ``[B, L, D]``, 0 at padding."""
+        mask = mask.bool()
+        embeddings = embed(self.embedding, ids, mask)
+        return self._mix(embeddings, mask)
+
+    def _mix(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        context = self.contextualiser(embeddings, mask)
+        mixed = self.alpha * embeddings + (1 - self.alpha) * context
+        return mixed * mask.unsqueeze(-1)
+
+    def explain(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> TKExplanation:
+        """Score a batch and return every intermediate result (:class:`TKExplanation`)."""
+        query_mask, doc_mask = query_mask.bool(), doc_mask.bool()
+        query_embeddings = embed(self.embedding, query_ids, query_mask)
+        doc_embeddings = embed(self.embedding, doc_ids, doc_mask)
+        query_vectors = self._mix(query_embeddings, query_mask)
+        doc_vectors = self._mix(doc_embeddings, doc_mask)
+        with full_precision(query_vectors.device):
+            match = cosine_match_matrix(query_vectors, doc_vectors, query_mask, doc_mask)
+            pooled = self.kernel_pooling(match, query_mask, doc_mask)
+            scaler = self.scaler.float() if self.scaler is not None else torch.ones((), device=match.device)
+            log_weighted = scaler * pooled.log * self.w_log.weight[0].float()
+            len_weighted = scaler * pooled.length * self.w_len.weight[0].float()
+            beta, gamma = self.beta.float(), self.gamma.float()
+            s_log = log_weighted.sum(dim=-1)
+            s_len = len_weighted.sum(dim=-1)
+            return TKExplanation(
+                query_embeddings=query_embeddings,
+                doc_embeddings=doc_embeddings,
+                query_vectors=query_vectors,
+                doc_vectors=doc_vectors,
+                match=match,
+                mus=self.kernel_pooling.mus,
+                sigmas=self.kernel_pooling.sigmas,
+                kernel_sums=pooled.kernel_sums,
+                s_log_k=pooled.log,
+                s_len_k=pooled.length,
+                log_terms=beta * log_weighted,
+                len_terms=gamma * len_weighted,
+                s_log=s_log,
+                s_len=s_len,
+                s=beta * s_log + gamma * s_len,
+                alpha=self.alpha,
+                beta=self.beta,
+                gamma=self.gamma,
+                scaler=scaler,
+            )
+
+    def forward(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """One score per pair, ``[B]`` float32 (eq. 10)."""
+        return self.explain(query_ids, query_mask, doc_ids, doc_mask).s
+
+    def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
+        """Adam groups of §4.3: ``embeddings`` and ``contextualisation`` (the Transformer layers) at
+        ``embedding_lr``, ``other`` (α, W_log, W_len, β, γ, the scaler) at ``other_lr``.
+
+        α counts as "other": it is a mixing weight, not a layer of the contextualisation.
+        Frozen parameters are left out.
+        """
+        embedding = list(self.embedding.parameters())
+        context = list(self.contextualiser.parameters())
+        taken = {id(param) for param in embedding + context}
+        other = [param for param in self.parameters() if id(param) not in taken]
+        return param_groups(
+            {
+                "embeddings": (embedding, embedding_lr),
+                "contextualisation": (context, embedding_lr),
+                "other": (other, other_lr),
+            }
+        )
