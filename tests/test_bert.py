@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import BertForMaskedLM
 
 import lib.bert as bert
 from lib import data
 from lib.bert import (
+    BERT_SIZES,
     CLS_ID,
     MASK_ID,
     SEP_ID,
@@ -17,10 +19,20 @@ from lib.bert import (
     load_bert,
     load_tokenizer,
     mask_tokens,
+    mlm_loss,
     pair_examples,
     pretrain_mlm,
     small_bert_config,
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run as fast on one thread, and a busy machine cannot stall a second one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def tiny_config():
@@ -35,6 +47,11 @@ def tokenizer(raw: Path) -> WordPieceTokenizer:
 @pytest.fixture(scope="module")
 def passages(converted: Path) -> list[str]:
     return list(data.load_collection("v1").values())[:300]
+
+
+def load_bert_untrained():
+    torch.manual_seed(0)
+    return BertForMaskedLM(tiny_config())
 
 
 def run(texts, out: Path, tokenizer: WordPieceTokenizer, steps: int = 6, **kwargs):
@@ -112,7 +129,10 @@ def test_pretrained_checkpoint_loads_with_identical_outputs(
     again = run(passages, tmp_path / "bert", tokenizer, steps=3)
     assert again.steps_run == 0 and again.losses == result.losses
     with pytest.raises(ValueError, match="steps: 3 → 4"):
-        run(passages, tmp_path / "bert", tokenizer, steps=4)
+        run(passages, tmp_path / "bert", tokenizer, steps=4, mismatch="error")
+    with pytest.warns(UserWarning, match="steps: 3 → 4"):
+        retrained = run(passages, tmp_path / "bert", tokenizer, steps=4)
+    assert (retrained.resumed_from, retrained.steps_run, len(retrained.losses)) == (0, 4, 4)
 
 
 def test_resume_after_an_interruption_ends_with_the_uninterrupted_weights(
@@ -156,6 +176,10 @@ def test_mlm_loss_goes_down_on_real_passages(
     first, last = sum(result.losses[:5]) / 5, sum(result.losses[-5:]) / 5
     assert result.losses[0] == pytest.approx(10.33, abs=0.2)  # ln(30522): uniform at the start
     assert last < first - 1.0
+    held_out = passages[-20:]
+    loss = mlm_loss(result.model, held_out, tokenizer, seq_len=48)
+    assert loss == mlm_loss(result.model, held_out, tokenizer, seq_len=48)  # fixed masks: comparable numbers
+    assert loss < 9.5 < mlm_loss(load_bert_untrained(), held_out, tokenizer, seq_len=48)
 
 
 def test_load_bert_errors_are_clear(tmp_path: Path) -> None:
@@ -168,10 +192,13 @@ def test_load_bert_errors_are_clear(tmp_path: Path) -> None:
         load_bert(tmp_path / "empty")
     with pytest.raises(OSError, match="paper profile needs internet"):
         load_bert("tkbook-no-such-model-xyz", local_files_only=True)
+    with pytest.raises(OSError, match="paper profile needs internet"):
+        load_bert(Path("tkbook-no-such-model-xyz"), local_files_only=True)  # a Path that names no folder: a hub name
 
 
 def test_small_config_is_checked() -> None:
     config = small_bert_config()
-    assert (config.num_hidden_layers, config.hidden_size, config.max_position_embeddings) == (4, 256, 256)
+    assert (config.num_hidden_layers, config.hidden_size, config.max_position_embeddings) == (2, 128, 256)
+    assert small_bert_config(**BERT_SIZES["mini"]).num_hidden_layers == 4
     with pytest.raises(ValueError, match="'hidden'"):
         small_bert_config(hidden=100, heads=3)

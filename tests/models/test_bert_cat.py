@@ -12,6 +12,15 @@ from lib.bert import CLS_ID, SEP_ID, small_bert_config
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR, BertCat, pack_pairs
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run as fast on one thread, and a busy machine cannot stall a second one."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def tiny_bert() -> BertModel:
     torch.manual_seed(0)
     return BertModel(small_bert_config(vocab_size=3000, layers=2, hidden=32, heads=2, intermediate=64, max_position=64))
