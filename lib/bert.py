@@ -46,6 +46,7 @@ from transformers.utils import logging as hf_logging
 from lib import paths
 from lib.atomic import atomic_write, write_json
 from lib.text import pad_batch
+from lib.training import resolve_device
 
 #: Where ``make data`` puts the real bert-base-uncased vocabulary (a registry file; 30,522 lines).
 BERT_VOCAB_NAME = "AtaQou/AnakthshPlhroforias/colbertv2.0/vocab.txt"
@@ -291,13 +292,6 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 # --- masked-LM pre-training ------------------------------------------------------------------------------------------
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"``: CUDA when available, else CPU; anything else as ``torch.device``."""
-    if isinstance(device, str) and device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
 def pair_examples(pieces: Sequence[Sequence[int]], seq_len: int, seed: int) -> tuple[list[list[int]], list[int]]:
     """The pre-training sequences: ``[CLS] a [SEP] b [SEP]`` of two passages, with segment ids 0 | 1.
 
@@ -709,6 +703,5 @@ __all__ = [
     "pair_examples",
     "pretrain_mlm",
     "read_vocab",
-    "resolve_device",
     "small_bert_config",
 ]
