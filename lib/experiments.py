@@ -64,15 +64,15 @@ class Settings:
     bert_batch_size: int = 32
     bert_seq_len: int = 128
     batch_size: int = 16
-    max_steps: int = 80
-    validate_every: int = 20
+    max_steps: int = 200
+    validate_every: int = 40
     patience: int = 3
     max_pairs_per_query: int = 200
     bert_cat_batch_size: int = 16
-    bert_cat_max_steps: int = 80
+    bert_cat_max_steps: int = 200
     validation_depth: int = 20
     candidate_depth: int = 100
-    throughput_documents: int = 512
+    throughput_documents: int = 256
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with the given fields changed (``None`` values are ignored); unknown names are an error."""
