@@ -351,7 +351,8 @@ def verdict(fold: str) -> str:
     )
     if "tk2" in models and "bert-cat" in models:
         ratio = rows.loc["tk2", "docs/ms"] / rows.loc["bert-cat", "docs/ms"]
-        lines.append(f"TK-2 scores {ratio:.1f}× as many documents per millisecond as the book's small BERT-cat.")
+        faster, slower = ("TK-2", "the book's small BERT-cat") if ratio >= 1 else ("The small BERT-cat", "TK-2")
+        lines.append(f"{faster} scores {max(ratio, 1 / ratio):.1f}× as many documents per millisecond as {slower}.")
     tuned = ", ".join(f"{m} {int(rows.loc[m, 'depth'])}" for m in models)
     lines.append(f"Tuned depths: {tuned}.")
     return " ".join(lines)
