@@ -43,13 +43,13 @@ from lib.kernels import (
     N_KERNELS,
     KernelPooling,
     cosine_match_matrix,
-    full_precision,
     kernel_mus,
     kernel_sigmas,
 )
-from lib.models.tk import EMBEDDING_LR, OTHER_LR, embed, embedding_layer, param_groups
+from lib.models.knrm import KernelFeatureScorer
+from lib.models.tk import embed, embedding_layer
 
-__all__ = ["EMBEDDING_LR", "OTHER_LR", "ConvKNRM", "ngram_mask"]
+__all__ = ["ConvKNRM", "ngram_mask"]
 
 NgramMask = Literal["complete", "start"]
 
@@ -64,7 +64,7 @@ def ngram_mask(mask: torch.Tensor, size: int, mode: NgramMask = "complete") -> t
     return F.pad(mask, (0, size - 1), value=False).unfold(-1, size, 1).all(dim=-1)
 
 
-class ConvKNRM(nn.Module):
+class ConvKNRM(KernelFeatureScorer):
     """Conv-KNRM (Dai et al. 2018); the module docstring names every choice."""
 
     def __init__(
@@ -132,19 +132,3 @@ class ConvKNRM(nn.Module):
             match = cosine_match_matrix(q_vectors, d_vectors, q_mask, d_mask)
             features.append(self.kernel_pooling(match, q_mask, d_mask).log)
         return torch.cat(features, dim=-1) * self.feature_scale
-
-    def forward(
-        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
-    ) -> torch.Tensor:
-        """One score per pair, ``[B]`` float32."""
-        features = self.features(query_ids, query_mask, doc_ids, doc_mask)
-        with full_precision(features.device):
-            score = self.dense(features).squeeze(-1)
-            return torch.tanh(score) if self.use_tanh else score
-
-    def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
-        """Adam groups (TK paper §4.3): ``embeddings`` at ``embedding_lr``; ``other`` (convolutions, dense layer)."""
-        embedding = list(self.embedding.parameters())
-        taken = {id(param) for param in embedding}
-        other = [param for param in self.parameters() if id(param) not in taken]
-        return param_groups({"embeddings": (embedding, embedding_lr), "other": (other, other_lr)})

@@ -41,7 +41,39 @@ from lib.models.tk import EMBEDDING_LR, OTHER_LR, embed, embedding_layer, param_
 __all__ = ["EMBEDDING_LR", "KNRM", "OTHER_LR"]
 
 
-class KNRM(nn.Module):
+class KernelFeatureScorer(nn.Module):
+    """The scoring head KNRM and Conv-KNRM share: ``tanh(w · features + b)`` over their kernel features.
+
+    A subclass sets ``embedding``, ``dense`` and ``use_tanh`` and implements ``features``.
+    """
+
+    embedding: nn.Embedding
+    dense: nn.Linear
+    use_tanh: bool
+
+    def features(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """One score per pair, ``[B]`` float32."""
+        features = self.features(query_ids, query_mask, doc_ids, doc_mask)
+        with full_precision(features.device):
+            score = self.dense(features).squeeze(-1)
+            return torch.tanh(score) if self.use_tanh else score
+
+    def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
+        """Adam groups (TK paper §4.3): ``embeddings`` at ``embedding_lr``; ``other`` (every other layer)."""
+        embedding = list(self.embedding.parameters())
+        taken = {id(param) for param in embedding}
+        other = [param for param in self.parameters() if id(param) not in taken]
+        return param_groups({"embeddings": (embedding, embedding_lr), "other": (other, other_lr)})
+
+
+class KNRM(KernelFeatureScorer):
     """KNRM (Xiong et al. 2017): ``tanh(w · 0.01 · Σ_i log K_i + b)``; the module docstring names every choice."""
 
     def __init__(
@@ -82,19 +114,3 @@ class KNRM(nn.Module):
         doc = embed(self.embedding, doc_ids, doc_mask)
         match = cosine_match_matrix(query, doc, query_mask, doc_mask)
         return self.kernel_pooling(match, query_mask, doc_mask).log * self.feature_scale
-
-    def forward(
-        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
-    ) -> torch.Tensor:
-        """One score per pair, ``[B]`` float32."""
-        features = self.features(query_ids, query_mask, doc_ids, doc_mask)
-        with full_precision(features.device):
-            score = self.dense(features).squeeze(-1)
-            return torch.tanh(score) if self.use_tanh else score
-
-    def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
-        """Adam groups (TK paper §4.3): ``embeddings`` at ``embedding_lr``, ``other`` (the dense layer)."""
-        embedding = list(self.embedding.parameters())
-        taken = {id(param) for param in embedding}
-        other = [param for param in self.parameters() if id(param) not in taken]
-        return param_groups({"embeddings": (embedding, embedding_lr), "other": (other, other_lr)})

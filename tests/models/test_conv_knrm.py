@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib.models import conv_knrm
+from lib.models import tk
 from lib.models.conv_knrm import ConvKNRM, ngram_mask
 
 VOCAB, DIM, FILTERS = 40, 16, 8
@@ -94,8 +94,8 @@ def test_optimizer_groups_cover_every_parameter_once(freeze: bool) -> None:
     trainable = [id(param) for param in model.parameters() if param.requires_grad]
     assert len(grouped) == len(set(grouped)) and set(grouped) == set(trainable)
     lrs = {group["name"]: group["lr"] for group in groups}
-    assert lrs["other"] == conv_knrm.OTHER_LR == 1e-3
-    assert lrs.get("embeddings", 1e-4) == conv_knrm.EMBEDDING_LR == 1e-4
+    assert lrs["other"] == tk.OTHER_LR == 1e-3
+    assert lrs.get("embeddings", 1e-4) == tk.EMBEDDING_LR == 1e-4
     custom = model.optimizer_groups(embedding_lr=0.5, other_lr=0.25)
     assert {group["name"]: group["lr"] for group in custom}["other"] == 0.25
 
