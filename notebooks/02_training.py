@@ -403,8 +403,10 @@ training_progress
 # - **Representations.** Word vectors and the small BERT are trained on a few tens of thousands of
 #   passages; GloVe and BERT-Base saw billions of tokens. BERT-cat depends on pre-training most:
 #   its small BERT has seen the book corpus for a few minutes only.
-# - **Compute.** On two CPU cores TK-2 trains for minutes, not hours. The `paper` profile runs the
-#   same code on MS MARCO with a GPU; the settings are in `lib.experiments.SETTINGS`.
+# - **Compute.** On two CPU cores TK-2 trains for minutes, not hours. The `paper` profile keeps this
+#   code and protocol but switches to paper-scale schedules and `bert-base-uncased`
+#   (`lib.experiments.SETTINGS["paper"]`, for a GPU machine with internet); training on the MS MARCO
+#   triples themselves is not wired into this chapter yet.
 #
 # On DL19, TK-2 reaches nDCG@10 {glue:text}`tk2_dl19_ndcg` ({glue:text}`tk2_dl19_delta` against
 # BM25, Bonferroni-corrected p = {glue:text}`tk2_dl19_p`). Chapter 3 takes the per-depth scores of
