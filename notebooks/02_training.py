@@ -214,7 +214,7 @@ fold_table
 # %% [markdown]
 # ## Training
 #
-# Six models on each fold. A training run writes a checkpoint at every validation and resumes from
+# Every model on every fold. A training run writes a checkpoint at every validation and resumes from
 # it when the chapter is re-run, so an interrupted build loses no finished model.
 
 # %%
@@ -263,7 +263,7 @@ shown
 # %% [markdown]
 # ## Are the differences more than noise?
 #
-# With 43 and 54 test queries, differences of a few points are within noise. Paired two-tailed
+# With a few dozen test queries per year, differences of a few points are within noise. Paired two-tailed
 # t-tests of each model against BM25 on nDCG@10, Bonferroni-corrected for the number of models
 # (the TILDE paper's protocol):
 
