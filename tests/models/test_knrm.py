@@ -9,6 +9,7 @@ import torch
 
 from lib.models import knrm
 from lib.models.knrm import KNRM
+from tests.models.helpers import pad, random_pairs
 
 VOCAB, DIM = 40, 16
 LENGTHS = [(3, 7), (1, 12), (5, 2)]
@@ -23,23 +24,6 @@ def embeddings(vocab: int = VOCAB, dim: int = DIM, seed: int = 0) -> torch.Tenso
 def make_model(seed: int = 0, **settings) -> KNRM:
     torch.manual_seed(seed)
     return KNRM(embeddings(), **settings).eval()
-
-
-def pad(sequences: list[list[int]], length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad token id lists to ``length`` (default: the longest): ids ``[B, L]`` and mask ``[B, L]``."""
-    length = max(map(len, sequences)) if length is None else length
-    ids = torch.zeros(len(sequences), length, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        ids[row, : len(sequence)] = torch.tensor(sequence)
-    mask = torch.arange(length)[None, :] < torch.tensor([len(s) for s in sequences])[:, None]
-    return ids, mask
-
-
-def random_pairs(lengths: list[tuple[int, int]], seed: int = 1) -> tuple[list[list[int]], list[list[int]]]:
-    generator = torch.Generator().manual_seed(seed)
-    queries = [torch.randint(1, VOCAB, (lq,), generator=generator).tolist() for lq, _ in lengths]
-    docs = [torch.randint(1, VOCAB, (ld,), generator=generator).tolist() for _, ld in lengths]
-    return queries, docs
 
 
 def test_exact_match_kernel_counts_exact_matches() -> None:

@@ -8,6 +8,7 @@ import torch
 from lib import kernels
 from lib.models import tk
 from lib.models.tk import TK, sinusoidal_encoding
+from tests.models.helpers import pad, random_pairs
 
 VOCAB, DIM = 40, 16
 #: Tiny Transformer settings for fast tests (the paper's 16 heads × 32 and FF 100 are the defaults).
@@ -23,23 +24,6 @@ def embeddings(vocab: int = VOCAB, dim: int = DIM, seed: int = 0) -> torch.Tenso
 def make_model(seed: int = 0, **settings) -> TK:
     torch.manual_seed(seed)
     return TK(embeddings(dim=settings.pop("dim", DIM)), **{**TINY, **settings}).eval()
-
-
-def pad(sequences: list[list[int]], length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad token id lists to ``length`` (default: the longest): ids ``[B, L]`` and mask ``[B, L]``."""
-    length = max(map(len, sequences)) if length is None else length
-    ids = torch.zeros(len(sequences), length, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        ids[row, : len(sequence)] = torch.tensor(sequence)
-    mask = torch.arange(length)[None, :] < torch.tensor([len(s) for s in sequences])[:, None]
-    return ids, mask
-
-
-def random_pairs(lengths: list[tuple[int, int]], seed: int = 1) -> tuple[list[list[int]], list[list[int]]]:
-    generator = torch.Generator().manual_seed(seed)
-    queries = [torch.randint(1, VOCAB, (lq,), generator=generator).tolist() for lq, _ in lengths]
-    docs = [torch.randint(1, VOCAB, (ld,), generator=generator).tolist() for _, ld in lengths]
-    return queries, docs
 
 
 LENGTHS = [(3, 7), (1, 12), (5, 2)]
