@@ -1,4 +1,4 @@
-"""The throughput harness runs on CPU and reports positive, finite numbers (no speed assertions)."""
+"""The timing harness runs on CPU and reports positive, finite numbers (no speed assertions), on real-shaped inputs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from lib.efficiency import measure_throughput
+from lib.efficiency import (
+    candidate_pairs,
+    encode_pairs,
+    estimated_latency,
+    measure_latency,
+    measure_throughput,
+)
+from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
 
 class CountingScorer(torch.nn.Module):
@@ -51,3 +58,50 @@ def test_autocast_dtype_is_recorded():
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="batch_size"):
         measure_throughput(CountingScorer(), *_inputs(4), batch_size=0)
+
+
+def test_latency_scores_every_candidate_and_is_positive() -> None:
+    model = CountingScorer()
+    latency = measure_latency(model, _inputs(23), batch_size=10, repetitions=2, warmup=1, repeated=True)
+    assert model.seen == 23 * 3
+    assert latency.candidates == 23 and latency.measured and latency.repeated
+    assert latency.milliseconds > 0 and math.isfinite(latency.milliseconds)
+    with pytest.raises(ValueError, match="batch_size"):
+        measure_latency(model, _inputs(3), batch_size=0)
+
+
+def test_estimated_latency_is_candidates_over_throughput() -> None:
+    throughput = measure_throughput(CountingScorer(), *_inputs(8), batch_size=8, repetitions=1)
+    latency = estimated_latency(1000, throughput)
+    assert not latency.measured
+    assert latency.milliseconds == pytest.approx(1000 / throughput.docs_per_ms)
+
+
+RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"d": 5.0, "e": 4.0}}
+QUERIES = {"q1": "first query", "q2": "second query"}
+TEXTS = {"a": "A", "b": "B", "c": "C", "d": "D", "e": "E"}
+
+
+def test_candidate_pairs_follow_rank_order_and_repeat_when_short() -> None:
+    pairs, repeated = candidate_pairs(RUN, QUERIES, TEXTS, 4)
+    assert pairs == [("first query", "A"), ("first query", "B"), ("first query", "C"), ("second query", "D")]
+    assert not repeated
+    pairs, repeated = candidate_pairs(RUN, QUERIES, TEXTS, 5, qid="q2")
+    assert [doc for _, doc in pairs] == ["D", "E", "D", "E", "D"] and repeated
+
+
+def test_candidate_pairs_name_what_is_missing() -> None:
+    with pytest.raises(KeyError, match="'x'"):
+        candidate_pairs({"q1": {"x": 1.0}}, QUERIES, TEXTS, 1)
+    with pytest.raises(KeyError, match="'q9'"):
+        candidate_pairs(RUN, QUERIES, TEXTS, 1, qid="q9")
+    with pytest.raises(ValueError, match="count"):
+        candidate_pairs(RUN, QUERIES, TEXTS, 0)
+
+
+def test_encode_pairs_applies_the_caps() -> None:
+    vocabulary = Vocabulary(["[PAD]", "[UNK]", "first", "query", "long"])
+    pairs = [("first query " * 40, "long " * 500)]
+    query_ids, query_mask, doc_ids, doc_mask = encode_pairs(vocabulary, pairs)
+    assert query_ids.shape == (1, QUERY_MAX_LENGTH) and doc_ids.shape == (1, DOC_MAX_LENGTH)
+    assert bool(query_mask.all()) and bool(doc_mask.all())

@@ -1,0 +1,163 @@
+"""Time-budget evaluation: depth at a budget, per-depth curves from one scoring pass, leaders and crossovers."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import pandas as pd
+import pytest
+import torch
+
+from lib import data
+from lib.evaluation import evaluate
+from lib.reranking import rerank, score_candidates
+from lib.time_budget import (
+    best_per_budget,
+    best_point,
+    breakpoints,
+    budget_curves,
+    crossover,
+    depth_at_budget,
+    depth_curve,
+    first_stage_curve,
+    leaders,
+    leading_spans,
+)
+from lib.time_budget_figure import plot_budget_curves
+from tests.test_training import BagModel, HashTokenizer
+
+matplotlib.use("Agg")
+
+# --- depth at a budget --------------------------------------------------------------------------------
+
+
+def test_zero_budget_is_depth_zero() -> None:
+    assert depth_at_budget(0.0, docs_per_ms=250.0, max_depth=100) == 0
+
+
+def test_huge_budget_is_the_maximum_depth() -> None:
+    assert depth_at_budget(1e12, docs_per_ms=0.001, max_depth=100) == 100
+    assert depth_at_budget(1e12, docs_per_ms=1e6, max_depth=0) == 0
+
+
+def test_depth_is_the_floor_of_budget_times_speed() -> None:
+    assert depth_at_budget(10.0, docs_per_ms=0.45, max_depth=100) == 4
+    assert depth_at_budget(9.99, docs_per_ms=1.0, max_depth=100) == 9
+    # exactly at a breakpoint k / r, despite 3 * (1 / 3) != 1 in floating point
+    for k in range(1, 60):
+        assert depth_at_budget(k / 0.3, docs_per_ms=0.3, max_depth=1000) == k
+
+
+@pytest.mark.parametrize(
+    ("budget", "speed", "depth", "name"),
+    [(-1.0, 1.0, 10, "budget_ms"), (math.nan, 1.0, 10, "budget_ms"), (1.0, 0.0, 10, "docs_per_ms"),
+     (1.0, math.inf, 10, "docs_per_ms"), (1.0, 1.0, -1, "max_depth")],
+)  # fmt: skip
+def test_bad_budget_inputs_name_the_parameter(budget: float, speed: float, depth: int, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        depth_at_budget(budget, speed, depth)
+
+
+# --- per-depth evaluation from one scoring pass ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dl19() -> dict:
+    """Six DL19 queries with their BM25 top-20, judgments and v1 passages."""
+    try:
+        queries, qrels, run = data.load_queries("dl19"), data.load_qrels("dl19"), data.load_run("dl19", "bm25")
+        texts = data.load_collection("v1")
+    except FileNotFoundError as error:
+        pytest.skip(f"converted data missing: {error}")
+    qids = sorted(qrels, key=lambda q: (len(q), q))[:6]
+    top = {q: dict(sorted(run[q].items(), key=lambda item: -item[1])[:20]) for q in qids}
+    return {"queries": {q: queries[q] for q in qids}, "qrels": {q: qrels[q] for q in qids}, "run": top, "texts": texts}
+
+
+def test_the_per_depth_curve_equals_rescoring_at_each_depth(dl19: dict) -> None:
+    torch.manual_seed(0)
+    model = BagModel(dropout=0.0)
+    arguments = (model, HashTokenizer(), dl19["queries"], dl19["texts"], dl19["run"])
+    once = score_candidates(*arguments, depth=None)
+    curve = depth_curve(dl19["run"], once, dl19["qrels"], ["nDCG@10", "MRR@10", "R@10"])
+    assert list(curve.index) == list(range(0, 21))
+    for depth in (0, 1, 3, 10, 20):
+        rescored = score_candidates(*arguments, depth=depth)  # the model run again on the top-depth only
+        expected = evaluate(rerank(dl19["run"], rescored, depth), dl19["qrels"], ["nDCG@10", "MRR@10", "R@10"])
+        for measure, value in expected.items():
+            assert curve.loc[depth, measure] == pytest.approx(value, abs=1e-12), (depth, measure)
+    assert curve.loc[0].to_dict() == pytest.approx(evaluate(dl19["run"], dl19["qrels"], list(curve.columns)))
+
+
+# --- budget curves on hand-made depth curves ---------------------------------------------------------------
+
+#: Two hand-made depth curves: a fast model that gains little and a slow one that gains a lot.
+FAST = pd.DataFrame({"nDCG@10": [0.5, 0.52, 0.55, 0.56, 0.56]}, index=pd.Index(range(5), name="depth"))
+SLOW = pd.DataFrame({"nDCG@10": [0.5, 0.6, 0.7, 0.75, 0.8]}, index=pd.Index(range(5), name="depth"))
+SPEEDS = {"fast": 1.0, "slow": 0.1}  # documents per ms: depth 4 after 4 ms and after 40 ms
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    curves = {"fast": FAST, "slow": SLOW, "bm25": first_stage_curve(FAST)}
+    return budget_curves(curves, SPEEDS, breakpoints(SPEEDS, {"fast": 4, "slow": 4}))
+
+
+def test_breakpoints_are_every_k_over_r() -> None:
+    assert list(breakpoints(SPEEDS, {"fast": 4, "slow": 4})) == pytest.approx([0, 1, 2, 3, 4, 10, 20, 30, 40])
+    with pytest.raises(ValueError, match="'fast'"):
+        breakpoints({"fast": 0.0}, {"fast": 3})
+
+
+def test_budget_curves_map_budgets_to_depths(frame: pd.DataFrame) -> None:
+    slow = frame[frame["model"] == "slow"].set_index("budget_ms")
+    assert slow.loc[0.0, "depth"] == 0 and slow.loc[0.0, "nDCG@10"] == 0.5
+    assert slow.loc[4.0, "depth"] == 0  # 4 ms * 0.1 docs/ms
+    assert slow.loc[20.0, "depth"] == 2 and slow.loc[20.0, "nDCG@10"] == 0.7
+    assert slow.loc[40.0, "depth"] == 4
+    assert (frame[frame["model"] == "bm25"]["depth"] == 0).all()
+    with pytest.raises(ValueError, match="no speed given for model 'slow'"):
+        budget_curves({"slow": SLOW}, {}, [0.0, 1.0])
+
+
+def test_leaders_and_best_per_budget(frame: pd.DataFrame) -> None:
+    table = leaders(frame, "nDCG@10").set_index("budget_ms")
+    assert table.loc[0.0, "leaders"] == ("fast", "slow", "bm25")  # nobody re-ranks: all equal the first stage
+    assert table.loc[2.0, "leaders"] == ("fast",)
+    assert table.loc[20.0, "leaders"] == ("slow",)
+    best = best_per_budget(frame, "nDCG@10", [0.5, 3.5, 15.0, 1000.0])
+    assert [row for row in best["leaders"]] == [("fast", "slow", "bm25"), ("fast",), ("slow",), ("slow",)]
+    assert best["best"].tolist() == pytest.approx([0.5, 0.56, 0.6, 0.8])  # 3.5 ms: fast at depth 3
+    assert best.loc[1, "slow"] == 0.5 and best.loc[1, "fast"] == 0.56
+
+
+def test_crossover_and_leading_spans(frame: pd.DataFrame) -> None:
+    # slow (0.6 at 10 ms) overtakes fast (0.56 from 4 ms on) at 10 ms and stays ahead
+    assert crossover(frame, "nDCG@10", "fast", "slow") == pytest.approx(10.0)
+    assert crossover(frame, "nDCG@10", "slow", "fast") is None
+    spans = leading_spans(frame, "nDCG@10")
+    as_tuples = [(row.model, row.from_ms, row.to_ms, round(row.best, 6)) for row in spans.itertuples()]
+    # all three tie at 0 ms (nobody re-ranks); fast leads until slow overtakes it at 10 ms for good
+    assert as_tuples == [
+        ("fast", 0.0, 10.0, 0.56),
+        ("slow", 0.0, 1.0, 0.5),
+        ("slow", 10.0, math.inf, 0.8),
+        ("bm25", 0.0, 1.0, 0.5),
+    ]
+    with pytest.raises(ValueError, match="'nope'"):
+        crossover(frame, "nDCG@10", "fast", "nope")
+
+
+def test_best_point_is_the_smallest_best_depth() -> None:
+    assert best_point(FAST, "nDCG@10") == (3, pytest.approx(0.56))
+    assert best_point(SLOW, "nDCG@10") == (4, pytest.approx(0.8))
+
+
+def test_figure_has_one_panel_per_measure(frame: pd.DataFrame) -> None:
+    figure = plot_budget_curves(frame, ["nDCG@10"], {"nDCG@10": 0.5}, labels={"slow": "Slow model"})
+    (ax,) = figure.axes
+    assert ax.get_xscale() == "log"
+    assert "Slow model" in [text.get_text() for text in ax.get_legend().get_texts()]
+    with pytest.raises(ValueError, match="positive budget"):
+        plot_budget_curves(frame[frame["budget_ms"] == 0], ["nDCG@10"], {"nDCG@10": 0.5})
