@@ -104,19 +104,24 @@ def best_point(curve: pd.DataFrame, measure: str) -> tuple[int, float]:
     return depth, float(best)
 
 
-def leaders(frame: pd.DataFrame, measure: str, tolerance: float = 1e-12) -> pd.DataFrame:
+def leaders(frame: pd.DataFrame, measure: str, min_depth: int = 2, tolerance: float = 1e-12) -> pd.DataFrame:
     """At each budget of a :func:`budget_curves` frame, the best value and every model that reaches it.
 
     Columns ``budget_ms, best, leaders`` (a tuple of model names, in the frame's order, tied within
-    ``tolerance``).
+    ``tolerance``). When the first stage (a never-re-ranking model, :func:`first_stage_curve`) is
+    among the best, a re-ranker that re-ranks fewer than ``min_depth`` candidates there is not listed
+    beside it: with 0 or 1 re-ranked candidates it has changed nothing and merely *is* the first stage.
     """
-    rows = []
     order = list(dict.fromkeys(frame["model"]))
+    first_stages = {model for model, depths in frame.groupby("model")["depth"] if depths.max() == 0}
+    rows = []
     for budget, group in frame.groupby("budget_ms", sort=True):
-        values = group.set_index("model")[measure]
-        best = float(values.max())
-        tied = tuple(model for model in order if model in values.index and values[model] >= best - tolerance)
-        rows.append({"budget_ms": float(budget), "best": best, "leaders": tied})
+        values = group.set_index("model")
+        best = float(values[measure].max())
+        tied = [model for model in order if model in values.index and values.loc[model, measure] >= best - tolerance]
+        if first_stages & set(tied):
+            tied = [model for model in tied if model in first_stages or values.loc[model, "depth"] >= min_depth]
+        rows.append({"budget_ms": float(budget), "best": best, "leaders": tuple(tied)})
     return pd.DataFrame(rows)
 
 

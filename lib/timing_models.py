@@ -37,25 +37,29 @@ WORD_DIM = 300
 
 @dataclass(frozen=True)
 class Architecture:
-    """A timed architecture: its book name, its label in tables, its tokenizer family and BERT shape."""
+    """A timed architecture: its book name, its label in tables, its tokenizer family, BERT shape, and the
+    documents per ms the TK paper reports for it (Table 2, "Docs./ms", averaged over its collections,
+    measured on the GPUs of 2019; ``None`` where the paper has no such model).
+    """
 
     name: str
     label: str
     family: str  # "word" (lib.text.Vocabulary) or "wordpiece" (lib.bert.WordPieceTokenizer)
     bert_shape: tuple[int, int, int, int] | None = None  # layers, hidden, heads, intermediate
+    paper_docs_per_ms: float | None = None
 
 
 ARCHITECTURES: dict[str, Architecture] = {
     architecture.name: architecture
     for architecture in (
-        Architecture("knrm", "KNRM", "word"),
-        Architecture("conv-knrm", "Conv-KNRM", "word"),
-        Architecture("tk1", "TK-1", "word"),
-        Architecture("tk2", "TK-2", "word"),
-        Architecture("tk3", "TK-3", "word"),
+        Architecture("knrm", "KNRM", "word", paper_docs_per_ms=49),
+        Architecture("conv-knrm", "Conv-KNRM", "word", paper_docs_per_ms=10),
+        Architecture("tk1", "TK-1", "word", paper_docs_per_ms=6),
+        Architecture("tk2", "TK-2", "word", paper_docs_per_ms=4),
+        Architecture("tk3", "TK-3", "word", paper_docs_per_ms=2),
         Architecture("bert-cat-book", "BERT-cat (book's small BERT)", "wordpiece"),
-        Architecture("bert-base", "BERT-Base (BERT-cat)", "wordpiece", (12, 768, 12, 3072)),
-        Architecture("bert-large", "BERT-Large (BERT-cat)", "wordpiece", (24, 1024, 16, 4096)),
+        Architecture("bert-base", "BERT-Base (BERT-cat)", "wordpiece", (12, 768, 12, 3072), 0.1),
+        Architecture("bert-large", "BERT-Large (BERT-cat)", "wordpiece", (24, 1024, 16, 4096), 0.03),
     )
 }
 

@@ -123,11 +123,12 @@ def test_budget_curves_map_budgets_to_depths(frame: pd.DataFrame) -> None:
 
 def test_leaders_and_best_per_budget(frame: pd.DataFrame) -> None:
     table = leaders(frame, "nDCG@10").set_index("budget_ms")
-    assert table.loc[0.0, "leaders"] == ("fast", "slow", "bm25")  # nobody re-ranks: all equal the first stage
+    assert table.loc[0.0, "leaders"] == ("bm25",)  # nobody re-ranks: the re-rankers merely are the first stage
+    assert table.loc[1.0, "leaders"] == ("fast",)  # this hand-made curve gains at depth 1 (a real one cannot)
     assert table.loc[2.0, "leaders"] == ("fast",)
     assert table.loc[20.0, "leaders"] == ("slow",)
     best = best_per_budget(frame, "nDCG@10", [0.5, 3.5, 15.0, 1000.0])
-    assert [row for row in best["leaders"]] == [("fast", "slow", "bm25"), ("fast",), ("slow",), ("slow",)]
+    assert [row for row in best["leaders"]] == [("bm25",), ("fast",), ("slow",), ("slow",)]
     assert best["best"].tolist() == pytest.approx([0.5, 0.56, 0.6, 0.8])  # 3.5 ms: fast at depth 3
     assert best.loc[1, "slow"] == 0.5 and best.loc[1, "fast"] == 0.56
 
@@ -138,15 +139,21 @@ def test_crossover_and_leading_spans(frame: pd.DataFrame) -> None:
     assert crossover(frame, "nDCG@10", "slow", "fast") is None
     spans = leading_spans(frame, "nDCG@10")
     as_tuples = [(row.model, row.from_ms, row.to_ms, round(row.best, 6)) for row in spans.itertuples()]
-    # all three tie at 0 ms (nobody re-ranks); fast leads until slow overtakes it at 10 ms for good
-    assert as_tuples == [
-        ("fast", 0.0, 10.0, 0.56),
-        ("slow", 0.0, 1.0, 0.5),
-        ("slow", 10.0, math.inf, 0.8),
-        ("bm25", 0.0, 1.0, 0.5),
-    ]
+    # the first stage leads until fast re-ranks at 1 ms; fast leads until slow overtakes it at 10 ms for good
+    assert as_tuples == [("fast", 1.0, 10.0, 0.56), ("slow", 10.0, math.inf, 0.8), ("bm25", 0.0, 1.0, 0.5)]
     with pytest.raises(ValueError, match="'nope'"):
         crossover(frame, "nDCG@10", "fast", "nope")
+
+
+def test_a_model_that_reranks_one_candidate_is_not_listed_beside_the_first_stage() -> None:
+    flat_start = pd.DataFrame({"nDCG@10": [0.5, 0.5, 0.5, 0.7]}, index=pd.Index(range(4), name="depth"))
+    curves = {"model": flat_start, "bm25": first_stage_curve(flat_start)}
+    frame = budget_curves(curves, {"model": 1.0}, breakpoints({"model": 1.0}, {"model": 3}))
+    table = leaders(frame, "nDCG@10").set_index("budget_ms")
+    assert table.loc[1.0, "leaders"] == ("bm25",)  # depth 1: nothing changed
+    assert table.loc[2.0, "leaders"] == ("model", "bm25")  # depth 2: a real re-ranking that ties
+    assert table.loc[3.0, "leaders"] == ("model",)
+    assert leaders(frame, "nDCG@10", min_depth=1).set_index("budget_ms").loc[1.0, "leaders"] == ("model", "bm25")
 
 
 def test_best_point_is_the_smallest_best_depth() -> None:
