@@ -155,9 +155,6 @@ class Latency:
     device: str
     dtype: str
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def measure_latency(
     model: torch.nn.Module,

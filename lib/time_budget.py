@@ -96,14 +96,6 @@ def budget_curves(
     return pd.concat(frames, ignore_index=True)
 
 
-def best_point(curve: pd.DataFrame, measure: str) -> tuple[int, float]:
-    """The smallest depth at which a :func:`depth_curve` reaches its best ``measure``, and that value."""
-    values = curve[measure]
-    best = values.max()
-    depth = int(values.index[values >= best - 1e-12].min())
-    return depth, float(best)
-
-
 def leaders(frame: pd.DataFrame, measure: str, min_depth: int = 2, tolerance: float = 1e-12) -> pd.DataFrame:
     """At each budget of a :func:`budget_curves` frame, the best value and every model that reaches it.
 

@@ -14,7 +14,6 @@ from lib.evaluation import evaluate
 from lib.reranking import rerank, score_candidates
 from lib.time_budget import (
     best_per_budget,
-    best_point,
     breakpoints,
     budget_curves,
     crossover,
@@ -154,11 +153,6 @@ def test_a_model_that_reranks_one_candidate_is_not_listed_beside_the_first_stage
     assert table.loc[2.0, "leaders"] == ("model", "bm25")  # depth 2: a real re-ranking that ties
     assert table.loc[3.0, "leaders"] == ("model",)
     assert leaders(frame, "nDCG@10", min_depth=1).set_index("budget_ms").loc[1.0, "leaders"] == ("model", "bm25")
-
-
-def test_best_point_is_the_smallest_best_depth() -> None:
-    assert best_point(FAST, "nDCG@10") == (3, pytest.approx(0.56))
-    assert best_point(SLOW, "nDCG@10") == (4, pytest.approx(0.8))
 
 
 def test_figure_has_one_panel_per_measure(frame: pd.DataFrame) -> None:
