@@ -192,11 +192,12 @@ display(Markdown(f"TK-2 scores **{ratio:.0f}×** as many documents per milliseco
 # large ones hide, which can move the ratio either way.
 
 # %% [markdown]
-# ### GPU measurements committed with the book
+# ### Measurements committed with the book
 #
-# `python -m benchmarks.throughput --device cuda` writes the same table for a GPU (fp32, bf16/fp16,
-# several batch sizes) into `benchmarks/results/`; the files committed there are shown here with
-# where and when they were measured, so that a book built on a CPU still shows GPU numbers.
+# `python -m benchmarks.throughput` writes the same measurements as JSON into `benchmarks/results/`:
+# on a GPU (`--device cuda`, fp32 and bf16/fp16, several batch sizes) or on a CPU. The files
+# committed there are shown here with where and when they were measured, so that a book built on one
+# machine also shows the numbers of others (a GPU's in particular, which is the paper's setting).
 
 # %%
 results_dir = paths.REPO_ROOT / "benchmarks" / "results"
