@@ -176,12 +176,12 @@ class WordPieceTokenizer:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the tokenizer into the folder ``path`` (transformers files plus ``vocab.txt``), atomically."""
-        with _staging(path) as staging:
+        with staged_folder(path) as staging:
             self.save_files(staging)
         return Path(path)
 
     def save_files(self, folder: Path) -> None:
-        """Write the tokenizer's files into an existing folder (not atomic: for :func:`_staging` folders)."""
+        """Write the tokenizer's files into an existing folder (not atomic: for :func:`staged_folder` folders)."""
         self.hf.save_pretrained(folder)
         vocab = sorted(self.hf.get_vocab().items(), key=lambda item: item[1])
         with atomic_write(folder / "vocab.txt") as handle:
@@ -201,7 +201,7 @@ class WordPieceTokenizer:
 
 
 @contextlib.contextmanager
-def _staging(path: str | os.PathLike) -> Iterator[Path]:
+def staged_folder(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary sibling folder whose files replace those of ``path`` on success (one rename per file).
 
     The folder ``path`` may already hold other files (a checkpoint); they are kept. An exception
@@ -359,7 +359,7 @@ def mask_tokens(
     return corrupted, labels
 
 
-def _step_seed(seed: int, step: int) -> int:
+def step_seed(seed: int, step: int) -> int:
     """The seed of one step: all randomness of step ``step`` (masking, dropout) comes from it."""
     return int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
 
@@ -379,7 +379,7 @@ def _batch(
     return ids, types, attention
 
 
-class _Order:
+class BatchOrder:
     """Example indices for each step: an epoch-wise permutation of all sequences, seeded by (seed, epoch)."""
 
     def __init__(self, count: int, batch_size: int, seed: int) -> None:
@@ -565,7 +565,7 @@ def pretrain_mlm(
         losses, start = list(state["losses"]), int(state["step"])
 
     sequences, first_lengths = pair_examples(tokenizer.pieces(texts), seq_len, seed)
-    order = _Order(len(sequences), batch_size, seed)
+    order = BatchOrder(len(sequences), batch_size, seed)
     end = steps if stop_after is None else min(steps, max(stop_after, start))
     amp = device.type == "cuda" and torch.cuda.is_bf16_supported()
     model.train()
@@ -574,9 +574,9 @@ def pretrain_mlm(
     bar = tqdm(total=steps, initial=start, desc="MLM pre-training", unit="step", disable=not progress)
     for step in range(start, end):
         ids, types, attention = _batch(sequences, first_lengths, order.batch(step))
-        step_seed = _step_seed(seed, step)
-        masked, labels = mask_tokens(ids, attention, torch.Generator().manual_seed(step_seed), config.vocab_size)
-        torch.manual_seed(step_seed)  # dropout
+        seed_of_step = step_seed(seed, step)
+        masked, labels = mask_tokens(ids, attention, torch.Generator().manual_seed(seed_of_step), config.vocab_size)
+        torch.manual_seed(seed_of_step)  # dropout
         masked, labels, types, attention = (t.to(device) for t in (masked, labels, types, attention))
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             hidden = model.bert(input_ids=masked, attention_mask=attention, token_type_ids=types).last_hidden_state
@@ -615,7 +615,7 @@ def pretrain_mlm(
         return result
 
     model.eval()
-    with _staging(output_dir) as staging:
+    with staged_folder(output_dir) as staging:
         model.cpu().save_pretrained(staging)
         tokenizer.save_files(staging)
     record = {f.name: getattr(result, f.name) for f in fields(result) if f.name not in ("path", "model")}
@@ -646,7 +646,7 @@ def mlm_loss(
     total, count = 0.0, 0
     for start in range(0, len(sequences), batch_size):
         ids, types, attention = _batch(sequences, first_lengths, range(start, min(start + batch_size, len(sequences))))
-        generator = torch.Generator().manual_seed(_step_seed(seed, start))
+        generator = torch.Generator().manual_seed(step_seed(seed, start))
         masked, labels = mask_tokens(ids, attention, generator, model.config.vocab_size)
         masked, labels, types, attention = (t.to(device) for t in (masked, labels, types, attention))
         hidden = model.bert(input_ids=masked, attention_mask=attention, token_type_ids=types).last_hidden_state

@@ -1,0 +1,178 @@
+"""TILDE: BERT's masked-LM head read at the first position, one distribution per text (TILDE paper §3.2).
+
+TILDE maps a text — a passage *or* a query, alone — to a likelihood for every word piece of the
+vocabulary: BERT encodes the text, and the masked-LM head (transform + decoder tied to the word
+embeddings) applied to the output vector at position 0 gives one logit ``z_t`` per piece ``t``.
+The same network gives ``P(t|d)`` from a passage (used by TILDE-QL, eq. 4) and ``P(t|q)`` from a
+query (used by TILDE-DL, eq. 5). It starts from the book's small pre-trained BERT (a folder of
+:func:`lib.bert.pretrain_mlm`) or, in the ``paper`` profile, from ``bert-base-uncased``.
+
+Choices the paper leaves open (named here, constructor arguments where an alternative is plausible):
+
+- **Likelihood = sigmoid, not softmax.** ``P(t|text) = σ(z_t)``: an independent Bernoulli per
+  vocabulary piece, the model that the binary cross-entropy of eq. 7 trains (a multi-label task,
+  §3.3) and the one the authors' code scores with. Log-probabilities are natural logarithms
+  (``log σ(z) = logsigmoid(z)``); the authors' code stores base-10 logarithms, which only rescales
+  every score by the same factor (rankings, also of eq. 6, are unchanged).
+- **Direction markers.** Position 0 holds a marker instead of ``[CLS]``, as in the authors' code:
+  :data:`PASSAGE_MARKER_ID` = 1 (``[unused0]``, their ``[DOC]``) before a passage and
+  :data:`QUERY_MARKER_ID` = 2 (``[unused1]``, their ``[QRY]``) before a query, so that one network
+  knows which way it predicts. The input is ``marker pieces [SEP]``, one segment (token type 0).
+  Passing ``passage_marker_id = query_marker_id = lib.bert.CLS_ID`` gives the paper's text literally
+  ("a language modelling head on top of the [CLS] token") without markers.
+- **Input caps.** At most ``max_passage_length`` (200) and ``max_query_length`` (30) word pieces go
+  into BERT, the book's caps for every model (:mod:`lib.text`); the authors cut at BERT's 512. The
+  *targets* and the scored terms are always the whole text (:mod:`lib.tilde.vocabulary`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import BertForMaskedLM
+
+from lib.atomic import write_json
+from lib.bert import SEP_ID, WordPieceTokenizer, load_bert, staged_folder
+from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+
+#: ``[unused0]`` of bert-base-uncased: marks a passage input (the authors' ``[DOC]``).
+PASSAGE_MARKER_ID = 1
+#: ``[unused1]`` of bert-base-uncased: marks a query input (the authors' ``[QRY]``).
+QUERY_MARKER_ID = 2
+#: The two input directions: a passage predicts query terms (QL), a query predicts passage terms (DL).
+DIRECTIONS: tuple[str, ...] = ("passage", "query")
+#: The settings file that :meth:`Tilde.save` writes beside the BERT checkpoint.
+SETTINGS_NAME = "tilde.json"
+
+
+class Tilde(nn.Module):
+    """TILDE's network: ``logits = MLM-head(BERT(marker text [SEP])[0])``, ``FloatTensor[B, vocab]``.
+
+    Args:
+        bert: a ``BertForMaskedLM``, or a folder / hub name for :func:`lib.bert.load_bert` with the LM head.
+        passage_marker_id, query_marker_id: the ids put at position 0 (see the module doc).
+        max_passage_length, max_query_length: word pieces of the text fed to BERT, markers excluded.
+        sep_id: the ``[SEP]`` id closing every input.
+    """
+
+    def __init__(
+        self,
+        bert: BertForMaskedLM | str | os.PathLike,
+        passage_marker_id: int = PASSAGE_MARKER_ID,
+        query_marker_id: int = QUERY_MARKER_ID,
+        max_passage_length: int = DOC_MAX_LENGTH,
+        max_query_length: int = QUERY_MAX_LENGTH,
+        sep_id: int = SEP_ID,
+    ) -> None:
+        super().__init__()
+        if isinstance(bert, str | os.PathLike):
+            bert = load_bert(bert, lm_head=True)
+        if not isinstance(bert, BertForMaskedLM):
+            raise TypeError(f"parameter 'bert' must be a BertForMaskedLM or a path, got {type(bert).__name__}")
+        positions = int(bert.config.max_position_embeddings)
+        for name, value in (("max_passage_length", max_passage_length), ("max_query_length", max_query_length)):
+            if not 1 <= value <= positions - 2:
+                raise ValueError(
+                    f"parameter {name!r} must be in [1, {positions - 2}] (BERT's positions - 2), got {value}"
+                )
+        vocab = int(bert.config.vocab_size)
+        for name, value in (("passage_marker_id", passage_marker_id), ("query_marker_id", query_marker_id)):
+            if not 0 <= value < vocab:
+                raise ValueError(f"parameter {name!r} must be a word-piece id below {vocab}, got {value}")
+        self.bert = bert
+        self.markers = {"passage": passage_marker_id, "query": query_marker_id}
+        self.max_lengths = {"passage": max_passage_length, "query": max_query_length}
+        self.sep_id = sep_id
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.bert.config.vocab_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def settings(self) -> dict[str, int]:
+        """The constructor arguments besides ``bert`` (what :meth:`save` records)."""
+        return {
+            "passage_marker_id": self.markers["passage"],
+            "query_marker_id": self.markers["query"],
+            "max_passage_length": self.max_lengths["passage"],
+            "max_query_length": self.max_lengths["query"],
+            "sep_id": self.sep_id,
+        }
+
+    def inputs(self, pieces: Sequence[Sequence[int]], direction: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(input_ids, attention_mask)`` of ``marker pieces[:cap] [SEP]`` per text, right-padded with 0."""
+        if direction not in DIRECTIONS:
+            raise ValueError(f"parameter 'direction' must be one of {list(DIRECTIONS)}, got {direction!r}")
+        marker, cap = self.markers[direction], self.max_lengths[direction]
+        rows = [[marker, *list(ids)[:cap], self.sep_id] for ids in pieces]
+        length = max((len(row) for row in rows), default=2)
+        input_ids = torch.zeros((len(rows), length), dtype=torch.long)
+        attention = torch.zeros((len(rows), length), dtype=torch.long)
+        for index, row in enumerate(rows):
+            input_ids[index, : len(row)] = torch.tensor(row, dtype=torch.long)
+            attention[index, : len(row)] = 1
+        return input_ids, attention
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The vocabulary logits ``z`` at position 0, ``FloatTensor[B, vocab]`` (fp32 also under autocast)."""
+        hidden = self.bert.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, 0]
+        return self.bert.cls(hidden).float()
+
+    def logits(self, pieces: Sequence[Sequence[int]], direction: str) -> torch.Tensor:
+        """:meth:`forward` on word-piece lists (moved to the model's device)."""
+        input_ids, attention = self.inputs(pieces, direction)
+        return self(input_ids.to(self.device), attention.to(self.device))
+
+    def log_probs(
+        self, tokenizer: WordPieceTokenizer, texts: Sequence[str], direction: str, batch_size: int = 64
+    ) -> torch.Tensor:
+        """``log P(t|text) = log σ(z_t)`` for every piece ``t``: ``FloatTensor[len(texts), vocab]`` on the CPU.
+
+        ``direction`` is ``"passage"`` (P(t|d), TILDE-QL's table) or ``"query"`` (P(t|q), TILDE-DL's).
+        """
+        if isinstance(texts, str):
+            raise TypeError("parameter 'texts' must be a list of strings, not one string")
+        return self.piece_log_probs(tokenizer.pieces(texts), direction, batch_size)
+
+    @torch.inference_mode()
+    def piece_log_probs(self, pieces: Sequence[Sequence[int]], direction: str, batch_size: int = 64) -> torch.Tensor:
+        """:meth:`log_probs` of texts already cut into word pieces; eval mode inside, the mode restored after."""
+        if batch_size < 1:
+            raise ValueError(f"parameter 'batch_size' must be at least 1, got {batch_size}")
+        was_training = self.training
+        self.eval()
+        out = [
+            nn.functional.logsigmoid(self.logits(pieces[start : start + batch_size], direction)).cpu()
+            for start in range(0, len(pieces), batch_size)
+        ]
+        self.train(was_training)
+        return torch.cat(out) if out else torch.zeros((0, self.vocab_size))
+
+    def save(self, path: str | os.PathLike, tokenizer: WordPieceTokenizer | None = None) -> Path:
+        """Write BERT (``save_pretrained``), :data:`SETTINGS_NAME` and the tokenizer into ``path``, atomically."""
+        with staged_folder(path) as staging:
+            self.bert.save_pretrained(staging)
+            if tokenizer is not None:
+                tokenizer.save_files(staging)
+            write_json(staging / SETTINGS_NAME, self.settings())
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Tilde:
+        """A model written by :meth:`save` (its markers and caps from :data:`SETTINGS_NAME`)."""
+        path = Path(path)
+        settings = path / SETTINGS_NAME
+        if not settings.is_file():
+            raise FileNotFoundError(f"{settings}: no such file, so {path} is not a saved TILDE model")
+        return cls(load_bert(path, lm_head=True), **json.loads(settings.read_text(encoding="utf-8")))
+
+
+__all__ = ["DIRECTIONS", "PASSAGE_MARKER_ID", "QUERY_MARKER_ID", "SETTINGS_NAME", "Tilde"]
