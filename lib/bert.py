@@ -415,7 +415,8 @@ def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
 
 
-def _fingerprint(texts: Sequence[str]) -> str:
+def texts_fingerprint(texts: Sequence[str]) -> str:
+    """A short sha256 of a sequence of texts (order matters), for checkpoint compatibility checks."""
     digest = hashlib.sha256()
     for text in texts:
         digest.update(text.encode("utf-8"))
@@ -520,8 +521,8 @@ def pretrain_mlm(
         "warmup": warmup,
         "weight_decay": weight_decay,
         "texts": len(texts),
-        "texts_sha256": _fingerprint(texts),
-        "vocab_sha256": _fingerprint(
+        "texts_sha256": texts_fingerprint(texts),
+        "vocab_sha256": texts_fingerprint(
             [piece for piece, _ in sorted(tokenizer.hf.get_vocab().items(), key=lambda i: i[1])]
         ),
         "config": json.loads(config.to_json_string(use_diff=True)),

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from lib import paths
 
@@ -40,3 +41,12 @@ def converted(mirror: Path) -> Path:
 def raw(converted: Path) -> Path:
     """The folder of fetched, hash-checked registry files that ``converted`` was made from."""
     return paths.raw_dir()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a test module's torch work on one thread (``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -25,14 +25,8 @@ from lib.bert import (
     small_bert_config,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run as fast on one thread, and a busy machine cannot stall a second one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+#: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny_config():

@@ -26,12 +26,8 @@ from tests.tilde_helpers import tiny_tilde
 QUERIES, DEPTH = 3, 10
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+#: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_the_whole_pipeline_gives_finite_scores_on_dl19(converted: Path, tmp_path: Path) -> None:

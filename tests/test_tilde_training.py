@@ -15,13 +15,8 @@ from lib.models.tilde import Tilde
 from lib.tilde.training import MIN_RELEVANCE, fold_training_data, relevant_pairs, train_tilde
 from tests.tilde_helpers import tiny_tilde
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+#: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

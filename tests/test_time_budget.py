@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import torch
 
-from lib import data
 from lib.evaluation import evaluate
 from lib.reranking import rerank, score_candidates
 from lib.time_budget import (
@@ -24,9 +23,13 @@ from lib.time_budget import (
     leading_spans,
 )
 from lib.time_budget_figure import plot_budget_curves
+from tests import test_training
 from tests.test_training import BagModel, HashTokenizer
 
 matplotlib.use("Agg")
+
+#: The shared slice of the real data: DL19 queries and judgments with their BM25 top-20 and v1 passages.
+dl19 = test_training.dl19
 
 # --- depth at a budget --------------------------------------------------------------------------------
 
@@ -59,19 +62,6 @@ def test_bad_budget_inputs_name_the_parameter(budget: float, speed: float, depth
 
 
 # --- per-depth evaluation from one scoring pass ----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def dl19() -> dict:
-    """Six DL19 queries with their BM25 top-20, judgments and v1 passages."""
-    try:
-        queries, qrels, run = data.load_queries("dl19"), data.load_qrels("dl19"), data.load_run("dl19", "bm25")
-        texts = data.load_collection("v1")
-    except FileNotFoundError as error:
-        pytest.skip(f"converted data missing: {error}")
-    qids = sorted(qrels, key=lambda q: (len(q), q))[:6]
-    top = {q: dict(sorted(run[q].items(), key=lambda item: -item[1])[:20]) for q in qids}
-    return {"queries": {q: queries[q] for q in qids}, "qrels": {q: qrels[q] for q in qids}, "run": top, "texts": texts}
 
 
 def test_the_per_depth_curve_equals_rescoring_at_each_depth(dl19: dict) -> None:

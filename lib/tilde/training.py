@@ -42,7 +42,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lib.atomic import atomic_write, write_json
-from lib.bert import BatchOrder, WordPieceTokenizer, step_seed
+from lib.bert import BatchOrder, WordPieceTokenizer, step_seed, texts_fingerprint
 from lib.data import load_qrels, load_queries
 from lib.data.splits import FOLDS, train_validation_split
 from lib.models.tilde import Tilde
@@ -151,14 +151,6 @@ class TildeTrainingResult:
     complete: bool
 
 
-def _digest(items: Sequence[str]) -> str:
-    hasher = hashlib.sha256()
-    for item in items:
-        hasher.update(item.encode("utf-8"))
-        hasher.update(b"\0")
-    return hasher.hexdigest()[:16]
-
-
 def _weights_digest(model: torch.nn.Module) -> str:
     hasher = hashlib.sha256()
     for name, tensor in model.state_dict().items():
@@ -223,7 +215,7 @@ def train_tilde(
         "lr": lr,
         "seed": seed,
         "pairs": len(pairs),
-        "pairs_sha256": _digest([f"{q}\t{p}\t{queries[q]}\t{texts[p]}" for q, p in pairs]),
+        "pairs_sha256": texts_fingerprint([f"{q}\t{p}\t{queries[q]}\t{texts[p]}" for q, p in pairs]),
         "initial_weights_sha256": _weights_digest(model),
         "model_settings": model.settings(),
     }

@@ -11,14 +11,8 @@ from transformers import BertForMaskedLM, BertModel
 from lib.bert import CLS_ID, SEP_ID, small_bert_config
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR, BertCat, pack_pairs
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run as fast on one thread, and a busy machine cannot stall a second one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+#: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny_bert() -> BertModel:

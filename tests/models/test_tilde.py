@@ -14,13 +14,8 @@ from tests.tilde_helpers import POSITIONS, tiny_bert, tiny_tilde
 VOCAB = 3000
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run as fast on one thread, and a busy machine cannot stall a second one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+#: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture()
