@@ -15,6 +15,7 @@ from lib.tilde.tables import (
     ablation,
     alpha_sweep,
     index_size,
+    mean_rank_correlation,
     passage_dependence,
     scoring_runs,
 )
@@ -98,3 +99,12 @@ def test_passage_dependence_is_the_mean_spread_of_kept_pieces() -> None:
         passage_dependence(np.ones((1, 3)), keep)
     with pytest.raises(ValueError, match="mask"):
         passage_dependence(np.ones((2, 3)), np.array([True, False]))
+
+
+def test_mean_rank_correlation_averages_spearman_over_queries_and_skips_constant_ones() -> None:
+    scores = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 1.0, "b": 2.0, "c": 3.0}, "q3": {"a": 1.0, "b": 1.0}}
+    feature = {"q1": {"a": 30, "b": 20, "c": 10}, "q2": {"a": 10, "b": 20, "c": 5}, "q3": {"a": 1, "b": 2}}
+    assert mean_rank_correlation(scores, feature) == pytest.approx((1.0 - 0.5) / 2)  # q2: ranks 1,2,3 vs 2,3,1
+    assert math.isnan(mean_rank_correlation({"q3": scores["q3"]}, feature))
+    with pytest.raises(KeyError, match="'q1'.*'c'"):
+        mean_rank_correlation({"q1": scores["q1"]}, {"q1": {"a": 1, "b": 2}})

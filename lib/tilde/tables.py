@@ -6,8 +6,10 @@
   paper's significance tests (:func:`lib.evaluation.significance`).
 - :func:`alpha_sweep` — eq. 6 for every α of a grid, from one scoring pass.
 - :func:`index_size` — bytes per passage and what they make for a whole collection.
-- :func:`passage_dependence` — how much ``log P(t|d)`` changes from passage to passage, the
-  diagnostic of a model that has not learned to read its input.
+- :func:`passage_dependence` — how much ``log P(t|d)`` changes from passage to passage, and
+  :func:`mean_rank_correlation` — whether a query's scores follow a property of its candidates
+  (how many of the query's pieces they contain, their length): the diagnostics of a model that has
+  not learned to read its input.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from lib import evaluation
 from lib.tilde.scoring import TildeScores, check_alpha
@@ -128,6 +131,26 @@ def passage_dependence(log_probs: np.ndarray, keep: np.ndarray) -> float:
     return float(log_probs[:, keep].std(axis=0).mean())
 
 
+def mean_rank_correlation(scores: Run, feature: Run) -> float:
+    """The mean over queries of Spearman's ρ between a query's candidate scores and a feature of them.
+
+    Queries where either side is constant (ρ undefined) are skipped; none left gives ``nan``. A
+    candidate of ``scores`` without a feature value is a ``KeyError`` naming it.
+    """
+    values = []
+    for qid, candidates in scores.items():
+        pids = list(candidates)
+        missing = [pid for pid in pids if pid not in feature.get(qid, {})]
+        if missing:
+            raise KeyError(f"query {qid!r}: no feature value for candidates {missing[:5]}")
+        left = np.array([candidates[pid] for pid in pids], dtype=np.float64)
+        right = np.array([feature[qid][pid] for pid in pids], dtype=np.float64)
+        if len(pids) < 2 or np.ptp(left) == 0 or np.ptp(right) == 0:
+            continue
+        values.append(stats.spearmanr(left, right).statistic)
+    return float(np.mean(values)) if values else float("nan")
+
+
 __all__ = [
     "MS_MARCO_PASSAGES",
     "SCORINGS",
@@ -135,6 +158,7 @@ __all__ = [
     "ablation",
     "alpha_sweep",
     "index_size",
+    "mean_rank_correlation",
     "passage_dependence",
     "scoring_runs",
 ]
