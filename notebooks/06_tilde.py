@@ -31,9 +31,9 @@
 # This chapter re-runs the paper's three results at book scale: its Table 2 (effectiveness and
 # latency against BM25 and stronger first stages), its Table 3 (the ablation of losses, scorings
 # and vocabulary cleaning) and its Figure 2 (the weight α). It also measures what the paper claims
-# for efficiency: re-ranking 1,000 candidates in milliseconds on one CPU core, and an index of about
-# 60 KB per passage. The library is `lib.models.tilde` and `lib.tilde`; what differs from the paper
-# is listed in {doc}`../reproducing`.
+# for efficiency: re-ranking 1,000 candidates in milliseconds on one CPU core, at the price of an
+# index that stores one float16 value per vocabulary piece for every passage. The library is
+# `lib.models.tilde` and `lib.tilde`; what differs from the paper is listed in {doc}`../reproducing`.
 #
 # **Protocol** (as every chapter, DESIGN's book-scale protocol): TILDE is fine-tuned on the judged
 # queries of the *other* TREC DL years — DL19 is tested with a model trained on DL20 and DL21, DL20
