@@ -35,11 +35,11 @@ data: $(STAMP)
 
 # --- chapters and the book -------------------------------------------------------------------
 chapters: data
-	$(BIN)/python -m lib.chapters --profile $(PROFILE) $(ARGS)
+	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) $(ARGS)
 
 chapter: data
 	@test -n "$(CH)" || (echo "usage: make chapter CH=01_data_and_first_stage [PROFILE=smoke]" && exit 2)
-	$(BIN)/python -m lib.chapters --profile $(PROFILE) --only $(CH) $(ARGS)
+	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --only $(CH) $(ARGS)
 
 html: $(STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --quiet

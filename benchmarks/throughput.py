@@ -2,8 +2,8 @@
 
 Measures documents per millisecond (TK paper Table 2, "Docs./ms") and the latency of re-ranking one
 query's 100 and 1,000 candidates for TK-1/2/3, KNRM, Conv-KNRM and BERT-cat of BERT-Base / BERT-Large
-sizes (random weights: speed does not depend on them; :mod:`lib.timing_models`), on real TREC DL
-candidates (:mod:`lib.speed_benchmark`), and writes one JSON file. Examples::
+sizes (random weights: speed does not depend on them; :mod:`lib.models.paper_size`), on real TREC DL
+candidates (:mod:`lib.evaluation.speed_benchmark`), and writes one JSON file. Examples::
 
     python -m benchmarks.throughput --device cpu                       # this machine, float32
     python -m benchmarks.throughput --device cuda --dtype float32 bfloat16 float16 \\
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import torch
 
-from lib.atomic import write_json
+from lib.chapters.experiments import FIRST_STAGE, book_texts
+from lib.core.atomic import write_json
+from lib.core.device import resolve_device
 from lib.data import load_queries, load_run
-from lib.experiments import FIRST_STAGE, book_texts
-from lib.speed_benchmark import DTYPES, SpeedSettings, run_benchmark
-from lib.timing_models import ARCHITECTURES
-from lib.training import resolve_device
+from lib.evaluation.speed_benchmark import DTYPES, SpeedSettings, run_benchmark
+from lib.models.paper_size import ARCHITECTURES
 
 #: Where committed results live (chapter 3 reads them).
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -41,15 +41,16 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib import evaluation, first_stage, paths
-from lib.atomic import write_csv, write_json
+from lib.core.atomic import write_csv, write_json
+from lib.core.plotting import save_figure, set_style
+from lib.core.profiles import get_profile, limit_queries
 from lib.data import load_collection, load_qrels, load_queries, load_run
 from lib.data.convert import QUERY_SETS, RETRIEVERS
 from lib.data.registry import REGISTRY
 from lib.data.splits import FOLDS, train_validation_split
 from lib.data.statistics import query_set_statistics
-from lib.plotting import save_figure, set_style
-from lib.profiles import get_profile, limit_queries
+from lib.evaluation import first_stage, paths
+from lib.evaluation import measures as evaluation
 
 CHAPTER = "01_data_and_first_stage"
 settings = get_profile(profile)

@@ -32,7 +32,7 @@ device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
 models = ["knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat"]
 folds = ["dl19", "dl20"]  # test years (each trained on the other years)
-# None keeps the profile's default from lib.experiments.SETTINGS
+# None keeps the profile's default from lib.chapters.experiments.SETTINGS
 embedding_method = None  # "word2vec" or "fasttext"
 max_steps = None  # training steps of the word-embedding models
 bert_cat_max_steps = None
@@ -50,14 +50,15 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib import evaluation, experiments, paths
-from lib.atomic import write_csv, write_json
+from lib.core.atomic import write_csv, write_json
+from lib.core.device import resolve_device
+from lib.core.plotting import save_figure, set_style
+from lib.core.profiles import get_profile
 from lib.data import load_queries, load_run
-from lib.kernels import kernel_mus, kernel_sigmas
-from lib.plotting import save_figure, set_style
-from lib.profiles import get_profile
-from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-from lib.training import resolve_device
+from lib.evaluation import experiments, paths
+from lib.evaluation import measures as evaluation
+from lib.models.kernels import kernel_mus, kernel_sigmas
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "02_training"
 settings_profile = get_profile(profile)
@@ -405,7 +406,7 @@ training_progress
 #   its small BERT has seen the book corpus for a few minutes only.
 # - **Compute.** On two CPU cores TK-2 trains for minutes, not hours. The `paper` profile keeps this
 #   code and protocol but switches to paper-scale schedules and `bert-base-uncased`
-#   (`lib.experiments.SETTINGS["paper"]`, for a GPU machine with internet); training on the MS MARCO
+#   (`lib.chapters.experiments.SETTINGS["paper"]`, for a GPU machine with internet); training on the MS MARCO
 #   triples themselves is not wired into this chapter yet.
 #
 # On DL19, TK-2 reaches nDCG@10 {glue:text}`tk2_dl19_ndcg` ({glue:text}`tk2_dl19_delta` against

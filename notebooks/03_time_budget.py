@@ -36,9 +36,9 @@ device = "auto"  # "auto" times on a CUDA GPU when there is one
 seed = 42
 sets = ["dl19", "dl20"]  # chapter 2's test years
 models = ["knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat"]  # chapter 2's trained models
-architectures = None  # None: the profile's list (lib.speed_benchmark.PROFILE_ARCHITECTURES)
+architectures = None  # None: the profile's list (lib.evaluation.speed_benchmark.PROFILE_ARCHITECTURES)
 measures = ["MRR@10", "R@10", "nDCG@10"]
-speed_target_seconds = None  # None: the profile's (lib.speed_benchmark.PROFILE_SETTINGS)
+speed_target_seconds = None  # None: the profile's (lib.evaluation.speed_benchmark.PROFILE_SETTINGS)
 
 # %%
 import dataclasses
@@ -54,14 +54,15 @@ import torch
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib import experiments, paths, time_budget
-from lib.atomic import write_csv, write_json
+from lib.chapters import experiments
+from lib.chapters.time_budget_figure import plot_budget_curves
+from lib.core import paths, time_budget
+from lib.core.atomic import write_csv, write_json
+from lib.core.device import resolve_device
+from lib.core.plotting import save_figure, set_style
 from lib.data import load_qrels, load_queries, load_run
-from lib.plotting import save_figure, set_style
-from lib.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, run_benchmark
-from lib.time_budget_figure import plot_budget_curves
-from lib.timing_models import ARCHITECTURES
-from lib.training import resolve_device
+from lib.evaluation.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, run_benchmark
+from lib.models.paper_size import ARCHITECTURES
 
 CHAPTER = "03_time_budget"
 out = paths.chapter_dir(profile, CHAPTER)
@@ -85,7 +86,7 @@ print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torc
 # ## How fast is each model?
 #
 # The paper times "solely the time spent computing the scores on the GPU", excluding
-# pre-processing. The book's harness (`lib.efficiency`) does the same on whatever device it runs
+# pre-processing. The book's harness (`lib.evaluation.efficiency`) does the same on whatever device it runs
 # on: the (query, passage) pairs are real BM25 candidates of DL19 in rank order, tokenised
 # beforehand at the paper's caps (30 query and 200 passage tokens) and moved to the device; one
 # warm-up pass is excluded; GPU work is synchronised before every clock read; the median of
@@ -266,7 +267,7 @@ plt.show()
 # Each model keeps its measured speed on this machine (the table above; BERT-cat with the book's
 # small BERT). For a budget `T`, `depth(T) = min({glue:text}`max_depth`, ⌊T·r⌋)`. The curves are
 # step functions that change only at budgets `k / r`; they are evaluated exactly at those
-# breakpoints (`lib.time_budget`). As in the paper, a marker shows each model's best result with the
+# breakpoints (`lib.evaluation.time_budget`). As in the paper, a marker shows each model's best result with the
 # number of documents it re-ranks there, and the curve continues dotted where more time brings
 # nothing better.
 

@@ -52,15 +52,17 @@ import torch
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib import analysis_plots, experiments, paths, query_clusters
-from lib.atomic import write_csv, write_json
+from lib.analyses import query_clusters
+from lib.analyses.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
+from lib.analyses.query_vectors import mean_query_vectors
+from lib.chapters import analysis_plots, experiments
+from lib.chapters.trained_models import load_trained
+from lib.core import paths
+from lib.core.atomic import write_csv, write_json
+from lib.core.device import resolve_device
+from lib.core.plotting import save_figure, set_style
 from lib.data import load_qrels, load_run
-from lib.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
-from lib.plotting import save_figure, set_style
-from lib.query_vectors import mean_query_vectors
-from lib.text import tokenize
-from lib.trained_models import load_trained
-from lib.training import resolve_device
+from lib.representations.text import tokenize
 
 CHAPTER = "04_query_clusters"
 DEFAULTS = {
@@ -91,7 +93,7 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 #
 # TK contextualises the query on its own (eq. 1–3), before it ever sees a passage, so a query has a
 # representation of its own: the hybrid vectors $\hat q_1, \dots, \hat q_n$ of its terms. Following
-# the paper, a query's vector is their mean (padding excluded; `lib.query_vectors`). We use the TK-2
+# the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use the TK-2
 # trained for the DL19 fold (trained on DL20 and DL21). Its training queries include the DL20 queries
 # that are clustered here; the clustering uses no relevance label, so this only means that those
 # queries were seen in training, not that the analysis peeks at a test result.
@@ -120,7 +122,7 @@ queries["query_set"].value_counts().rename("queries").to_frame()
 # k-means (scikit-learn, k-means++ initialisation, a fixed seed) is fitted for every k of the range
 # below; the *inertia* is the sum of squared distances of the queries to their nearest centre, which
 # can only fall as k grows. The elbow method picks the k after which adding clusters stops paying. The
-# book makes "elbow" a rule (`lib.query_clusters.elbow`): with both axes scaled to [0, 1], the elbow
+# book makes "elbow" a rule (`lib.analyses.query_clusters.elbow`): with both axes scaled to [0, 1], the elbow
 # is the k whose point lies furthest below the straight line from the first to the last point of the
 # curve (the knee of Kneedle, without its smoothing).
 
@@ -238,7 +240,7 @@ glue("pca_variance", f"{100 * query_map.explained_variance_ratio.sum():.0f}", di
 # rankings of the same BM25 candidates: BM25's own order, TK-2's and BERT-cat's (each model trained
 # for that query's year in chapter 2, re-ranking *all* candidates: like the paper, no time budget
 # here). A query whose ranking holds no relevant passage among the candidates counts as rank
-# *depth + 1* (`lib.first_relevant`, rule "depth + 1"), a miss worse than every retrieved rank. The
+# *depth + 1* (`lib.analyses.first_relevant`, rule "depth + 1"), a miss worse than every retrieved rank. The
 # table gives the median per cluster, the number of queries in each, and the median over all queries.
 
 # %%

@@ -50,16 +50,17 @@ import torch
 from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
-from lib import analysis_plots, experiments, paths
-from lib.atomic import write_csv, write_json, write_text
+from lib.analyses.explain_case import pick_case
+from lib.analyses.explain_html import side_by_side_html
+from lib.analyses.explain_tk import explain_pair, passage_matches
+from lib.chapters import analysis_plots, experiments
+from lib.chapters.trained_models import load_trained
+from lib.core import paths
+from lib.core.atomic import write_csv, write_json, write_text
+from lib.core.device import resolve_device
+from lib.core.plotting import save_figure, set_style
 from lib.data import load_collection, load_qrels, load_queries, load_run
-from lib.explain_case import pick_case
-from lib.explain_html import side_by_side_html
-from lib.explain_tk import explain_pair, passage_matches
-from lib.plotting import save_figure, set_style
-from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-from lib.trained_models import load_trained
-from lib.training import resolve_device
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "05_interpreting_tk"
 out = paths.chapter_dir(profile, CHAPTER)
@@ -151,7 +152,7 @@ glue("paper_pids_found", "yes" if all(in_collection.values()) else "no", display
 # %% [markdown]
 # ### One score, taken apart
 #
-# First the relevant passage alone. `lib.explain_tk.explain_pair` runs the trained model on the pair
+# First the relevant passage alone. `lib.analyses.explain_tk.explain_pair` runs the trained model on the pair
 # and returns every intermediate result: the tokens the model sees (the book's tokenizer keeps words
 # and numbers and drops punctuation; words outside the vocabulary become `[UNK]`), the match matrix,
 # the soft counts $K^k_i$ of every query term in every kernel (eq. 6), per kernel $s^k_{\log}$ and
@@ -315,7 +316,7 @@ glue("androgen_agrees", "yes" if agrees else "no", display=False)
 # %% [markdown]
 # ## Case (b): a DL19 query where TK-2 overtook BM25's top
 #
-# The second case is chosen by code, with a fixed rule (`lib.explain_case.pick_case`): among the DL19
+# The second case is chosen by code, with a fixed rule (`lib.analyses.explain_case.pick_case`): among the DL19
 # queries, a relevant passage (grade ≥ 2) that BM25 ranks *below* its highest-ranked judged
 # non-relevant passage and that TK-2 ranks *above* it, preferring the case where TK-2 puts the relevant
 # passage first and BM25 had the non-relevant one first, the paper's scenario. TK-2's ranks come from

@@ -33,7 +33,8 @@
 # and vocabulary cleaning) and its Figure 2 (the weight α). It also measures what the paper claims
 # for efficiency: re-ranking 1,000 candidates in milliseconds on one CPU core, at the price of an
 # index that stores one float16 value per vocabulary piece for every passage. The library is
-# `lib.models.tilde` and `lib.tilde`; what differs from the paper is listed in {doc}`../reproducing`.
+# `lib.models.tilde`, `lib.training.tilde` and `lib.reranking.tilde_*`;
+# what differs from the paper is listed in {doc}`../reproducing`.
 #
 # **Protocol** (as every chapter, DESIGN's book-scale protocol): TILDE is fine-tuned on the judged
 # queries of the *other* TREC DL years — DL19 is tested with a model trained on DL20 and DL21, DL20
@@ -47,7 +48,7 @@ device = "auto"  # where TILDE is trained and indexes; latency is always measure
 seed = 42
 test_sets = ["dl19", "dl20"]
 first_stages = ["bm25", "splade-pp-ed"]  # re-ranked: BM25 as the paper, and a stronger first stage
-variants = ["biqdl", "ql", "dl", "ql-full"]  # the ablation's models (lib.tilde.variants; also "biqdl-full")
+variants = ["biqdl", "ql", "dl", "ql-full"]  # the ablation's models (lib.training.tilde_variants; also "biqdl-full")
 ablation_sets = ["dl19"]  # test years with the whole ablation; the others train the paper's model only
 steps = None  # fine-tuning steps per model (None: the profile's)
 batch_size = None
@@ -68,21 +69,9 @@ import torch
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib import evaluation, experiments, paths
-from lib.atomic import write_csv, write_json
-from lib.bert import WordPieceTokenizer, load_tokenizer
-from lib.data import load_qrels, load_queries, load_run
-from lib.data.splits import FOLDS
-from lib.efficiency import candidate_pairs, encode_pairs
-from lib.efficiency import measure_latency as measure_model_latency
-from lib.models.tilde import Tilde
-from lib.plotting import save_figure, set_style
-from lib.profiles import get_profile, limit_queries
-from lib.reranking import rerank
-from lib.tilde import TargetVocabulary, fold_training_data, load_index, measure_latency
-from lib.tilde.figures import plot_alpha_sweep
-from lib.tilde.runs import random_order, score_first_stages, tied_share, top_candidates
-from lib.tilde.tables import (
+from lib.chapters import experiments
+from lib.chapters.tilde_figures import plot_alpha_sweep
+from lib.chapters.tilde_tables import (
     SCORINGS,
     ablation,
     alpha_sweep,
@@ -91,10 +80,26 @@ from lib.tilde.tables import (
     passage_dependence,
     scoring_runs,
 )
-from lib.tilde.training import BOOK_LR, PAPER_LR
-from lib.tilde.variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
-from lib.trained_models import load_trained
-from lib.training import resolve_device
+from lib.chapters.trained_models import load_trained
+from lib.core import paths
+from lib.core.atomic import write_csv, write_json
+from lib.core.device import resolve_device
+from lib.core.plotting import save_figure, set_style
+from lib.core.profiles import get_profile, limit_queries
+from lib.data import load_qrels, load_queries, load_run
+from lib.data.splits import FOLDS
+from lib.evaluation import measures as evaluation
+from lib.evaluation.efficiency import candidate_pairs, encode_pairs
+from lib.evaluation.efficiency import measure_latency as measure_model_latency
+from lib.evaluation.tilde_latency import measure_latency
+from lib.models.tilde import Tilde
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import WordPieceTokenizer, load_tokenizer
+from lib.reranking.scoring import rerank
+from lib.reranking.tilde_index import load_index
+from lib.reranking.tilde_runs import random_order, score_first_stages, tied_share, top_candidates
+from lib.training.tilde import BOOK_LR, PAPER_LR, fold_training_data
+from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
 
 CHAPTER = "06_tilde"
 DEFAULTS = {
@@ -224,7 +229,7 @@ print(f"training time this run: {training_seconds:.0f} s (0 when every model was
 #
 # For each test year, the paper's model runs once over every passage that a first stage retrieves
 # (the top-{glue:text}`depth` of each first stage, with text) and stores its log-probability vector in
-# float16 with the passage's cleaned pieces (`lib.tilde.index`: raw, memory-mappable files). This is
+# float16 with the passage's cleaned pieces (`lib.reranking.tilde_index`: raw, memory-mappable files). This is
 # the index that serves queries: the first test year's is kept under the chapter's artifacts, and
 # the latency below is measured on it. The effectiveness tables rank with a float32 copy of the same
 # vectors, built and deleted on the way (the section "What float16 storage does" says why).
@@ -364,7 +369,7 @@ shown
 # excluded, on a CPU. The book measures both on one thread, for 100 candidates and for 1,000 (the
 # index holds at most {glue:text}`depth` candidates per query, so 1,000 repeats them: the work per
 # candidate is the same). For the contrast, chapter 2's BERT-cat and TK-2 re-rank the same query's
-# candidates on the same core (`lib.efficiency.measure_latency`: score every candidate, then sort).
+# candidates on the same core (`lib.evaluation.efficiency.measure_latency`: score every candidate, then sort).
 
 # %%
 latency_set = test_sets[0]
@@ -478,7 +483,7 @@ else:
 # float16 keeps about three significant digits: log-probabilities between −4 and −16 are stored in
 # steps of 0.004–0.008. For a model whose likelihoods hardly change from passage to passage, many
 # candidates of a query end up with *exactly* the same TILDE-QL score, and re-ranking keeps the
-# first stage's order among them (`lib.evaluation.rerank_at_depth`). The effectiveness of such a
+# first stage's order among them (`lib.evaluation.measures.rerank_at_depth`). The effectiveness of such a
 # ranking is then partly the first stage's. The table compares the float16 index with the float32
 # copy for BM25's candidates: the share of candidates tied with another of the same query, and
 # nDCG@10 of TILDE-QL.

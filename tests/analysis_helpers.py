@@ -2,7 +2,7 @@
 
 - :func:`real_vocabulary` and :func:`small_tk`: a small TK with random embeddings over a vocabulary
   built from a slice of the real collection (the data must be converted: the ``converted`` fixture).
-- :func:`hand_explanation`: a :class:`lib.explain_tk.PairExplanation` with a hand-made match matrix
+- :func:`hand_explanation`: a :class:`lib.analyses.explain_tk.PairExplanation` with a hand-made match matrix
   and kernel table, for tests whose expected output is computed by hand.
 """
 
@@ -13,9 +13,9 @@ import pandas as pd
 import torch
 
 from lib import data
-from lib.explain_tk import KERNEL_COLUMNS, PairExplanation
+from lib.analyses.explain_tk import KERNEL_COLUMNS, PairExplanation
 from lib.models.tk import TK
-from lib.text import Vocabulary, tokenize
+from lib.representations.text import Vocabulary, tokenize
 
 #: Tiny Transformer settings for fast tests (the paper's sizes are TK's defaults).
 TINY = {"num_heads": 2, "head_dim": 4, "ff_dim": 8}
@@ -47,7 +47,7 @@ def hand_explanation(
     beta: float = 1.0,
     gamma: float = 1.0,
 ) -> PairExplanation:
-    """An explanation with the given match matrix (tokens: :func:`lib.text.tokenize` of the texts) and kernel terms.
+    """An explanation with the given match matrix (tokens: :func:`lib.representations.text.tokenize`) and kernel terms.
 
     The match matrix may cover fewer passage tokens than the text has (a text beyond the model's cap).
     Raw ``s_log_k`` / ``s_len_k`` equal the terms (weights 1), and ``s = Σ terms``.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib import paths
+from lib.core import paths
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.analysis_plots import plot_inertia_curve, plot_match_matrix, plot_query_map
-from lib.query_clusters import QueryMap
+from lib.analyses.query_clusters import QueryMap
+from lib.chapters.analysis_plots import plot_inertia_curve, plot_match_matrix, plot_query_map
 from tests.analysis_helpers import hand_explanation
 
 matplotlib.use("Agg")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.atomic import atomic_write, write_csv, write_json, write_text
+from lib.core.atomic import atomic_write, write_csv, write_json, write_text
 
 
 def test_atomic_write_replaces_the_file_on_success(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The book's BERT (``lib.bert``): the real WordPiece vocabulary, masked-LM pre-training with resume, loading."""
+"""The book's BERT (``lib.representations.bert``): WordPiece vocabulary, masked-LM pre-training with resume, loading."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import BertForMaskedLM
 
-import lib.bert as bert
+import lib.representations.bert as bert
 from lib import data
-from lib.bert import (
+from lib.representations.bert import (
     BERT_SIZES,
     CLS_ID,
     MASK_ID,

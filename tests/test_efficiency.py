@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-from lib.efficiency import (
+from lib.evaluation.efficiency import (
     candidate_pairs,
     encode_pairs,
     estimated_latency,
     measure_latency,
     measure_throughput,
 )
-from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
 
 class CountingScorer(torch.nn.Module):

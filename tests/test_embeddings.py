@@ -1,4 +1,4 @@
-"""Word embeddings (``lib.embeddings``): gensim word2vec / fastText on the real corpus, GloVe text files, matrices."""
+"""Word embeddings (``lib.representations.word_vectors``): word2vec / fastText, GloVe text files, matrices."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import pytest
 import torch
 
 from lib import data
-from lib.embeddings import (
+from lib.core.paths import REPO_ROOT
+from lib.representations.text import Vocabulary
+from lib.representations.word_vectors import (
     coverage,
     embedding_matrix,
     load_glove_text,
@@ -21,8 +23,6 @@ from lib.embeddings import (
     save_matrix,
     train_word_vectors,
 )
-from lib.paths import REPO_ROOT
-from lib.text import Vocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GLOVE = FIXTURES / "glove.tiny.5d.txt"
@@ -80,7 +80,7 @@ def test_training_does_not_depend_on_the_python_hash_seed() -> None:
     """gensim ≥ 4 seeds from ``seed`` only: a process with another PYTHONHASHSEED gives the same vectors."""
     corpus = ["the cat sat on the mat", "the dog sat on the log"] * 20
     script = (
-        "import hashlib; from lib.embeddings import train_word_vectors as t; "
+        "import hashlib; from lib.representations.word_vectors import train_word_vectors as t; "
         f"v = t({corpus!r}, dim=8, epochs=2, seed=5, min_count=1); "
         "print(hashlib.sha256(v.vectors.tobytes()).hexdigest(), ','.join(v.index_to_key))"
     )

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from lib import evaluation
 from lib.data import read_qrels, read_run
-from lib.evaluation import (
+from lib.evaluation import measures as evaluation
+from lib.evaluation.measures import (
     depth_sweep,
     evaluate,
     per_query,

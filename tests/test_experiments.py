@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib import experiments
+from lib.chapters import experiments
+from lib.core.profiles import get_profile
 from lib.data import load_queries
 from lib.data.splits import FOLDS
-from lib.profiles import get_profile
-from lib.text import Vocabulary
+from lib.representations.text import Vocabulary
 
 
 def test_settings_replace_ignores_none_and_refuses_unknown_names():

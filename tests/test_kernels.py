@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from lib import kernels
-from lib.kernels import (
+from lib.models import kernels
+from lib.models.kernels import (
     KernelPooling,
     cosine_match_matrix,
     kernel_mus,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lib import paths
+from lib.core import paths
 
 
 def test_repo_root_holds_the_library() -> None:
-    assert (paths.REPO_ROOT / "lib" / "paths.py").is_file()
+    assert (paths.REPO_ROOT / "lib" / "core" / "paths.py").is_file()
     assert (paths.REPO_ROOT / "pyproject.toml").is_file()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.profiles import PROFILES, get_profile, limit_queries
+from lib.core.profiles import PROFILES, get_profile, limit_queries
 
 
 @pytest.mark.parametrize(("name", "limit"), [("smoke", 8), ("book", None), ("paper", None)])

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from lib import data
-from lib.first_relevant import ALL, first_relevant_ranks, median_rank_table
-from lib.query_clusters import (
+from lib.analyses.first_relevant import ALL, first_relevant_ranks, median_rank_table
+from lib.analyses.query_clusters import (
     CLUSTER_QUERY_SETS,
     characteristic_terms,
     cluster_queries,
@@ -18,7 +18,7 @@ from lib.query_clusters import (
     load_cluster_queries,
     pca_map,
 )
-from lib.query_vectors import mean_query_vectors
+from lib.analyses.query_vectors import mean_query_vectors
 from tests.analysis_helpers import real_vocabulary, small_tk
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from lib.query_vectors import mean_query_vectors
-from lib.text import Vocabulary
+from lib.analyses.query_vectors import mean_query_vectors
+from lib.representations.text import Vocabulary
 from tests.analysis_helpers import small_tk
 
 TEXTS = [

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from lib import data
-from lib.evaluation import depth_sweep, evaluate, ranking_from_run, rerank_at_depth
-from lib.reranking import rerank, score_candidates, scored_depth, tune_depth
+from lib.evaluation.measures import depth_sweep, evaluate, ranking_from_run, rerank_at_depth
+from lib.reranking.scoring import rerank, score_candidates, scored_depth, tune_depth
 from tests.test_training import BagModel, HashTokenizer
 
 

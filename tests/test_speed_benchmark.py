@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from lib import data
-from lib.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, SpeedSettings, run_benchmark
-from lib.timing_models import ARCHITECTURES
+from lib.evaluation.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, SpeedSettings, run_benchmark
+from lib.models.paper_size import ARCHITECTURES
 
 TINY = SpeedSettings(
     probe_documents=2, min_documents=2, max_documents=8, target_seconds=0.01, repetitions=1, warmup=0,

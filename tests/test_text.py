@@ -1,4 +1,4 @@
-"""The word tokenizer and vocabulary (``lib.text``): the paper's min count 5, [PAD]/[UNK], caps, masks."""
+"""The word tokenizer and vocabulary (``lib.representations.text``): min count 5, [PAD]/[UNK], caps, masks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lib import data
-from lib.text import DOC_MAX_LENGTH, PAD, QUERY_MAX_LENGTH, UNK, Vocabulary, tokenize
+from lib.representations.text import DOC_MAX_LENGTH, PAD, QUERY_MAX_LENGTH, UNK, Vocabulary, tokenize
 
 TEXTS = ["the cat sat", "The cat ran!", "a dog; the DOG", "the cat", "the end", "the cat, the hat"]
 

@@ -1,4 +1,4 @@
-"""The α-sweep figure (``lib.tilde.figures``): one panel per measure and test set, reference lines, bad frames."""
+"""The α-sweep figure (``lib.chapters.tilde_figures``): a panel per measure and set, references, bad frames."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from lib.tilde.figures import plot_alpha_sweep  # noqa: E402
+from lib.chapters.tilde_figures import plot_alpha_sweep  # noqa: E402
 
 
 def test_one_panel_per_measure_and_set_with_a_line_per_first_stage_and_its_reference() -> None:

@@ -1,4 +1,4 @@
-"""TILDE's passage index (``lib.tilde.index``): exact round trip, memory mapping, clear errors."""
+"""TILDE's passage index (``lib.reranking.tilde_index``): exact round trip, memory mapping, clear errors."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lib.tilde.index import HEADER_NAME, LOG_PROBS_NAME, TERMS_NAME, load_index, term_dtype, write_index
-from lib.tilde.vocabulary import TargetVocabulary
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.reranking.tilde_index import HEADER_NAME, LOG_PROBS_NAME, TERMS_NAME, load_index, term_dtype, write_index
 from tests.tilde_helpers import hand_index
 
 

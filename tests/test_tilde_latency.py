@@ -1,4 +1,4 @@
-"""TILDE's latency measurement (``lib.tilde.latency``): what is timed and how it is labelled (not how fast)."""
+"""TILDE's latency measurement (``lib.evaluation.tilde_latency``): what is timed and how it is labelled."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from lib.bert import WordPieceTokenizer
-from lib.tilde.index import TildeIndex, load_index, write_index
-from lib.tilde.latency import measure_latency
-from lib.tilde.vocabulary import TargetVocabulary
+from lib.evaluation.tilde_latency import measure_latency
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import WordPieceTokenizer
+from lib.reranking.tilde_index import TildeIndex, load_index, write_index
 from tests.tilde_helpers import tiny_tilde
 
 QUERIES = {"q1": "what is the manhattan project", "q2": "why is the sky blue", "q3": "no candidates"}

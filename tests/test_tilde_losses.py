@@ -1,4 +1,4 @@
-"""TILDE's losses (``lib.tilde.losses``): eq. 7's vocabulary-wide binary cross-entropy and BiQDL (eq. 8)."""
+"""TILDE's losses (``lib.training.tilde_losses``): eq. 7's vocabulary-wide binary cross-entropy and BiQDL (eq. 8)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lib.tilde.losses import biqdl_loss, dl_loss, ql_loss, vocabulary_bce
+from lib.training.tilde_losses import biqdl_loss, dl_loss, ql_loss, vocabulary_bce
 
 LN2, LN3 = math.log(2), math.log(3)
 #: A 4-piece vocabulary whose piece 2 is a stopword: |V| = 3.

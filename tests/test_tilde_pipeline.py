@@ -8,19 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib import data, evaluation
-from lib.bert import WordPieceTokenizer
+from lib import data
+from lib.evaluation import measures as evaluation
+from lib.evaluation.tilde_latency import measure_latency
 from lib.models.tilde import Tilde
-from lib.tilde import (
-    TargetVocabulary,
-    build_index,
-    load_index,
-    measure_latency,
-    relevant_pairs,
-    rerank_run,
-    score_run,
-    train_tilde,
-)
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import WordPieceTokenizer
+from lib.reranking.tilde_index import build_index, load_index
+from lib.reranking.tilde_scoring import rerank_run, score_run
+from lib.training.tilde import relevant_pairs, train_tilde
 from tests.tilde_helpers import tiny_tilde
 
 QUERIES, DEPTH = 3, 10

@@ -1,4 +1,4 @@
-"""Scoring first stages through a TILDE index (``lib.tilde.runs``): candidates, the index kept or not, ties."""
+"""Scoring first stages through a TILDE index (``lib.reranking.tilde_runs``): candidates, index kept or not, ties."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from lib import data, evaluation
-from lib.bert import WordPieceTokenizer
-from lib.tilde import TargetVocabulary, build_index, score_run
-from lib.tilde.runs import candidate_pids, random_order, score_first_stages, tied_share, top_candidates
+from lib import data
+from lib.evaluation import measures as evaluation
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import WordPieceTokenizer
+from lib.reranking.tilde_index import build_index
+from lib.reranking.tilde_runs import candidate_pids, random_order, score_first_stages, tied_share, top_candidates
+from lib.reranking.tilde_scoring import score_run
 from tests.tilde_helpers import tiny_tilde
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

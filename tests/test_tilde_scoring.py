@@ -1,4 +1,4 @@
-"""TILDE's scores (``lib.tilde.scoring``): QL (eq. 4), DL (eq. 5), QDL (eq. 6) and re-ranking a run."""
+"""TILDE's scores (``lib.reranking.tilde_scoring``): QL (eq. 4), DL (eq. 5), QDL (eq. 6) and re-ranking a run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lib.tilde.scoring import TildeScores, dl_scores, qdl_scores, ql_scores
+from lib.reranking.tilde_scoring import TildeScores, dl_scores, qdl_scores, ql_scores
 from tests.tilde_helpers import hand_index
 
 

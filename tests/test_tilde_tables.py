@@ -1,4 +1,4 @@
-"""Chapter 6's TILDE tables (``lib.tilde.tables``): the ablation, the α sweep, index size, passage dependence."""
+"""Chapter 6's TILDE tables (``lib.chapters.tilde_tables``): ablation, α sweep, index size, passage dependence."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lib import evaluation
-from lib.tilde.scoring import TildeScores
-from lib.tilde.tables import (
+from lib.chapters.tilde_tables import (
     MS_MARCO_PASSAGES,
     SEPARATE_LOSSES,
     ablation,
@@ -19,6 +17,8 @@ from lib.tilde.tables import (
     passage_dependence,
     scoring_runs,
 )
+from lib.evaluation import measures as evaluation
+from lib.reranking.tilde_scoring import TildeScores
 
 FIRST_STAGE = {q: {"a": 3.0, "b": 2.0, "c": 1.0} for q in ("q1", "q2", "q3")}
 QRELS = {"q1": {"c": 3}, "q2": {"b": 2, "c": 1}, "q3": {"a": 2}}

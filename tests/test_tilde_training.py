@@ -1,4 +1,4 @@
-"""Fine-tuning TILDE (``lib.tilde.training``): pairs, exact resume, reuse of a finished run, clear errors."""
+"""Fine-tuning TILDE (``lib.training.tilde``): pairs, exact resume, reuse of a finished run, clear errors."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import lib.tilde.training as training
+import lib.training.tilde as training
 from lib import data
-from lib.bert import WordPieceTokenizer
 from lib.data.splits import FOLDS
 from lib.models.tilde import Tilde
-from lib.tilde.training import MIN_RELEVANCE, fold_training_data, relevant_pairs, train_tilde
+from lib.representations.bert import WordPieceTokenizer
+from lib.training.tilde import MIN_RELEVANCE, fold_training_data, relevant_pairs, train_tilde
 from tests.tilde_helpers import tiny_tilde
 
 #: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.

@@ -1,4 +1,4 @@
-"""The ablation's TILDE variants (``lib.tilde.variants``): names, labels, and training them from one BERT."""
+"""The ablation's TILDE variants (``lib.training.tilde_variants``): names, labels, and training them from one BERT."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import torch
 from transformers import BertForMaskedLM
 
 from lib import data
-from lib.bert import WordPieceTokenizer, small_bert_config
-from lib.tilde.training import relevant_pairs
-from lib.tilde.variants import MAIN_VARIANT, VARIANTS, Variant, check_variants, train_variants
+from lib.representations.bert import WordPieceTokenizer, small_bert_config
+from lib.training.tilde import relevant_pairs
+from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, Variant, check_variants, train_variants
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

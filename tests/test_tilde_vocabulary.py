@@ -1,4 +1,4 @@
-"""TILDE's target vocabulary (``lib.tilde.vocabulary``) and its stopword list (``lib.stopwords``)."""
+"""TILDE's target vocabulary (``lib.models.tilde_vocabulary``) and stopwords (``lib.representations.stopwords``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib.bert import WordPieceTokenizer
-from lib.stopwords import KEPT_QUESTION_WORDS, NLTK_ENGLISH_STOPWORDS, TILDE_STOPWORDS
-from lib.tilde.vocabulary import TargetVocabulary
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import WordPieceTokenizer
+from lib.representations.stopwords import KEPT_QUESTION_WORDS, NLTK_ENGLISH_STOPWORDS, TILDE_STOPWORDS
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from lib.evaluation import evaluate
-from lib.reranking import rerank, score_candidates
-from lib.time_budget import (
+from lib.chapters.time_budget_figure import plot_budget_curves
+from lib.evaluation.measures import evaluate
+from lib.evaluation.time_budget import (
     best_per_budget,
     breakpoints,
     budget_curves,
@@ -22,7 +22,7 @@ from lib.time_budget import (
     leaders,
     leading_spans,
 )
-from lib.time_budget_figure import plot_budget_curves
+from lib.reranking.scoring import rerank, score_candidates
 from tests import test_training
 from tests.test_training import BagModel, HashTokenizer
 

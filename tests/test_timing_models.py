@@ -6,8 +6,15 @@ import pytest
 import torch
 
 from lib.models.bert_cat import BertCat
+from lib.models.paper_size import (
+    ARCHITECTURES,
+    WORD_DIM,
+    architecture,
+    bert_config,
+    build_timing_model,
+    parameter_count,
+)
 from lib.models.tk import TK
-from lib.timing_models import ARCHITECTURES, WORD_DIM, architecture, bert_config, build_timing_model, parameter_count
 from tests.models.helpers import pad, random_pairs
 
 

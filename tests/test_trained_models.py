@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib import experiments, paths
-from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
-from lib.trained_models import checkpoint_path, load_trained
+from lib.chapters import experiments
+from lib.chapters.trained_models import checkpoint_path, load_trained
+from lib.core import paths
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
 TEXTS = ["androgen receptor define", "the androgen receptor is a type of nuclear receptor", "a b c"]
 

@@ -16,15 +16,14 @@ import pytest
 import torch
 from torch import nn
 
-from lib import data, training
-from lib.evaluation import ranking_from_run
-from lib.training import (
+from lib import data
+from lib.core.device import amp_enabled, autocast, resolve_device
+from lib.evaluation.measures import ranking_from_run
+from lib.training import pairwise as training
+from lib.training.pairwise import (
     TrainingConfig,
     ValidationSet,
-    amp_enabled,
-    autocast,
     hinge_loss,
-    resolve_device,
     train,
     training_pairs,
 )

@@ -8,10 +8,10 @@ import numpy as np
 import torch
 from transformers import BertForMaskedLM
 
-from lib.bert import small_bert_config
 from lib.models.tilde import Tilde
-from lib.tilde.index import TildeIndex, load_index, write_index
-from lib.tilde.vocabulary import TargetVocabulary
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import small_bert_config
+from lib.reranking.tilde_index import TildeIndex, load_index, write_index
 
 #: The tiny BERT's positions; passages are cut to fit.
 POSITIONS = 64

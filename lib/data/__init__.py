@@ -1,4 +1,4 @@
-"""The book's data layer: registry and fetch, conversion, readers, splits, and loaders.
+"""Stage 1: the data layer: registry and fetch, conversion, readers, splits, and loaders.
 
 The loaders below read the converted standard files (``make data`` produces them) and are what
 chapters call; a missing file is an error that says how to produce it.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lib import paths
+from lib.core import paths
 from lib.data.readers import DataFormatError, read_collection, read_qrels, read_queries, read_run, read_triples
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Convert the fetched registry files into the standard MS MARCO / TREC formats.
 
-Outputs (under :func:`lib.paths.converted_dir`), the same formats as the official MS MARCO files so
+Outputs (under :func:`lib.core.paths.converted_dir`), the same formats as the official MS MARCO files so
 that everything downstream reads only these:
 
 - ``collection.tsv``      ``pid<TAB>text``, the MS MARCO **v1** passages of DL19 + DL20 (29,963);
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import ftfy
 
-from lib import paths
-from lib.atomic import atomic_write, write_json
+from lib.core import paths
+from lib.core.atomic import atomic_write, write_json
 from lib.data.registry import REGISTRY, fetch, sha256_of
 
 RANK_LLM = "castorini/rank_llm_data/retrieve_results"

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lib import paths
+from lib.core import paths
 
 MIRROR_VARIABLE = "TKBOOK_MIRROR"
 REGISTRY_FILE = Path(__file__).with_name("registry.txt")
@@ -121,7 +121,7 @@ def _copy_from_mirror(entry: RegistryEntry, mirror: Path, target: Path) -> None:
 def fetch(name: str, destination: str | os.PathLike | None = None) -> Path:
     """Return the local path of registry file ``name``, fetching and verifying it if needed.
 
-    The file lands at ``<destination>/<name>`` (default: :func:`lib.paths.raw_dir`). A copy that is
+    The file lands at ``<destination>/<name>`` (default: :func:`lib.core.paths.raw_dir`). A copy that is
     already there is re-hashed and kept only if it verifies.
     """
     try:

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from transformers import BertForMaskedLM, BertModel
 
-from lib.bert import CLS_ID, SEP_ID, load_bert
+from lib.representations.bert import CLS_ID, SEP_ID, load_bert
 
 #: BERT fine-tuning rate of the TK paper on MS MARCO (§4.3).
 PAPER_BERT_LR = 1e-6
@@ -99,7 +99,7 @@ class BertCat(nn.Module):
 
     Args:
         bert: a transformers ``BertModel`` (a ``BertForMaskedLM``'s encoder is taken), or a folder or
-            hub name for :func:`lib.bert.load_bert` (the book's pre-trained small BERT; ``bert-base-uncased``).
+            hub name for :func:`lib.representations.bert.load_bert` (the book's small BERT; ``bert-base-uncased``).
         use_pooler: score BERT's pooled output (dense + tanh) instead of the raw ``[CLS]`` vector.
         bert_lr, head_lr: the rates of :meth:`optimizer_groups` (see the module docstring).
         cls_id, sep_id: the special ids of the vocabulary (bert-base-uncased's 101 and 102).

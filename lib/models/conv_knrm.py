@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.kernels import (
+from lib.models.kernels import (
     EXACT_MATCH_SIGMA,
     KERNEL_SIGMA,
     LOG_CLAMP,

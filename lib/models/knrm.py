@@ -7,7 +7,7 @@ exact-match kernel, log-sum pooling over the query terms, and ``f(q, d) = tanh(w
 Named choices:
 
 - **Kernels**: μ = 1, 0.9, 0.7, …, −0.9; σ = 0.1, except σ = 0.001 on the μ = 1 exact-match kernel
-  (``exact_match_sigma``, KNRM's code; the TK paper text says 0.0001). See :mod:`lib.kernels`.
+  (``exact_match_sigma``, KNRM's code; the TK paper text says 0.0001). See :mod:`lib.models.kernels`.
 - **Log-sum pooling**: ``Σ_i log(max(K_i^k, 1e-10))`` with the natural logarithm (``log_base``),
   then multiplied by 0.01 (``feature_scale``, KNRM's code: "scale down the data"); padded query and
   document positions contribute nothing. No length normalisation (that is TK's addition).
@@ -25,7 +25,7 @@ import math
 import torch
 from torch import nn
 
-from lib.kernels import (
+from lib.models.kernels import (
     EXACT_MATCH_SIGMA,
     KERNEL_SIGMA,
     LOG_CLAMP,

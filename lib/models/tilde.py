@@ -5,7 +5,7 @@ vocabulary: BERT encodes the text, and the masked-LM head (transform + decoder t
 embeddings) applied to the output vector at position 0 gives one logit ``z_t`` per piece ``t``.
 The same network gives ``P(t|d)`` from a passage (used by TILDE-QL, eq. 4) and ``P(t|q)`` from a
 query (used by TILDE-DL, eq. 5). It starts from the book's small pre-trained BERT (a folder of
-:func:`lib.bert.pretrain_mlm`) or, in the ``paper`` profile, from ``bert-base-uncased``.
+:func:`lib.representations.bert.pretrain_mlm`) or, in the ``paper`` profile, from ``bert-base-uncased``.
 
 Choices the paper leaves open (named here, constructor arguments where an alternative is plausible):
 
@@ -18,11 +18,11 @@ Choices the paper leaves open (named here, constructor arguments where an altern
   :data:`PASSAGE_MARKER_ID` = 1 (``[unused0]``, their ``[DOC]``) before a passage and
   :data:`QUERY_MARKER_ID` = 2 (``[unused1]``, their ``[QRY]``) before a query, so that one network
   knows which way it predicts. The input is ``marker pieces [SEP]``, one segment (token type 0).
-  Passing ``passage_marker_id = query_marker_id = lib.bert.CLS_ID`` gives the paper's text literally
+  Passing ``passage_marker_id = query_marker_id = lib.representations.bert.CLS_ID`` gives the paper's text literally
   ("a language modelling head on top of the [CLS] token") without markers.
 - **Input caps.** At most ``max_passage_length`` (200) and ``max_query_length`` (30) word pieces go
-  into BERT, the book's caps for every model (:mod:`lib.text`); the authors cut at BERT's 512. The
-  *targets* and the scored terms are always the whole text (:mod:`lib.tilde.vocabulary`).
+  into BERT, the book's caps for every model (:mod:`lib.representations.text`); the authors cut at BERT's 512. The
+  *targets* and the scored terms are always the whole text (:mod:`lib.models.tilde_vocabulary`).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import torch
 from torch import nn
 from transformers import BertForMaskedLM
 
-from lib.atomic import write_json
-from lib.bert import SEP_ID, WordPieceTokenizer, load_bert, staged_folder
-from lib.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+from lib.core.atomic import write_json
+from lib.representations.bert import SEP_ID, WordPieceTokenizer, load_bert, staged_folder
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 #: ``[unused0]`` of bert-base-uncased: marks a passage input (the authors' ``[DOC]``).
 PASSAGE_MARKER_ID = 1
@@ -54,7 +54,7 @@ class Tilde(nn.Module):
     """TILDE's network: ``logits = MLM-head(BERT(marker text [SEP])[0])``, ``FloatTensor[B, vocab]``.
 
     Args:
-        bert: a ``BertForMaskedLM``, or a folder / hub name for :func:`lib.bert.load_bert` with the LM head.
+        bert: a ``BertForMaskedLM``, or a folder / hub name for :func:`lib.representations.bert.load_bert` (LM head).
         passage_marker_id, query_marker_id: the ids put at position 0 (see the module doc).
         max_passage_length, max_query_length: word pieces of the text fed to BERT, markers excluded.
         sep_id: the ``[SEP]`` id closing every input.

@@ -2,7 +2,7 @@
 
 Query and document are contextualised separately by the same small Transformer stack; a hybrid of
 each word embedding and its contextualised vector (eq. 1) enters a single cosine match matrix
-(eq. 4), which is scored with kernel pooling (eq. 5–8, :mod:`lib.kernels`) through two paths, a
+(eq. 4), which is scored with kernel pooling (eq. 5–8, :mod:`lib.models.kernels`) through two paths, a
 log-normalised and a length-normalised one, weighted per kernel (eq. 9) and combined (eq. 10).
 
 Settings of the paper (§4.3): 300-d word embeddings, 1–3 Transformer layers (default 2, the
@@ -33,7 +33,7 @@ Named choices where the paper leaves a detail open (constructor flags where an a
   A token's position counts the real tokens before it, so where padding sits does not matter.
 - **Masking**: padded positions are masked out of the attention keys, their vectors are set to 0
   after embedding and after mixing, and they contribute nothing to the kernel pooling
-  (:mod:`lib.kernels`). Which tokens are real is the caller's mask (the authors' code also masked
+  (:mod:`lib.models.kernels`). Which tokens are real is the caller's mask (the authors' code also masked
   the OOV id; that is the data layer's business here).
 - **Mixer α** (eq. 1): one learned scalar, initialised at 0.5 (``alpha_init``), unconstrained (not
   squashed to [0, 1]), as in the authors' code.
@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.kernels import (
+from lib.models.kernels import (
     KERNEL_SIGMA,
     LOG_CLAMP,
     N_KERNELS,

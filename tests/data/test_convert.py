@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lib import paths
+from lib.core import paths
 from lib.data import convert, read_collection, read_qrels, read_queries, read_run
 from lib.data.registry import REGISTRY, sha256_of
 

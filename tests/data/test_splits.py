@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lib import paths
+from lib.core import paths
 from lib.data import read_queries
 from lib.data.splits import FOLDS, JUDGED_SETS, TEST_SETS, VALIDATION_FRACTION, Fold, train_validation_split
 

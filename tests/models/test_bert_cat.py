@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, BertModel
 
-from lib.bert import CLS_ID, SEP_ID, small_bert_config
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR, BertCat, pack_pairs
+from lib.representations.bert import CLS_ID, SEP_ID, small_bert_config
 
 #: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.bert import CLS_ID, SEP_ID, WordPieceTokenizer
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID, Tilde
+from lib.representations.bert import CLS_ID, SEP_ID, WordPieceTokenizer
 from tests.tilde_helpers import POSITIONS, tiny_bert, tiny_tilde
 
 VOCAB = 3000

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib import kernels
-from lib.models import tk
+from lib.models import kernels, tk
 from lib.models.tk import TK, sinusoidal_encoding
 from tests.models.helpers import pad, random_pairs
 

@@ -1,0 +1,225 @@
+"""Execute the book's chapters with papermill, in ``_toc.yml`` order, re-running only what changed.
+
+``python -m lib.chapters.build --profile smoke`` (what ``make book`` calls) reads the executed-chapter
+entries of ``_toc.yml`` (``book/chapters/NN_topic``), converts each source ``notebooks/NN_topic.py``
+(jupytext percent format) to a notebook and executes it with papermill into
+``book/chapters/NN_topic.ipynb``, injecting the ``profile`` (and any ``--param``) into the cell
+tagged ``parameters``.
+
+A chapter is re-executed only when its *fingerprint* changed: the sha256 of its source, of every
+file of ``lib/``, of the converted data's ``manifest.json``, of its parameters, and of the
+fingerprints of the chapters before it (later chapters read earlier chapters' artifacts). The
+fingerprint is stored beside the output (``.NN_topic.stamp.json``) once the chapter succeeded; the
+executed notebook is written to a temporary file first and renamed, so an interrupted run never
+leaves a chapter that looks complete. A chapter that raises stops the build with an error naming the
+chapter and the cell; its partly executed notebook is kept as ``NN_topic.failed.ipynb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lib.core import paths
+from lib.core.atomic import write_json
+from lib.core.profiles import get_profile
+
+CHAPTERS_DIR = "book/chapters"
+
+
+class ChapterError(RuntimeError):
+    """A chapter is missing, malformed, or raised while executing."""
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One executed chapter: its ``name`` (``NN_topic``), ``source`` (.py) and ``output`` (.ipynb)."""
+
+    name: str
+    source: Path
+    output: Path
+
+    @property
+    def stamp(self) -> Path:
+        return self.output.with_name(f".{self.name}.stamp.json")
+
+    @property
+    def failed(self) -> Path:
+        return self.output.with_name(f"{self.name}.failed.ipynb")
+
+
+def _toc_files(entries: list[Any]) -> list[str]:
+    files: list[str] = []
+    for entry in entries or []:
+        if isinstance(entry, dict):
+            if "file" in entry:
+                files.append(str(entry["file"]))
+            for key in ("parts", "chapters", "sections"):
+                files += _toc_files(entry.get(key, []))
+    return files
+
+
+def chapters_in_toc(root: Path = paths.REPO_ROOT) -> list[Chapter]:
+    """The executed chapters listed in ``_toc.yml``, in order, with their source files."""
+    toc_path = root / "_toc.yml"
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    files = [str(toc.get("root", ""))] + _toc_files(toc.get("parts", []) + toc.get("chapters", []))
+    chapters = []
+    for file in files:
+        file = file.removesuffix(".ipynb")
+        if not file.startswith(CHAPTERS_DIR + "/"):
+            continue
+        name = file.rsplit("/", 1)[1]
+        source = root / "notebooks" / f"{name}.py"
+        if not source.is_file():
+            raise ChapterError(f"{toc_path}: chapter {file!r} has no source {source.relative_to(root)}")
+        chapters.append(Chapter(name, source, root / CHAPTERS_DIR / f"{name}.ipynb"))
+    return chapters
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def library_fingerprint(root: Path = paths.REPO_ROOT) -> str:
+    """The sha256 over every file of ``lib/`` (path and content), caches excluded."""
+    digest = hashlib.sha256()
+    for path in sorted((root / "lib").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def data_fingerprint() -> str:
+    """The sha256 of the converted data's manifest (every converted file's hash)."""
+    manifest = paths.converted_dir() / "manifest.json"
+    if not manifest.is_file():
+        raise ChapterError(f"{manifest}: missing; run `make data` first")
+    return _sha256(manifest.read_bytes())
+
+
+def fingerprint(chapter: Chapter, parameters: Mapping[str, Any], previous: str, library: str, data: str) -> str:
+    """A chapter's fingerprint: source, library, data, parameters and the previous chapter's."""
+    parts = {
+        "source": _sha256(chapter.source.read_bytes()),
+        "lib": library,
+        "data": data,
+        "parameters": json.dumps(dict(parameters), sort_keys=True),
+        "previous": previous,
+    }
+    return _sha256(json.dumps(parts, sort_keys=True).encode())
+
+
+def _stored_fingerprint(chapter: Chapter) -> str | None:
+    if not (chapter.output.is_file() and chapter.stamp.is_file()):
+        return None
+    try:
+        return json.loads(chapter.stamp.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _check_parameters_cell(chapter: Chapter, notebook: Any) -> None:
+    if not any("parameters" in cell.get("metadata", {}).get("tags", []) for cell in notebook.cells):
+        raise ChapterError(f"{chapter.source}: no cell tagged 'parameters' (papermill needs one)")
+
+
+def execute(chapter: Chapter, parameters: Mapping[str, Any], kernel: str = "python3") -> float:
+    """Execute one chapter into its output notebook; returns the wall time in seconds."""
+    import jupytext
+    import nbformat
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    notebook = jupytext.read(chapter.source)
+    _check_parameters_cell(chapter, notebook)
+    notebook.metadata["kernelspec"] = {"name": kernel, "display_name": "Python 3", "language": "python"}
+    chapter.output.parent.mkdir(parents=True, exist_ok=True)
+    source_ipynb = chapter.output.with_name(f".{chapter.name}.source.ipynb")
+    partial = chapter.output.with_name(f".{chapter.name}.partial.ipynb")
+    nbformat.write(notebook, source_ipynb)
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(source_ipynb),
+            str(partial),
+            parameters=dict(parameters),
+            kernel_name=kernel,
+            cwd=str(chapter.output.parent),
+            progress_bar=False,
+            log_output=False,
+        )
+    except PapermillExecutionError as error:
+        os.replace(partial, chapter.failed)
+        raise ChapterError(
+            f"chapter {chapter.name} ({chapter.source}) failed in cell "
+            f"{error.cell_index} (execution count {error.exec_count}): {error.ename}: {error.evalue}\n"
+            f"the partly executed notebook is {chapter.failed}"
+        ) from None
+    finally:
+        source_ipynb.unlink(missing_ok=True)
+    os.replace(partial, chapter.output)
+    chapter.failed.unlink(missing_ok=True)
+    return time.perf_counter() - start
+
+
+def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None = None, force: bool = False) -> None:
+    """Execute every chapter of ``_toc.yml`` whose fingerprint changed (or just ``only``)."""
+    get_profile(profile)  # fail early on a bad profile name
+    parameters = {"profile": profile, **(extra or {})}
+    chapters = chapters_in_toc()
+    if only is not None and only not in {chapter.name for chapter in chapters}:
+        raise ChapterError(f"--only {only!r}: not a chapter of _toc.yml ({[c.name for c in chapters]})")
+    library, data = library_fingerprint(), data_fingerprint()
+    previous = ""
+    for chapter in chapters:
+        current = fingerprint(chapter, parameters, previous, library, data)
+        previous = current
+        if only is not None and chapter.name != only:
+            continue
+        if not force and _stored_fingerprint(chapter) == current:
+            print(f"[chapters] {chapter.name}: up to date ({profile})", flush=True)
+            continue
+        print(f"[chapters] {chapter.name}: executing with {parameters} …", flush=True)
+        chapter.stamp.unlink(missing_ok=True)
+        seconds = execute(chapter, parameters)
+        write_json(chapter.stamp, {"fingerprint": current, "parameters": parameters, "seconds": round(seconds, 1)})
+        print(f"[chapters] {chapter.name}: done in {seconds:.0f} s", flush=True)
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    key, separator, value = text.partition("=")
+    if not separator or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"--param expects KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python -m lib.chapters.build --profile smoke [--only NAME] [--param KEY=VALUE …]``."""
+    parser = argparse.ArgumentParser(description="Execute the book's chapters with papermill.")
+    parser.add_argument("--profile", default="book", help="smoke, book (default) or paper")
+    parser.add_argument("--only", default=None, help="execute only this chapter (e.g. 01_data_and_first_stage)")
+    parser.add_argument("--param", action="append", type=_parse_param, default=[], help="extra parameter KEY=VALUE")
+    parser.add_argument("--force", action="store_true", help="execute even when up to date")
+    args = parser.parse_args(argv)
+    try:
+        run(args.profile, dict(args.param), args.only, args.force)
+    except (ChapterError, ValueError) as error:
+        print(f"[chapters] error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

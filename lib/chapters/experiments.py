@@ -1,0 +1,386 @@
+"""The book-scale experiment behind chapter 2 (DESIGN.md, "Book-scale protocol"), reusable by later chapters.
+
+1. :func:`prepare_representations` — the vocabulary (min count 5, TK paper §4.3) and 300-d word vectors
+   trained on the book corpus (word2vec or fastText, instead of GloVe-42B), and a small BERT
+   pre-trained by masked LM on the book corpus with the real ``bert-base-uncased`` vocabulary
+   (instead of the pre-trained BERT-Base). Each is cached in the chapter's artifacts and reused.
+2. :func:`prepare_fold` — a cross-year fold of :mod:`lib.data.splits`: training pairs from the graded
+   labels of the training years (BM25 top-100 candidates + judged passages, unjudged = 0), a held-out
+   validation slice of the training queries, and the test year's official BM25 top-100.
+3. :func:`run_model` — train one model (early stopping on validation MRR@10, as the paper), tune the
+   re-ranking depth on validation (cs@N), score the test candidates once, write the per-candidate
+   scores and the re-ranked run, evaluate, and measure documents per millisecond.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from lib.core import paths
+from lib.core.atomic import write_json
+from lib.core.profiles import Profile, limit_queries
+from lib.data import load_collection, load_qrels, load_queries, load_run, read_run
+from lib.data.splits import FOLDS, train_validation_split
+from lib.evaluation import measures as evaluation
+from lib.evaluation.efficiency import measure_throughput
+from lib.models.bert_cat import BertCat
+from lib.models.conv_knrm import ConvKNRM
+from lib.models.knrm import KNRM
+from lib.models.tk import TK
+from lib.representations.bert import WordPieceTokenizer, load_tokenizer, pretrain_mlm, small_bert_config
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
+from lib.representations.word_vectors import embedding_matrix, load_matrix, save_matrix, train_word_vectors
+from lib.reranking.scoring import rerank, score_candidates, tune_depth
+from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train, training_pairs
+
+#: The models of the Table 2 analogue, in table order.
+MODEL_NAMES: tuple[str, ...] = ("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat")
+#: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
+FIRST_STAGE = "bm25"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Chapter 2's knobs; :data:`SETTINGS` gives each profile's defaults.
+
+    The ``book`` defaults are sized for the chapter's budget of 25 minutes on 2 CPU cores: the same
+    number of training steps for every model (a fair, if short, schedule), a 2-layer BERT
+    pre-trained for a few hundred steps. The ``paper`` defaults are the paper's scale (GPU).
+    """
+
+    embedding_method: str = "word2vec"
+    embedding_epochs: int = 5
+    bert_layers: int = 2
+    bert_hidden: int = 128
+    bert_heads: int = 2
+    bert_intermediate: int = 512
+    bert_steps: int = 250
+    bert_batch_size: int = 32
+    bert_seq_len: int = 128
+    batch_size: int = 16
+    max_steps: int = 200
+    validate_every: int = 40
+    patience: int = 3
+    max_pairs_per_query: int = 200
+    bert_cat_batch_size: int = 16
+    bert_cat_max_steps: int = 200
+    validation_depth: int = 20
+    candidate_depth: int = 100
+    throughput_documents: int = 256
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with the given fields changed (``None`` values are ignored); unknown names are an error."""
+        known = {field.name for field in dataclasses.fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise ValueError(f"unknown chapter-2 setting(s) {sorted(unknown)}; known: {sorted(known)}")
+        return dataclasses.replace(self, **{key: value for key, value in changes.items() if value is not None})
+
+
+SETTINGS: dict[str, Settings] = {
+    "smoke": Settings(
+        embedding_epochs=1,
+        bert_layers=2,
+        bert_hidden=64,
+        bert_heads=2,
+        bert_intermediate=256,
+        bert_steps=20,
+        bert_batch_size=16,
+        batch_size=8,
+        max_steps=6,
+        validate_every=3,
+        patience=2,
+        max_pairs_per_query=20,
+        bert_cat_batch_size=4,
+        bert_cat_max_steps=6,
+        validation_depth=20,
+        candidate_depth=30,
+        throughput_documents=64,
+    ),
+    "book": Settings(),
+    "paper": Settings(
+        bert_steps=0,
+        batch_size=64,
+        max_steps=100_000,
+        validate_every=4_000,
+        patience=5,
+        max_pairs_per_query=100_000,
+        bert_cat_batch_size=32,
+        bert_cat_max_steps=100_000,
+        validation_depth=100,
+    ),
+}
+
+
+@dataclass
+class Representations:
+    """The word vocabulary and embedding matrix, and the small BERT's folder and tokenizer."""
+
+    vocabulary: Vocabulary
+    embeddings: torch.Tensor
+    bert_path: Path
+    wordpiece: WordPieceTokenizer
+
+
+@dataclass
+class FoldData:
+    """Everything one cross-year fold needs (see :func:`prepare_fold`)."""
+
+    fold: str
+    pairs: list[tuple[str, str, str]]
+    queries: dict[str, str]
+    texts: dict[str, str]
+    validation: ValidationSet
+    test_queries: dict[str, str]
+    test_qrels: dict[str, dict[str, int]]
+    test_run: dict[str, dict[str, float]]
+    train_qids: list[str]
+
+
+@dataclass
+class ModelResult:
+    """One trained model on one fold: its metrics, tuned depth, speed and training history."""
+
+    model: str
+    fold: str
+    tuned_depth: int
+    metrics_at_tuned_depth: dict[str, float]
+    metrics_at_full_depth: dict[str, float]
+    per_query: pd.DataFrame
+    docs_per_ms: float
+    history: pd.DataFrame
+    best_step: int
+    training: TrainingResult
+
+    def row(self) -> dict[str, Any]:
+        """The Table 2 row of this result (metrics at the tuned depth, and nDCG@10 re-ranking all candidates)."""
+        return {
+            "set": self.fold,
+            "model": self.model,
+            **self.metrics_at_tuned_depth,
+            "depth": self.tuned_depth,
+            "nDCG@10 (all)": self.metrics_at_full_depth["nDCG@10"],
+            "docs/ms": self.docs_per_ms,
+            "best step": self.best_step,
+        }
+
+
+def book_texts() -> dict[str, str]:
+    """v1 and v2 passages together (their ids never collide: v2 ids look like ``msmarco_passage_…``)."""
+    return {**load_collection("v1"), **load_collection("v2")}
+
+
+def prepare_representations(profile: str, settings: Settings, seed: int, out: Path) -> Representations:
+    """Vocabulary, word vectors and the small BERT for ``profile``, cached under ``out``."""
+    folder = out / "representations"
+    folder.mkdir(parents=True, exist_ok=True)
+    passages = list(book_texts().values())
+    vocabulary_path = folder / "vocabulary.txt"
+    if vocabulary_path.is_file():
+        vocabulary = Vocabulary.load(vocabulary_path)
+    else:
+        vocabulary = Vocabulary.build(passages)
+        vocabulary.save(vocabulary_path)
+    method = settings.embedding_method
+    matrix_path = folder / f"{method}-{settings.embedding_epochs}ep-seed{seed}.npy"
+    if matrix_path.is_file():
+        embeddings = load_matrix(matrix_path, vocabulary)
+    else:
+        vectors = train_word_vectors(passages, method=method, seed=seed, epochs=settings.embedding_epochs)
+        embeddings = embedding_matrix(vocabulary, vectors, seed=seed)
+        save_matrix(matrix_path, embeddings)
+    bert_path = folder / "small-bert"
+    if profile == "paper":
+        bert_path = Path("bert-base-uncased")
+    else:
+        config = small_bert_config(
+            layers=settings.bert_layers,
+            hidden=settings.bert_hidden,
+            heads=settings.bert_heads,
+            intermediate=settings.bert_intermediate,
+        )
+        pretrain_mlm(
+            passages,
+            bert_path,
+            config=config,
+            steps=settings.bert_steps,
+            batch_size=settings.bert_batch_size,
+            seq_len=settings.bert_seq_len,
+            seed=seed,
+            checkpoint_every=max(1, settings.bert_steps // 5),
+        )
+    wordpiece = load_tokenizer(bert_path) if profile != "paper" else WordPieceTokenizer.from_vocab()
+    return Representations(vocabulary, embeddings, bert_path, wordpiece)
+
+
+def prepare_fold(fold: str, profile: Profile, settings: Settings, seed: int) -> FoldData:
+    """The training pairs, validation set and test data of one cross-year fold (:data:`lib.data.splits.FOLDS`)."""
+    if fold not in FOLDS:
+        raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
+    spec = FOLDS[fold]
+    texts = book_texts()
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    candidates: dict[str, dict[str, float]] = {}
+    for train_set in spec.train:
+        queries.update(load_queries(train_set))
+        qrels.update(load_qrels(train_set))
+        candidates.update(load_run(train_set, FIRST_STAGE))
+    train_qids, validation_qids = train_validation_split(list(queries), seed=seed)
+    validation_qids = limit_queries(validation_qids, profile)
+    if profile.query_limit is not None:  # the smoke slice: a few training queries too
+        train_qids = train_qids[: 4 * profile.query_limit]
+    pairs = training_pairs(
+        {q: qrels.get(q, {}) for q in train_qids},
+        {q: candidates[q] for q in train_qids if q in candidates},
+        texts,
+        seed=seed,
+        max_pairs_per_query=settings.max_pairs_per_query,
+    )
+    validation = ValidationSet(
+        queries={q: queries[q] for q in validation_qids},
+        qrels={q: qrels[q] for q in validation_qids if q in qrels},
+        run=_top(candidates, validation_qids, settings.candidate_depth),
+    )
+    test_queries = load_queries(spec.test)
+    chosen = limit_queries(list(test_queries), profile)
+    test_run = _top(load_run(spec.test, FIRST_STAGE), chosen, settings.candidate_depth)
+    return FoldData(
+        fold=fold,
+        pairs=pairs,
+        queries={q: queries[q] for q in train_qids},
+        texts=texts,
+        validation=validation,
+        test_queries={q: test_queries[q] for q in chosen},
+        test_qrels=load_qrels(spec.test),
+        test_run=test_run,
+        train_qids=train_qids,
+    )
+
+
+def _top(run: dict[str, dict[str, float]], qids: list[str], depth: int) -> dict[str, dict[str, float]]:
+    """The first-stage top-``depth`` of each query in ``qids`` (trec_eval order)."""
+    return {q: {pid: run[q][pid] for pid in evaluation.ranking_from_run(run[q])[:depth]} for q in qids if q in run}
+
+
+def build_model(name: str, representations: Representations, seed: int) -> tuple[torch.nn.Module, Any]:
+    """A freshly initialised model (seeded) and its tokenizer, by book name (:data:`MODEL_NAMES`)."""
+    torch.manual_seed(seed)
+    embeddings = representations.embeddings
+    if name in ("tk1", "tk2", "tk3"):
+        return TK(embeddings, num_layers=int(name[-1])), representations.vocabulary
+    if name == "knrm":
+        return KNRM(embeddings), representations.vocabulary
+    if name == "conv-knrm":
+        return ConvKNRM(embeddings), representations.vocabulary
+    if name == "bert-cat":
+        return BertCat(representations.bert_path), representations.wordpiece
+    raise ValueError(f"unknown model {name!r}; known: {list(MODEL_NAMES)}")
+
+
+def training_config(name: str, settings: Settings, seed: int, device: str) -> TrainingConfig:
+    """The training configuration of model ``name`` under ``settings``."""
+    bert = name == "bert-cat"
+    return TrainingConfig(
+        batch_size=settings.bert_cat_batch_size if bert else settings.batch_size,
+        max_steps=settings.bert_cat_max_steps if bert else settings.max_steps,
+        validate_every=settings.validate_every,
+        patience=settings.patience,
+        metric="MRR@10",
+        max_query_length=QUERY_MAX_LENGTH,
+        max_doc_length=DOC_MAX_LENGTH,
+        seed=seed,
+        device=device,
+        rerank_depth=settings.validation_depth,
+        eval_batch_size=32 if bert else 128,
+    )
+
+
+def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:
+    """Where the model's score of every test candidate is kept (a TREC run over the full depth)."""
+    return paths.chapter_dir(profile, chapter) / "scores" / f"{query_set}__{model}.trec"
+
+
+def run_model(
+    name: str,
+    fold: FoldData,
+    representations: Representations,
+    settings: Settings,
+    profile: str,
+    chapter: str,
+    seed: int,
+    device: str = "auto",
+    progress: bool = True,
+) -> ModelResult:
+    """Train ``name`` on ``fold`` (resuming from its checkpoint), tune its depth, score and evaluate the test year."""
+    model, tokenizer = build_model(name, representations, seed)
+    config = training_config(name, settings, seed, device)
+    checkpoint_dir = paths.chapter_dir(profile, chapter) / "checkpoints" / fold.fold / name
+    result = train(
+        model, tokenizer, fold.pairs, fold.queries, fold.texts, fold.validation, config, checkpoint_dir, progress
+    )
+    model = result.model
+    score = dict(
+        tokenizer=tokenizer,
+        texts=fold.texts,
+        max_query_length=QUERY_MAX_LENGTH,
+        max_doc_length=DOC_MAX_LENGTH,
+        batch_size=config.eval_batch_size,
+        depth=None,
+    )
+    validation_scores = score_candidates(model, queries=fold.validation.queries, run=fold.validation.run, **score)
+    depth, _curve = tune_depth(fold.validation.run, validation_scores, fold.validation.qrels, metric="MRR@10")
+    test_scores = score_candidates(model, queries=fold.test_queries, run=fold.test_run, **score)
+    evaluation.write_trec_run(test_scores, scores_path(profile, chapter, fold.fold, name), tag=name)
+    reranked = rerank(fold.test_run, test_scores, depth)
+    evaluation.write_trec_run(reranked, paths.run_path(profile, fold.fold, name), tag=name)
+    per_query = evaluation.per_query(reranked, fold.test_qrels)
+    full = evaluation.evaluate(rerank(fold.test_run, test_scores, settings.candidate_depth), fold.test_qrels)
+    docs_per_ms = _throughput(model, tokenizer, fold, settings, config, name)
+    return ModelResult(
+        model=name,
+        fold=fold.fold,
+        tuned_depth=depth,
+        metrics_at_tuned_depth={k: float(v) for k, v in per_query.mean().items()},
+        metrics_at_full_depth=full,
+        per_query=per_query,
+        docs_per_ms=docs_per_ms,
+        history=result.history,
+        best_step=result.best_step,
+        training=result,
+    )
+
+
+def _throughput(model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings: Settings, config, name) -> float:
+    """Documents per millisecond on real test candidates (scoring only; see :mod:`lib.evaluation.efficiency`)."""
+    pairs = [
+        (fold.test_queries[qid], fold.texts[pid])
+        for qid in fold.test_run
+        for pid in evaluation.ranking_from_run(fold.test_run[qid])
+    ][: settings.throughput_documents]
+    device = next(model.parameters()).device
+    query_ids, query_mask = tokenizer.encode([q for q, _ in pairs], QUERY_MAX_LENGTH)
+    doc_ids, doc_mask = tokenizer.encode([d for _, d in pairs], DOC_MAX_LENGTH)
+    tensors = [t.to(device) for t in (query_ids, query_mask, doc_ids, doc_mask)]
+    batch = 32 if name == "bert-cat" else 256
+    return measure_throughput(model, *tensors, batch_size=batch, repetitions=3, warmup=1).docs_per_ms
+
+
+def load_scores(profile: str, chapter: str, query_set: str, model: str) -> dict[str, dict[str, float]]:
+    """The stored test-candidate scores of a trained model (chapter 3 sweeps every depth from them)."""
+    path = scores_path(profile, chapter, query_set, model)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing; chapter 2 (02_training) writes it")
+    return read_run(path)
+
+
+def write_settings(path: Path, settings: Settings, seed: int) -> None:
+    """Record the settings a chapter ran with (JSON, atomically)."""
+    write_json(path, {"seed": seed, **json.loads(json.dumps(dataclasses.asdict(settings)))})

@@ -1,0 +1,73 @@
+"""The Figure 2 analogue of the TK paper (§5.2): effectiveness over the time budget, one curve per model.
+
+As in the paper's figure, a marker shows each model's best result (annotated with the number of
+documents it re-ranks there) and the curve continues dotted where more time brings nothing better;
+the first stage (BM25) is the flat grey line. Curves are step functions, drawn as such, over a
+logarithmic budget axis (the models' speeds differ by orders of magnitude).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from lib.core.plotting import PALETTE
+
+
+def _best_budget(group: pd.DataFrame, measure: str) -> tuple[float, float, int]:
+    """The smallest budget at which a model's curve reaches its maximum: (budget, value, depth)."""
+    values = group[measure].to_numpy()
+    index = int((values >= values.max() - 1e-12).argmax())
+    row = group.iloc[index]
+    return float(row["budget_ms"]), float(row[measure]), int(row["depth"])
+
+
+def plot_budget_curves(
+    frame: pd.DataFrame,
+    measures: Sequence[str],
+    first_stage: Mapping[str, float],
+    labels: Mapping[str, str] | None = None,
+    title: str | None = None,
+    first_stage_label: str = "BM25 (first stage)",
+) -> Figure:
+    """One panel per measure of a :func:`lib.evaluation.time_budget.budget_curves` frame evaluated at its breakpoints.
+
+    ``first_stage`` gives the first stage's value of each measure (the flat line); ``labels`` the
+    legend name of each model.
+    """
+    labels = labels or {}
+    models = list(dict.fromkeys(frame["model"]))
+    colours = dict(zip(models, sns.color_palette(PALETTE, len(models)), strict=True))
+    positive = frame[frame["budget_ms"] > 0]
+    if positive.empty:
+        raise ValueError("the frame holds no positive budget: nothing to draw on a logarithmic axis")
+    left, right = positive["budget_ms"].min() / 1.5, positive["budget_ms"].max() * 1.5
+    figure, axes = plt.subplots(1, len(measures), figsize=(5.2 * len(measures), 4.2), squeeze=False)
+    for ax, measure in zip(axes[0], measures, strict=True):
+        ax.axhline(first_stage[measure], color="0.45", linestyle="--", linewidth=1.2, label=first_stage_label)
+        for model in models:
+            group = frame[frame["model"] == model].sort_values("budget_ms")
+            budget, value, depth = _best_budget(group, measure)
+            budgets = [max(b, left) for b in group["budget_ms"]] + [right]
+            values = [*group[measure], group[measure].iloc[-1]]
+            solid = [(b, v) for b, v in zip(budgets, values, strict=True) if b <= max(budget, left)]
+            dotted = [(b, v) for b, v in zip(budgets, values, strict=True) if b >= max(budget, left)]
+            colour = colours[model]
+            ax.plot(*zip(*solid, strict=True), drawstyle="steps-post", color=colour, label=labels.get(model, model))
+            ax.plot(*zip(*dotted, strict=True), drawstyle="steps-post", color=colour, linestyle=":")
+            ax.plot([max(budget, left)], [value], marker="o", color=colour, markersize=6)
+            ax.annotate(str(depth), (max(budget, left), value), textcoords="offset points", xytext=(3, 4),
+                        fontsize=8, color=colour)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlim(left, right)
+        ax.set_xlabel("time budget per query (ms, log scale)")
+        ax.set_ylabel(measure)
+    axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,1 @@
+"""Stage 6: effectiveness measures and significance, efficiency (throughput, latency) and time budgets."""

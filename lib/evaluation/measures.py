@@ -1,0 +1,184 @@
+"""Evaluation with trec_eval semantics (through ir-measures and its pytrec_eval backend).
+
+- The book's measures: nDCG@10 (graded), and the binary measures MRR@10, R@10, R@100, MAP and P@10
+  with **rel ≥ 2 counting as relevant**, the TREC DL passage convention (``trec_eval -l 2``).
+- Rankings follow trec_eval: by score, descending, ties broken by passage id, descending.
+- Means are taken over the queries that are both judged and in the run (trec_eval's default).
+- :func:`depth_sweep` gives every re-ranking depth N from one scoring pass: the model re-orders the
+  first stage's top-N and the first stage's order is kept below N (TK paper §5.2, "re-ranking depth").
+- :func:`significance` is TILDE's protocol (§4.4): paired two-tailed t-test, Bonferroni correction.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
+import ir_measures
+import pandas as pd
+from ir_measures import AP, RR, P, R, nDCG
+from scipy import stats
+
+from lib.core.atomic import atomic_write
+
+Run = Mapping[str, Mapping[str, float]]
+Qrels = Mapping[str, Mapping[str, int]]
+
+#: The book's measures, by the names its tables use.
+MEASURES: dict[str, ir_measures.Measure] = {
+    "nDCG@10": nDCG @ 10,
+    "MRR@10": RR(rel=2) @ 10,
+    "R@10": R(rel=2) @ 10,
+    "R@100": R(rel=2) @ 100,
+    "MAP": AP(rel=2),
+    "P@10": P(rel=2) @ 10,
+}
+
+
+def _measures(names: Sequence[str] | None) -> dict[str, ir_measures.Measure]:
+    names = list(MEASURES) if names is None else list(names)
+    unknown = [name for name in names if name not in MEASURES]
+    if unknown:
+        raise ValueError(f"unknown measure(s) {unknown}; known: {list(MEASURES)}")
+    return {name: MEASURES[name] for name in names}
+
+
+def ranking_from_run(scores: Mapping[str, float]) -> list[str]:
+    """One query's passages in trec_eval order: score descending, ties by passage id descending."""
+    return [pid for pid, _ in sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)]
+
+
+def run_from_rankings(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+    """Turn ordered lists into a run whose scores (``len - position``) reproduce the order exactly."""
+    run: dict[str, dict[str, float]] = {}
+    for qid, ranking in rankings.items():
+        if len(set(ranking)) != len(ranking):
+            raise ValueError(f"query {qid!r}: a passage appears twice in the ranking")
+        run[qid] = {pid: float(len(ranking) - position) for position, pid in enumerate(ranking)}
+    return run
+
+
+def per_query(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per-query values: a frame indexed by ``qid`` with one column per measure."""
+    chosen = _measures(measures)
+    by_measure = {measure: name for name, measure in chosen.items()}
+    # Only queries both judged and retrieved (ir_measures would score a judged query missing from the
+    # run as 0), with tie-free scores in trec_eval order (MRR@10 comes from ir_measures' msmarco
+    # provider, which breaks ties by ascending id).
+    judged = {qid: dict(grades) for qid, grades in qrels.items() if run.get(qid)}
+    ordered = run_from_rankings({qid: ranking_from_run(run[qid]) for qid in judged})
+    rows: dict[str, dict[str, float]] = {}
+    for metric in ir_measures.iter_calc(list(chosen.values()), judged, ordered):
+        rows.setdefault(metric.query_id, {})[by_measure[metric.measure]] = metric.value
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(chosen))
+    frame.index.name = "qid"
+    return frame.sort_index(key=lambda index: index.map(lambda q: (len(q), q)))
+
+
+def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> dict[str, float]:
+    """Mean of each measure over the judged queries in the run."""
+    frame = per_query(run, qrels, measures)
+    if frame.empty:
+        raise ValueError("no query of the run is judged in the qrels: nothing to evaluate")
+    return {name: float(frame[name].mean()) for name in frame.columns}
+
+
+def rerank_at_depth(first_stage: Sequence[str], scores: Mapping[str, float], depth: int) -> list[str]:
+    """Re-order the top ``depth`` of a first-stage ranking by ``scores`` and keep the rest below.
+
+    Ties among model scores keep the first stage's order. ``depth`` 0 returns the first stage.
+    """
+    if depth < 0:
+        raise ValueError(f"parameter 'depth' must be >= 0, got {depth}")
+    head = list(first_stage[:depth])
+    missing = [pid for pid in head if pid not in scores]
+    if missing:
+        raise KeyError(f"no model score for passages {missing[:5]} in the top-{depth}")
+    position = {pid: index for index, pid in enumerate(head)}
+    head.sort(key=lambda pid: (-scores[pid], position[pid]))
+    return head + list(first_stage[depth:])
+
+
+def depth_sweep(
+    first_stage: Run,
+    scores: Run,
+    qrels: Qrels,
+    depths: Iterable[int] | None = None,
+    measures: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Per-query metrics at every re-ranking depth, from one scoring pass.
+
+    ``first_stage`` gives the candidate order, ``scores`` the model's score for (at least) every
+    candidate down to the largest depth. Returns a long frame with columns
+    ``depth, qid, <measure…>``; ``frame.groupby("depth").mean(numeric_only=True)`` gives the curve.
+    """
+    orders = {qid: ranking_from_run(candidates) for qid, candidates in first_stage.items()}
+    if depths is None:
+        depths = range(0, max(len(order) for order in orders.values()) + 1)
+    frames = []
+    for depth in depths:
+        rankings = {qid: rerank_at_depth(order, scores.get(qid, {}), depth) for qid, order in orders.items()}
+        frame = per_query(run_from_rankings(rankings), qrels, measures).reset_index()
+        frame.insert(0, "depth", depth)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def significance(per_query_values: Mapping[str, pd.Series], baseline: str, alpha: float = 0.05) -> pd.DataFrame:
+    """Paired two-tailed t-tests of every system against ``baseline``, Bonferroni-corrected.
+
+    ``per_query_values`` maps a system name to its per-query values of one measure (a Series
+    indexed by qid). The tests use the queries all systems share; the correction multiplies each
+    p-value by the number of comparisons (capped at 1). Returns one row per compared system.
+    """
+    if baseline not in per_query_values:
+        raise KeyError(f"baseline {baseline!r} is not among the systems {list(per_query_values)}")
+    shared = sorted(set.intersection(*(set(values.index) for values in per_query_values.values())))
+    if len(shared) < 2:
+        raise ValueError("a paired t-test needs at least two queries shared by all systems")
+    base = per_query_values[baseline].loc[shared]
+    others = [name for name in per_query_values if name != baseline]
+    rows = []
+    for name in others:
+        values = per_query_values[name].loc[shared]
+        difference = values - base
+        if difference.abs().max() == 0:
+            t_value, p_value = 0.0, 1.0
+        else:
+            t_value, p_value = stats.ttest_rel(values, base)
+        corrected = min(1.0, float(p_value) * len(others))
+        rows.append(
+            {
+                "system": name,
+                "mean": float(values.mean()),
+                "baseline_mean": float(base.mean()),
+                "delta": float(difference.mean()),
+                "t": float(t_value),
+                "p": float(p_value),
+                "p_bonferroni": corrected,
+                "significant": bool(corrected < alpha and not math.isnan(corrected)),
+                "queries": len(shared),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cutoff_curve(run: Run, qrels: Qrels, cutoffs: Iterable[int], measure: str = "R") -> pd.Series:
+    """Mean recall (``"R"``, rel ≥ 2) or nDCG (``"nDCG"``) at every cut-off, indexed by cut-off."""
+    builders = {"R": lambda k: R(rel=2) @ k, "nDCG": lambda k: nDCG @ k}
+    if measure not in builders:
+        raise ValueError(f"parameter 'measure' must be one of {list(builders)}, got {measure!r}")
+    cutoffs = list(cutoffs)
+    values = ir_measures.calc_aggregate([builders[measure](k) for k in cutoffs], dict(qrels), dict(run))
+    return pd.Series([values[builders[measure](k)] for k in cutoffs], index=pd.Index(cutoffs, name="cutoff"))
+
+
+def write_trec_run(run: Run, path: str | os.PathLike, tag: str) -> None:
+    """Write ``run`` as a TREC run file, atomically, ranks in trec_eval order (``qid Q0 pid rank score tag``)."""
+    if not tag or any(character.isspace() for character in tag):
+        raise ValueError(f"parameter 'tag' must be one word, got {tag!r}")
+    with atomic_write(path) as handle:
+        for qid in sorted(run, key=lambda q: (len(q), q)):
+            for rank, pid in enumerate(ranking_from_run(run[qid]), start=1):
+                handle.write(f"{qid} Q0 {pid} {rank} {float(run[qid][pid])!r} {tag}\n")

@@ -1,0 +1,1 @@
+"""Stage 7: training the models: pairwise hinge loss, masked-LM pre-training, TILDEs

@@ -1,0 +1,564 @@
+"""Training a re-ranker with the TK paper's recipe, resumable and deterministic on CPU.
+
+The recipe (TK paper, §4 and §4.3): a **pairwise hinge loss** over (query, better passage, worse
+passage) triples, **Adam** over the model's own parameter groups (``model.optimizer_groups()``:
+10⁻⁴ for word embeddings and contextualisation, 10⁻³ elsewhere), batches of 64 pairs, 30 / 200
+token caps for queries / passages, and **early stopping on the validation MRR@10** (the book also
+records nDCG@10). Validation re-ranks the first stage's top ``rerank_depth`` of a held-out slice of
+the training queries (DESIGN.md, "Book-scale protocol").
+
+- :func:`training_pairs` turns graded judgments and first-stage candidates into pairs.
+- :func:`hinge_loss` is ``mean(max(0, margin - s⁺ + s⁻))``.
+- :func:`train` runs the loop; see its docstring for the checkpoint and resume contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from lib.core.atomic import atomic_write, write_csv
+from lib.core.device import amp_enabled, autocast, resolve_device
+from lib.evaluation.measures import MEASURES, evaluate
+from lib.reranking.scoring import rerank, score_candidates
+
+Pair = tuple[str, str, str]
+
+CHECKPOINT_NAME = "checkpoint.pt"
+BEST_NAME = "best.pt"
+HISTORY_NAME = "history.csv"
+_CHECKPOINT_FORMAT = 1
+
+# --- training pairs ------------------------------------------------------------------------------
+
+
+def _sort_key(qid: str) -> tuple[int, str]:
+    return (len(qid), qid)
+
+
+def training_pairs(
+    qrels: Mapping[str, Mapping[str, int]],
+    candidates: Mapping[str, Iterable[str]],
+    texts: Mapping[str, str],
+    seed: int,
+    max_pairs_per_query: int | None = None,
+) -> list[Pair]:
+    """(qid, better pid, worse pid) pairs from graded labels (DESIGN.md, "Training pairs from graded labels").
+
+    For every judged query, its labelled passages are its judged passages with their grades plus
+    the **unjudged candidates of the first stage** (``candidates[qid]``: a run ``{pid: score}`` or
+    any iterable of pids) with **grade 0**, the MS MARCO convention that an unjudged retrieved
+    passage is non-relevant. Only passages with text in ``texts`` take part. Every pair of labelled
+    passages with different grades gives one pair, the higher grade first (so a grade-3 passage
+    beats grade 2, 1 and 0; grade 1 beats 0). Queries without a judgment are skipped; a query
+    whose passages all have one grade gives no pairs.
+
+    With ``max_pairs_per_query``, each query keeps a uniform random sample of that many of its
+    pairs, drawn with a generator seeded by ``(seed, qid)`` (independent of Python's hash seed and
+    of the other queries). The result is deterministic for a given ``seed``: queries in id order,
+    each query's pairs by the better passage's grade (descending) and passage ids.
+    """
+    if max_pairs_per_query is not None and max_pairs_per_query < 1:
+        raise ValueError(f"parameter 'max_pairs_per_query' must be >= 1 or None, got {max_pairs_per_query}")
+    pairs: list[Pair] = []
+    for qid in sorted(qrels, key=_sort_key):
+        grades = {pid: int(grade) for pid, grade in qrels[qid].items() if pid in texts}
+        for pid in candidates.get(qid, ()):
+            if pid in texts and pid not in qrels[qid]:
+                grades[pid] = 0
+        ordered = sorted(grades, key=lambda pid: (-grades[pid], pid))
+        query_pairs = [
+            (qid, better, worse)
+            for i, better in enumerate(ordered)
+            for worse in ordered[i + 1 :]
+            if grades[better] > grades[worse]
+        ]
+        if max_pairs_per_query is not None and len(query_pairs) > max_pairs_per_query:
+            chosen = random.Random(f"{seed}:{qid}").sample(range(len(query_pairs)), max_pairs_per_query)
+            query_pairs = [query_pairs[i] for i in sorted(chosen)]
+        pairs.extend(query_pairs)
+    return pairs
+
+
+# --- the loss ------------------------------------------------------------------------------------
+
+
+def hinge_loss(pos: torch.Tensor, neg: torch.Tensor, margin: float = 1.0) -> torch.Tensor:
+    """The pairwise hinge loss of the TK paper (§4): ``mean(max(0, margin - pos + neg))``.
+
+    ``pos`` and ``neg`` are the scores of the better and the worse passage of each pair.
+    """
+    return torch.clamp(margin - pos + neg, min=0.0).mean()
+
+
+# --- configuration and results -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Settings of :func:`train` (defaults: the TK paper, §4.3, where it states them).
+
+    Attributes:
+        batch_size: pairs per optimizer step (paper: 64).
+        max_steps: optimizer steps at most.
+        validate_every: validate (and checkpoint) every this many steps, and at ``max_steps``.
+        patience: stop after this many validations in a row without improvement of ``metric``
+            (``None``: never stop early). The best weights are restored either way.
+        metric: the validation measure for early stopping (paper: ``"MRR@10"``); MRR@10 and
+            nDCG@10 are always recorded too.
+        max_query_length, max_doc_length: token caps (paper: 30 and 200).
+        seed: seeds Python, NumPy and torch at the start and the order of the pairs.
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, … (see :func:`resolve_device`).
+        amp: bf16 mixed precision: ``"auto"`` (CUDA only), ``True`` or ``False`` (see :func:`amp_enabled`).
+        grad_clip: clip the gradients' global norm to this value (``None``: no clipping).
+        rerank_depth: validation re-ranks the first stage's top this many candidates.
+        eval_batch_size: pairs per scoring batch in validation (paper: 256 for non-BERT models, 4 for BERT).
+        learning_rates: keyword arguments for ``model.optimizer_groups(**learning_rates)``, to
+            override the model's paper learning rates.
+        margin: the hinge loss margin.
+    """
+
+    batch_size: int = 64
+    max_steps: int = 1000
+    validate_every: int = 100
+    patience: int | None = 5
+    metric: str = "MRR@10"
+    max_query_length: int = 30
+    max_doc_length: int = 200
+    seed: int = 42
+    device: str = "auto"
+    amp: bool | str = "auto"
+    grad_clip: float | None = None
+    rerank_depth: int = 100
+    eval_batch_size: int = 256
+    learning_rates: dict[str, float] = field(default_factory=dict)
+    margin: float = 1.0
+
+    def __post_init__(self) -> None:
+        positive = (
+            "batch_size",
+            "max_steps",
+            "validate_every",
+            "max_query_length",
+            "max_doc_length",
+            "eval_batch_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"parameter '{name}' must be a positive integer, got {value!r}")
+        if self.patience is not None and (not isinstance(self.patience, int) or self.patience < 1):
+            raise ValueError(f"parameter 'patience' must be a positive integer or None, got {self.patience!r}")
+        if self.metric not in MEASURES:
+            raise ValueError(f"parameter 'metric' must be one of {list(MEASURES)}, got {self.metric!r}")
+        if not isinstance(self.rerank_depth, int) or self.rerank_depth < 1:
+            raise ValueError(f"parameter 'rerank_depth' must be a positive integer, got {self.rerank_depth!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"parameter 'grad_clip' must be positive or None, got {self.grad_clip!r}")
+        if self.amp != "auto" and not isinstance(self.amp, bool):
+            raise ValueError(f"parameter 'amp' must be True, False or 'auto', got {self.amp!r}")
+        if not isinstance(self.learning_rates, Mapping):
+            raise ValueError(f"parameter 'learning_rates' must be a dict, got {self.learning_rates!r}")
+
+    @property
+    def measures(self) -> list[str]:
+        """The validation measures recorded in the history: ``metric`` first, then MRR@10 and nDCG@10."""
+        return list(dict.fromkeys([self.metric, "MRR@10", "nDCG@10"]))
+
+
+#: Settings that may change between an interrupted run and its resumption (they do not change the
+#: sequence of updates on one device): where it runs, mixed precision, the scoring batch size.
+_RESUMABLE_CHANGES = ("device", "amp", "eval_batch_size")
+
+
+@dataclass
+class ValidationSet:
+    """The held-out queries of early stopping: texts, judgments and the first-stage run to re-rank.
+
+    The passages' texts come from the ``texts`` given to :func:`train`.
+    """
+
+    queries: Mapping[str, str]
+    qrels: Mapping[str, Mapping[str, int]]
+    run: Mapping[str, Mapping[str, float]]
+
+
+@dataclass
+class TrainingResult:
+    """What :func:`train` returns.
+
+    Attributes:
+        best_step: the step whose weights scored best on validation.
+        best_metric: that validation value of ``config.metric``.
+        history: one row per validation: ``step, epoch, train_loss`` (mean since the previous
+            validation), the validation measures, ``best`` (a new best), ``seconds`` (wall time
+            since the start of training, summed over resumptions).
+        best_path: the file with the best weights (a ``state_dict``; ``model.load_state_dict(torch.load(path))``).
+        model: the model given to :func:`train`, with the best weights loaded, in eval mode.
+        steps: the steps trained (``max_steps`` unless stopped early).
+        stopped_early: whether early stopping ended the run.
+        checkpoint_path: the resumable checkpoint.
+    """
+
+    best_step: int
+    best_metric: float
+    history: pd.DataFrame
+    best_path: Path
+    model: nn.Module
+    steps: int
+    stopped_early: bool
+    checkpoint_path: Path
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _digest(lines: Iterable[str]) -> str:
+    hasher = hashlib.sha256()
+    for line in lines:
+        hasher.update(line.encode("utf-8"))
+        hasher.update(b"\n")
+    return hasher.hexdigest()
+
+
+def _fingerprint(model: nn.Module, pairs: Sequence[Pair], validation: ValidationSet, config: TrainingConfig) -> dict:
+    """What must not change between an interrupted run and its resumption."""
+    settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
+    settings["learning_rates"] = dict(sorted(settings["learning_rates"].items()))
+    return {
+        "config": settings,
+        "model": type(model).__qualname__,
+        "parameters": _digest(f"{name}:{tuple(t.shape)}" for name, t in model.state_dict().items()),
+        "pairs": _digest("\t".join(pair) for pair in pairs),
+        "validation": _digest(f"{qid}\t{pid}" for qid in sorted(validation.run) for pid in sorted(validation.run[qid])),
+    }
+
+
+def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
+
+
+def _rng_state() -> dict[str, Any]:
+    name, keys, position, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": (name, [int(k) for k in keys], int(position), int(has_gauss), float(cached)),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+    return state
+
+
+def _set_rng_state(state: Mapping[str, Any]) -> None:
+    random.setstate(state["python"])
+    name, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _save(obj: Any, path: Path) -> None:
+    with atomic_write(path, "wb") as handle:
+        torch.save(obj, handle)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+class _PairOrder:
+    """The order in which training sees the pairs: an endless stream of seeded epoch shuffles.
+
+    Position ``p`` of the stream is pair ``permutation(epoch = p // n)[p % n]``; the permutation of
+    an epoch depends only on ``(seed, epoch)``. Step ``s`` (from 0) trains on positions
+    ``[s·B, (s+1)·B)``, so the step number alone fixes the data order on resumption.
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n = n
+        self.seed = seed
+        self._epoch = -1
+        self._permutation: list[int] = []
+
+    def _permutation_of(self, epoch: int) -> list[int]:
+        if epoch != self._epoch:
+            permutation = list(range(self.n))
+            random.Random(f"pairs:{self.seed}:{epoch}").shuffle(permutation)
+            self._epoch, self._permutation = epoch, permutation
+        return self._permutation
+
+    def batch(self, start: int, size: int) -> list[int]:
+        return [self._permutation_of(p // self.n)[p % self.n] for p in range(start, start + size)]
+
+
+def _check_inputs(pairs: Sequence[Pair], queries: Mapping[str, str], texts: Mapping[str, str]) -> None:
+    if not pairs:
+        raise ValueError("parameter 'pairs' is empty: nothing to train on")
+    for qid, better, worse in pairs:
+        if qid not in queries:
+            raise KeyError(f"training pair ({qid!r}, {better!r}, {worse!r}): query {qid!r} has no text in 'queries'")
+        for pid in (better, worse):
+            if pid not in texts:
+                raise KeyError(
+                    f"training pair ({qid!r}, {better!r}, {worse!r}): passage {pid!r} has no text in 'texts'"
+                )
+
+
+def _validate(
+    model: nn.Module,
+    tokenizer: Any,
+    validation: ValidationSet,
+    texts: Mapping[str, str],
+    config: TrainingConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    """Re-rank the validation candidates at ``config.rerank_depth`` and evaluate them."""
+
+    scores = score_candidates(
+        model,
+        tokenizer,
+        validation.queries,
+        texts,
+        validation.run,
+        depth=config.rerank_depth,
+        batch_size=config.eval_batch_size,
+        max_query_length=config.max_query_length,
+        max_doc_length=config.max_doc_length,
+        device=device,
+        amp=config.amp,
+    )
+    run = rerank(validation.run, scores, config.rerank_depth)
+    return evaluate(run, validation.qrels, config.measures)
+
+
+# --- the training loop ---------------------------------------------------------------------------
+
+
+def train(
+    model: nn.Module,
+    tokenizer: Any,
+    pairs: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    validation: ValidationSet,
+    config: TrainingConfig,
+    checkpoint_dir: str | Path,
+    progress: bool = True,
+) -> TrainingResult:
+    """Train ``model`` on ``pairs`` with the pairwise hinge loss, early-stopped on validation.
+
+    Each step takes the next ``batch_size`` pairs of a seeded shuffle (a new shuffle every epoch,
+    batches run across epoch boundaries), scores (query, better) and (query, worse) in one forward
+    pass of ``2·batch_size`` rows, and takes an Adam step over ``model.optimizer_groups(**config.learning_rates)``.
+    Every ``validate_every`` steps and at ``max_steps`` it re-ranks the validation run's top
+    ``rerank_depth`` (:func:`lib.reranking.scoring.score_candidates`), evaluates MRR@10 and nDCG@10, keeps
+    the best weights by ``config.metric`` (strict improvement) and stops after ``patience``
+    validations without one.
+
+    Checkpoints (``checkpoint_dir/checkpoint.pt``, written atomically at the start and after every
+    validation) hold the model and optimizer states, the step and data-order position, the history,
+    the best weights with their step and value, the early-stopping counter, the Python, NumPy and
+    torch (and CUDA) random states, the elapsed time, and a fingerprint of the arguments. Calling
+    ``train`` again with the same arguments resumes from it: on CPU the resumed run ends with
+    exactly the weights and history of an uninterrupted one (up to the ``seconds`` column). A
+    finished run returns at once from its checkpoint; a checkpoint made with other arguments (other
+    pairs, validation run, model class or shapes, or settings except ``device``, ``amp`` and
+    ``eval_batch_size``) is a ``ValueError``. ``best.pt`` holds the best weights, ``history.csv``
+    the history so far.
+
+    The global Python, NumPy and torch random generators are seeded with ``config.seed`` at the
+    start (dropout and any other randomness in the model draw from them).
+    """
+    device = resolve_device(config.device)
+    amp_enabled(device, config.amp)  # validates the value
+    checkpoint_dir = Path(checkpoint_dir)
+    checkpoint_path = checkpoint_dir / CHECKPOINT_NAME
+    best_path = checkpoint_dir / BEST_NAME
+    _check_inputs(pairs, queries, texts)
+    fingerprint = _fingerprint(model, pairs, validation, config)
+
+    model.to(device)
+    optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))
+
+    if checkpoint_path.is_file():
+        state = _load(checkpoint_path)
+        _check_fingerprint(state, fingerprint, checkpoint_path)
+        model.load_state_dict(state["model"])
+        if state["finished"]:
+            return _finish(model, state, best_path, checkpoint_path)
+        optimizer.load_state_dict(state["optimizer"])
+        _set_rng_state(state["rng"])
+    else:
+        _seed_everything(config.seed)
+        state = {
+            "format": _CHECKPOINT_FORMAT,
+            "fingerprint": fingerprint,
+            "step": 0,
+            "position": 0,
+            "epoch": 0,
+            "finished": False,
+            "stop_reason": None,
+            "best_step": None,
+            "best_metric": -math.inf,
+            "best_model": None,
+            "bad_validations": 0,
+            "history": [],
+            "elapsed": 0.0,
+        }
+        _checkpoint(state, model, optimizer, checkpoint_path)
+
+    order = _PairOrder(len(pairs), config.seed)
+    step = state["step"]
+    loss_sum, loss_count = 0.0, 0
+    started = time.perf_counter() - state["elapsed"]
+    bar = tqdm(total=config.max_steps, initial=step, desc="train", unit="step", disable=not progress)
+    postfix: dict[str, str] = {}
+    try:
+        while not state["finished"]:
+            model.train()
+            batch = [pairs[i] for i in order.batch(step * config.batch_size, config.batch_size)]
+            loss = _train_step(model, tokenizer, optimizer, batch, queries, texts, config, device)
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"the training loss is {loss} at step {step + 1}")
+            step += 1
+            loss_sum, loss_count = loss_sum + loss, loss_count + 1
+            bar.update(1)
+            postfix["loss"] = f"{loss_sum / loss_count:.4f}"
+            bar.set_postfix(postfix, refresh=False)
+            if step % config.validate_every == 0 or step == config.max_steps:
+                metrics = _validate(model, tokenizer, validation, texts, config, device)
+                value = metrics[config.metric]
+                improved = state["best_step"] is None or value > state["best_metric"]
+                if improved:
+                    state.update(best_step=step, best_metric=value, best_model=_cpu_state(model), bad_validations=0)
+                    _save(state["best_model"], best_path)
+                else:
+                    state["bad_validations"] += 1
+                state["history"].append(
+                    {
+                        "step": step,
+                        "epoch": step * config.batch_size / len(pairs),
+                        "train_loss": loss_sum / loss_count,
+                        **{name: float(metrics[name]) for name in config.measures},
+                        "best": improved,
+                        "seconds": time.perf_counter() - started,
+                    }
+                )
+                loss_sum, loss_count = 0.0, 0
+                if config.patience is not None and state["bad_validations"] >= config.patience:
+                    state.update(finished=True, stop_reason="early_stopping")
+                elif step >= config.max_steps:
+                    state.update(finished=True, stop_reason="max_steps")
+                state.update(
+                    step=step,
+                    position=step * config.batch_size,
+                    epoch=step * config.batch_size // len(pairs),
+                    elapsed=time.perf_counter() - started,
+                )
+                _checkpoint(state, model, optimizer, checkpoint_path)
+                write_csv(checkpoint_dir / HISTORY_NAME, pd.DataFrame(state["history"]))
+                postfix.update(
+                    {config.metric: f"{value:.4f}", "best": f"{state['best_metric']:.4f}@{state['best_step']}"}
+                )
+                bar.set_postfix(postfix)
+    finally:
+        bar.close()
+    return _finish(model, state, best_path, checkpoint_path)
+
+
+def _train_step(
+    model: nn.Module,
+    tokenizer: Any,
+    optimizer: torch.optim.Optimizer,
+    batch: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    config: TrainingConfig,
+    device: torch.device,
+) -> float:
+    """One Adam step on a batch of pairs; the batch's mean hinge loss."""
+    query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _, _ in batch], config.max_query_length)
+    doc_texts = [texts[better] for _, better, _ in batch] + [texts[worse] for _, _, worse in batch]
+    doc_ids, doc_mask = tokenizer.encode(doc_texts, config.max_doc_length)
+    query_ids = query_ids.to(device, non_blocking=True).repeat(2, 1)
+    query_mask = query_mask.to(device, non_blocking=True).repeat(2, 1)
+    doc_ids, doc_mask = doc_ids.to(device, non_blocking=True), doc_mask.to(device, non_blocking=True)
+    optimizer.zero_grad(set_to_none=True)
+    with autocast(device, config.amp):
+        scores = model(query_ids, query_mask, doc_ids, doc_mask)
+    scores = scores.float()
+    loss = hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
+    loss.backward()
+    if config.grad_clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    return float(loss.detach())
+
+
+def _checkpoint(state: dict, model: nn.Module, optimizer: torch.optim.Optimizer, path: Path) -> None:
+    state["model"] = _cpu_state(model)
+    state["optimizer"] = optimizer.state_dict()
+    state["rng"] = _rng_state()
+    _save(state, path)
+
+
+def _check_fingerprint(state: Mapping[str, Any], fingerprint: dict, path: Path) -> None:
+    if state.get("format") != _CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: checkpoint format {state.get('format')!r}, expected {_CHECKPOINT_FORMAT}")
+    saved = state["fingerprint"]
+    if saved != fingerprint:
+        differing = [key for key in fingerprint if saved.get(key) != fingerprint[key]]
+        if "config" in differing:
+            config_keys = [k for k in fingerprint["config"] if saved["config"].get(k) != fingerprint["config"][k]]
+            differing = [f"config.{key}" for key in config_keys] + [k for k in differing if k != "config"]
+        raise ValueError(
+            f"{path} was written by a training run with other arguments (differing: {', '.join(differing)}); "
+            "give another 'checkpoint_dir' or delete that folder to start afresh"
+        )
+
+
+def _finish(model: nn.Module, state: Mapping[str, Any], best_path: Path, checkpoint_path: Path) -> TrainingResult:
+    model.load_state_dict(state["best_model"])
+    model.eval()
+    if not best_path.is_file():
+        _save(state["best_model"], best_path)
+    return TrainingResult(
+        best_step=state["best_step"],
+        best_metric=state["best_metric"],
+        history=pd.DataFrame(state["history"]),
+        best_path=best_path,
+        model=model,
+        steps=state["step"],
+        stopped_early=state["stop_reason"] == "early_stopping",
+        checkpoint_path=checkpoint_path,
+    )
+
+
+__all__ = [
+    "Pair",
+    "TrainingConfig",
+    "TrainingResult",
+    "ValidationSet",
+    "hinge_loss",
+    "train",
+    "training_pairs",
+]

@@ -1,0 +1,324 @@
+"""Fine-tuning TILDE on (query, relevant passage) pairs (TILDE paper §3.3 and §4.3), resumable.
+
+The paper fine-tunes ``bert-base-uncased`` with BiQDL on the ~533k (query, relevant passage)
+judgments of the MS MARCO training set: Adam, learning rate 2e-5, batch 128, 10 epochs, no
+validation. The book has no MS MARCO training data (DESIGN.md, "Book-scale protocol"): it trains on
+the judged TREC DL queries of the *other* years of a cross-year fold (:data:`lib.data.splits.FOLDS`:
+DL19 is tested with DL20 + DL21 training, DL20 with DL19 + DL21), the same training queries as the
+other chapters (:func:`lib.data.splits.train_validation_split` holds out the validation slice).
+
+Named choices:
+
+- **Relevance threshold** :data:`MIN_RELEVANCE` = 2: a pair is (query, passage judged ≥ 2, "highly
+  relevant"), the TREC DL convention for binary relevance (``trec_eval -l 2``); grade 1 ("related")
+  passages are not treated as text the query would generate.
+- **Objective**: ``loss`` is ``"ql"`` (L_QL, eq. 7), ``"dl"`` (L_DL) or ``"biqdl"`` (eq. 8, the
+  paper's); ``vocabulary`` is ``"cleaned"`` (§4.3) or ``"full"`` (the ablation). Losses are summed
+  over the pairs of a batch (eq. 7, :mod:`lib.training.tilde_losses`).
+- **Optimiser**: Adam with a constant learning rate, as the paper (:data:`PAPER_LR` for
+  bert-base). The book's small BERT and few pairs need a larger rate (:data:`BOOK_LR`). A fixed
+  number of steps, no early stopping and no validation, as the paper.
+
+Checkpoints and exact resume follow :func:`lib.representations.bert.pretrain_mlm`: every ``checkpoint_every`` steps
+the model, optimizer, step and losses go atomically to ``output_dir/checkpoint.pt``; the batch of a
+step and its dropout come from ``(seed, step)`` only, so on CPU a resumed run ends with exactly the
+weights of an uninterrupted one. At the end the model (:meth:`lib.models.tilde.Tilde.save`) and
+``training.json`` (parameters and losses, the completion marker) are written into ``output_dir``;
+a complete folder with the same parameters is loaded instead of trained again, and a checkpoint or
+folder of *other* parameters is a ``ValueError`` naming the differences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from lib.core.atomic import atomic_write, write_json
+from lib.core.device import autocast, resolve_device
+from lib.data import load_qrels, load_queries
+from lib.data.splits import FOLDS, train_validation_split
+from lib.models.tilde import Tilde
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import BatchOrder, WordPieceTokenizer, step_seed, texts_fingerprint
+from lib.training.tilde_losses import LOSSES, dl_loss, ql_loss
+
+#: Pairs are (query, passage judged at least this grade): "highly relevant" in TREC DL (module doc).
+MIN_RELEVANCE = 2
+#: The paper's Adam learning rate for bert-base-uncased (§4.3).
+PAPER_LR = 2e-5
+#: The book's rate for its small BERT and few queries (:func:`lib.representations.bert.pretrain_mlm`'s rate too):
+#: in a sweep of 1e-4, 3e-4, 1e-3 and 3e-3 (300 steps of 16 pairs, DL19 fold) it reached the lowest training loss.
+BOOK_LR = 1e-3
+CHECKPOINT_NAME = "checkpoint.pt"
+MARKER_NAME = "training.json"
+
+Pair = tuple[str, str]
+
+
+def _qid_key(qid: str) -> tuple[int, str]:
+    return (len(qid), qid)
+
+
+def relevant_pairs(
+    qrels: Mapping[str, Mapping[str, int]], texts: Mapping[str, str], min_relevance: int = MIN_RELEVANCE
+) -> list[Pair]:
+    """``(qid, pid)`` of every judgment with grade ≥ ``min_relevance`` whose passage has text; by query id, then pid."""
+    return [
+        (qid, pid)
+        for qid in sorted(qrels, key=_qid_key)
+        for pid in sorted(qrels[qid])
+        if qrels[qid][pid] >= min_relevance and pid in texts
+    ]
+
+
+@dataclass
+class TildeTrainingData:
+    """A fold's training material for TILDE (:func:`fold_training_data`).
+
+    Attributes:
+        fold: the test set (``dl19`` or ``dl20``).
+        pairs: ``(qid, pid)`` training pairs of the training queries.
+        queries: texts of the training and validation queries; ``qrels``: their judgments.
+        train_qids, validation_qids: the split of the training years' queries (as every chapter's).
+    """
+
+    fold: str
+    pairs: list[Pair]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    train_qids: list[str]
+    validation_qids: list[str]
+
+
+def fold_training_data(
+    fold: str,
+    texts: Mapping[str, str],
+    min_relevance: int = MIN_RELEVANCE,
+    seed: int = 42,
+    max_train_queries: int | None = None,
+) -> TildeTrainingData:
+    """The training pairs of a cross-year fold: the training years' queries minus the validation slice.
+
+    ``texts`` are the passages (``lib.chapters.experiments.book_texts()``: v1 and v2); ``max_train_queries``
+    keeps the first training queries only (the smoke profile).
+    """
+    if fold not in FOLDS:
+        raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for train_set in FOLDS[fold].train:
+        queries.update(load_queries(train_set))
+        qrels.update(load_qrels(train_set))
+    train_qids, validation_qids = train_validation_split(list(queries), seed=seed)
+    train_qids = sorted(train_qids, key=_qid_key)[:max_train_queries]
+    pairs = relevant_pairs({q: qrels[q] for q in train_qids if q in qrels}, texts, min_relevance)
+    return TildeTrainingData(fold, pairs, queries, qrels, train_qids, validation_qids)
+
+
+@dataclass
+class TildeTrainingResult:
+    """What :func:`train_tilde` did.
+
+    Attributes:
+        path: the output folder (``Tilde.load(path)``).
+        model: the trained :class:`~lib.models.tilde.Tilde`, in eval mode.
+        losses: the loss of every step from step 1, per pair (the summed batch loss / batch size).
+        steps_run: steps run by this call; ``resumed_from``: the step it started at (0: fresh).
+        seconds: wall-clock time of this call's steps; ``pairs_per_second`` its throughput.
+        epochs: passes over the pairs that ``steps`` make.
+        params: the run's parameters (what a resumption must match).
+        device: where it ran; ``complete``: all ``steps`` done (``False`` after ``stop_after``).
+    """
+
+    path: Path
+    model: Tilde = field(repr=False)
+    losses: list[float]
+    steps_run: int
+    resumed_from: int
+    seconds: float
+    pairs_per_second: float
+    epochs: float
+    params: dict
+    device: str
+    complete: bool
+
+
+def _weights_digest(model: torch.nn.Module) -> str:
+    hasher = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        hasher.update(name.encode("utf-8"))
+        hasher.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return hasher.hexdigest()[:16]
+
+
+def train_tilde(
+    model: Tilde,
+    tokenizer: WordPieceTokenizer,
+    pairs: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    output_dir: str | os.PathLike,
+    loss: str = "biqdl",
+    vocabulary: str = "cleaned",
+    steps: int = 300,
+    batch_size: int = 16,
+    lr: float = BOOK_LR,
+    seed: int = 0,
+    device: str | torch.device = "auto",
+    amp: bool | str = "auto",
+    checkpoint_every: int = 50,
+    stop_after: int | None = None,
+    progress: bool = True,
+) -> TildeTrainingResult:
+    """Fine-tune ``model`` on ``(qid, pid)`` pairs with ``loss`` over ``vocabulary``'s targets (module doc).
+
+    Each step takes ``batch_size`` pairs in a seeded epoch-wise order; the passage predicts the
+    query's pieces (L_QL) and/or the query the passage's (L_DL). Inputs are the model's capped
+    word pieces; targets are the whole texts' pieces (:class:`~lib.models.tilde_vocabulary.TargetVocabulary`).
+
+    Args:
+        model: the starting TILDE (e.g. ``Tilde(bert_folder)``); trained in place and returned.
+        loss: ``"ql"``, ``"dl"`` or ``"biqdl"``; vocabulary: ``"cleaned"`` or ``"full"``.
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``; ``amp``: bf16 autocast
+            (:func:`lib.training.pairwise.autocast`; ``"auto"`` = on CUDA only).
+        stop_after: stop (as an interruption would) after this step, checkpointing it.
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"parameter 'loss' must be one of {list(LOSSES)}, got {loss!r}")
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("checkpoint_every", checkpoint_every)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"parameter {name!r} must be a positive integer, got {value!r}")
+    if not pairs:
+        raise ValueError("parameter 'pairs' is empty: nothing to train on")
+    for qid, pid in pairs:
+        if qid not in queries:
+            raise KeyError(f"training pair ({qid!r}, {pid!r}): query {qid!r} has no text in 'queries'")
+        if pid not in texts:
+            raise KeyError(f"training pair ({qid!r}, {pid!r}): passage {pid!r} has no text in 'texts'")
+    target_vocabulary = TargetVocabulary.named(vocabulary, tokenizer)
+    output_dir = Path(output_dir)
+    device = resolve_device(device)
+    params = {
+        "loss": loss,
+        "vocabulary": vocabulary,
+        "vocabulary_fingerprint": target_vocabulary.fingerprint,
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "seed": seed,
+        "pairs": len(pairs),
+        "pairs_sha256": texts_fingerprint([f"{q}\t{p}\t{queries[q]}\t{texts[p]}" for q, p in pairs]),
+        "initial_weights_sha256": _weights_digest(model),
+        "model_settings": model.settings(),
+    }
+    params = json.loads(json.dumps(params))  # as the JSON marker reads back
+    marker, checkpoint = output_dir / MARKER_NAME, output_dir / CHECKPOINT_NAME
+    epochs = steps * batch_size / len(pairs)
+    if marker.is_file():
+        saved = json.loads(marker.read_text(encoding="utf-8"))
+        _check_params(saved.get("params", {}), params, marker)
+        trained = Tilde.load(output_dir).eval()
+        return TildeTrainingResult(
+            output_dir, trained, saved["losses"], 0, steps, 0.0, 0.0, epochs, params, str(device), True
+        )
+
+    model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses: list[float] = []
+    start = 0
+    if checkpoint.is_file():
+        state = torch.load(checkpoint, map_location=device, weights_only=True)
+        _check_params(state["params"], params, checkpoint)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        losses, start = list(state["losses"]), int(state["step"])
+
+    qids = sorted({q for q, _ in pairs}, key=_qid_key)
+    pids = sorted({p for _, p in pairs})
+    query_pieces = dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True))
+    passage_pieces = dict(zip(pids, tokenizer.pieces([texts[p] for p in pids]), strict=True))
+    keep = target_vocabulary.mask().to(device)
+    order = BatchOrder(len(pairs), batch_size, seed)
+    end = steps if stop_after is None else min(steps, max(stop_after, start))
+    model.train()
+    began = time.perf_counter()
+    bar = tqdm(total=steps, initial=start, desc=f"TILDE ({loss}, {vocabulary})", unit="step", disable=not progress)
+    for step in range(start, end):
+        batch = [pairs[i] for i in order.batch(step)]
+        q_pieces = [query_pieces[q] for q, _ in batch]
+        p_pieces = [passage_pieces[p] for _, p in batch]
+        torch.manual_seed(step_seed(seed, step))  # dropout
+        terms = 0.0
+        with autocast(device, amp):
+            if loss in ("ql", "biqdl"):
+                y_query = target_vocabulary.targets(target_vocabulary.clean(ids) for ids in q_pieces).to(device)
+                terms = terms + ql_loss(model.logits(p_pieces, "passage"), y_query, keep)
+            if loss in ("dl", "biqdl"):
+                y_passage = target_vocabulary.targets(target_vocabulary.clean(ids) for ids in p_pieces).to(device)
+                terms = terms + dl_loss(model.logits(q_pieces, "query"), y_passage, keep)
+        value = terms / 2 if loss == "biqdl" else terms  # eq. 8
+        optimizer.zero_grad(set_to_none=True)
+        value.backward()
+        optimizer.step()
+        losses.append(float(value.detach()) / batch_size)
+        bar.update(1)
+        bar.set_postfix(loss=f"{losses[-1]:.5f}")
+        done = step + 1
+        if done % checkpoint_every == 0 or done == end:
+            state = {"step": done, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+            with atomic_write(checkpoint, "wb") as handle:
+                torch.save({**state, "losses": losses, "params": params}, handle)
+    bar.close()
+    seconds = time.perf_counter() - began
+    ran = end - start
+    model.eval()
+    result = TildeTrainingResult(
+        path=output_dir,
+        model=model,
+        losses=losses,
+        steps_run=ran,
+        resumed_from=start,
+        seconds=seconds,
+        pairs_per_second=ran * batch_size / seconds if ran else 0.0,
+        epochs=epochs,
+        params=params,
+        device=str(device),
+        complete=end == steps,
+    )
+    if end < steps:
+        return result
+    model.save(output_dir, tokenizer)
+    write_json(marker, {"params": params, "losses": losses, "seconds": seconds, "device": str(device)})
+    checkpoint.unlink(missing_ok=True)
+    return result
+
+
+def _check_params(saved: Mapping, params: Mapping, path: Path) -> None:
+    if saved == params:
+        return
+    names = sorted(k for k in set(saved) | set(params) if saved.get(k) != params.get(k))
+    differences = ", ".join(f"{k}: {saved.get(k)!r} → {params.get(k)!r}" for k in names)
+    raise ValueError(
+        f"{path} was written by a TILDE training run with other arguments ({differences}); "
+        "give another 'output_dir' or delete that folder to start afresh"
+    )
+
+
+__all__ = [
+    "BOOK_LR",
+    "MIN_RELEVANCE",
+    "PAPER_LR",
+    "TildeTrainingData",
+    "TildeTrainingResult",
+    "fold_training_data",
+    "relevant_pairs",
+    "train_tilde",
+]
