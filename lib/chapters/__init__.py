@@ -1,1 +1,1 @@
-"""TODO"""
+"""Stage 9: the book build (papermill, change detection) and per-chapter tables, figures and accessors."""

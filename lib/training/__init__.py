@@ -1,1 +1,1 @@
-"""Stage 7: training the models: pairwise hinge loss, masked-LM pre-training, TILDEs
+"""Stage 7: training the models: pairwise hinge loss, masked-LM pre-training, TILDE objectives."""
