@@ -23,8 +23,8 @@ from lib.evaluation.time_budget import (
     leading_spans,
 )
 from lib.reranking.scoring import rerank, score_candidates
-from tests import test_training
-from tests.test_training import BagModel, HashTokenizer
+from tests.training import test_pairwise as test_training
+from tests.training.test_pairwise import BagModel, HashTokenizer
 
 matplotlib.use("Agg")
 

@@ -8,7 +8,7 @@ import torch
 from lib import data
 from lib.evaluation.measures import depth_sweep, evaluate, ranking_from_run, rerank_at_depth
 from lib.reranking.scoring import rerank, score_candidates, scored_depth, tune_depth
-from tests.test_training import BagModel, HashTokenizer
+from tests.training.test_pairwise import BagModel, HashTokenizer
 
 
 @pytest.fixture(scope="module")

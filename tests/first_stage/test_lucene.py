@@ -19,7 +19,7 @@ from lib.evaluation.measures import ranking_from_run
 from lib.first_stage import lucene as first_stage
 from lib.first_stage.lucene import METHODS, STAMP_NAME, build_index, ensure_java, read_stamp, retrieve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PASSAGES = {
     "p1": "The giraffe is the tallest living land animal, with a very long neck.",

@@ -24,7 +24,7 @@ from lib.representations.word_vectors import (
     train_word_vectors,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 GLOVE = FIXTURES / "glove.tiny.5d.txt"
 TINY = Vocabulary(["[PAD]", "[UNK]", "the", "cat", "dog", "hat"], [0, 0, 9, 7, 6, 5])
 
