@@ -38,26 +38,23 @@ index_threads = 2  # Lucene indexing and search threads
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.core.atomic import write_csv, write_json
-from lib.core.plotting import save_figure, set_style
-from lib.core.profiles import get_profile, limit_queries
+from lib.chapters.prologue import start_chapter
+from lib.core import paths
+from lib.core.atomic import write_csv
+from lib.core.plotting import save_figure
+from lib.core.profiles import limit_queries
 from lib.data import load_collection, load_qrels, load_queries, load_run
 from lib.data.convert import QUERY_SETS, RETRIEVERS
 from lib.data.registry import REGISTRY
 from lib.data.splits import FOLDS, train_validation_split
 from lib.data.statistics import query_set_statistics
-from lib.evaluation import first_stage, paths
 from lib.evaluation import measures as evaluation
+from lib.first_stage import lucene
 
-CHAPTER = "01_data_and_first_stage"
-settings = get_profile(profile)
-out = paths.chapter_dir(profile, CHAPTER)
-set_style()
-pd.set_option("display.precision", 4)
-print(f"profile: {settings.name} ({settings.description}); artifacts: {out}")
+chapter = start_chapter("01_data_and_first_stage", profile, seed, device, precision=4)
+settings, out = chapter.settings, chapter.out
 
 # %% [markdown]
 # ## What the book can use
@@ -249,15 +246,15 @@ significance[["set", "system", "mean", "delta", "p", "p_bonferroni", "significan
 # ```
 
 # %%
-index_dir = paths.chapter_dir(profile, CHAPTER) / "index-v1"
-first_stage.build_index(paths.converted_dir() / "collection.tsv", index_dir, threads=index_threads)
+index_dir = out / "index-v1"
+lucene.build_index(paths.converted_dir() / "collection.tsv", index_dir, threads=index_threads)
 book_rows = []
 for query_set in ("dl19", "dl20"):
     queries = load_queries(query_set)
     qrels = load_qrels(query_set)
     chosen = limit_queries(list(queries), settings)
-    for method in first_stage.METHODS:
-        run = first_stage.retrieve(
+    for method in lucene.METHODS:
+        run = lucene.retrieve(
             index_dir, {qid: queries[qid] for qid in chosen}, method, k=retrieval_depth, threads=index_threads
         )
         system = f"{method}-bookcorpus"
@@ -335,5 +332,4 @@ summary = {
     "queries": {s: len(load_queries(s)) for s in QUERY_SETS},
     "bm25_ndcg10": shipped[shipped["system"] == "bm25"].set_index("set")["nDCG@10"].to_dict(),
 }
-write_json(out / "summary.json", summary)
-display(Markdown(f"Artifacts written to `{out}`."))
+chapter.finish(summary)

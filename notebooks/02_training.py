@@ -50,12 +50,12 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.core.atomic import write_csv, write_json
-from lib.core.device import resolve_device
-from lib.core.plotting import save_figure, set_style
+from lib.chapters import experiments
+from lib.chapters.prologue import start_chapter
+from lib.core.atomic import write_csv
+from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import load_queries, load_run
-from lib.evaluation import experiments, paths
 from lib.evaluation import measures as evaluation
 from lib.models.kernels import kernel_mus, kernel_sigmas
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
@@ -69,14 +69,9 @@ settings = experiments.SETTINGS[profile].replace(
     bert_steps=bert_steps,
     batch_size=batch_size,
 )
-out = paths.chapter_dir(profile, CHAPTER)
+chapter = start_chapter(CHAPTER, profile, seed, device, precision=4)
+out = chapter.out
 experiments.write_settings(out / "settings.json", settings, seed)
-torch.manual_seed(seed)
-chapter_start = time.perf_counter()
-set_style()
-pd.set_option("display.precision", 4)
-running_on = resolve_device(device)
-print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
 settings
 
 # %% [markdown]
@@ -416,11 +411,8 @@ training_progress
 # %%
 summary = {
     "profile": profile,
-    "device": str(running_on),
-    "minutes": (time.perf_counter() - chapter_start) / 60,
+    "device": str(chapter.device),
     "representation_minutes": representation_seconds / 60,
     "table2": table.to_dict(orient="records"),
 }
-write_json(out / "summary.json", summary)
-glue("chapter_minutes", f"{summary['minutes']:.1f}", display=False)
-display(Markdown(f"This chapter ran in {summary['minutes']:.1f} minutes on `{running_on}` ({profile} profile)."))
+chapter.finish(summary)

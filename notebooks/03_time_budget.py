@@ -44,32 +44,27 @@ speed_target_seconds = None  # None: the profile's (lib.evaluation.speed_benchma
 import dataclasses
 import json
 import math
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-import torch
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import experiments
+from lib.chapters import artifacts, experiments
+from lib.chapters.prologue import start_chapter
 from lib.chapters.time_budget_figure import plot_budget_curves
-from lib.core import paths, time_budget
+from lib.core import paths
 from lib.core.atomic import write_csv, write_json
-from lib.core.device import resolve_device
-from lib.core.plotting import save_figure, set_style
+from lib.core.plotting import save_figure
 from lib.data import load_qrels, load_queries, load_run
+from lib.evaluation import time_budget
 from lib.evaluation.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, run_benchmark
 from lib.models.paper_size import ARCHITECTURES
 
-CHAPTER = "03_time_budget"
-out = paths.chapter_dir(profile, CHAPTER)
-chapter_start = time.perf_counter()
-set_style()
-pd.set_option("display.precision", 4)
-running_on = resolve_device(device)
+chapter = start_chapter("03_time_budget", profile, seed, device, precision=4)
+out, running_on = chapter.out, chapter.device
 speed_settings = PROFILE_SETTINGS[profile]
 if speed_target_seconds is not None:
     speed_settings = dataclasses.replace(speed_settings, target_seconds=float(speed_target_seconds))
@@ -80,7 +75,6 @@ BOOK_SPEED_OF = {"knrm": "knrm", "conv-knrm": "conv-knrm", "tk1": "tk1", "tk2": 
                  "bert-cat": "bert-cat-book"}  # fmt: skip
 LABELS = {"knrm": "KNRM", "conv-knrm": "Conv-KNRM", "tk1": "TK-1", "tk2": "TK-2", "tk3": "TK-3",
           "bert-cat": "BERT-cat", "bm25": "BM25"}  # fmt: skip
-print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
 
 # %% [markdown]
 # ## How fast is each model?
@@ -122,7 +116,7 @@ def latency_cell(row: pd.Series, count: int) -> str:
     return f"{row[f'latency_{count}_ms']:,.1f}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-chapter2_table = pd.read_csv(paths.chapter_dir(profile, "02_training") / "table2.csv")
+chapter2_table = artifacts.table2(profile)
 trained_speed = chapter2_table.dropna(subset=["docs/ms"]).groupby("model")["docs/ms"].mean()
 docs_ms_table = pd.DataFrame(
     {
@@ -232,7 +226,7 @@ for query_set in sets:
     bm25 = load_run(query_set, experiments.FIRST_STAGE)
     curves[query_set] = {}
     for name in models:
-        scores = experiments.load_scores(profile, "02_training", query_set, name)
+        scores = artifacts.candidate_scores(profile, query_set, name)
         first_stage = {qid: bm25[qid] for qid in scores}
         curves[query_set][name] = time_budget.depth_curve(first_stage, scores, qrels, measures)
     first_stage_values[query_set] = curves[query_set][models[0]].loc[0].to_dict()
@@ -467,7 +461,5 @@ summary = {
     "tk2_bert_base_ratio": ratio,
     "docs_per_ms": docs_per_ms,
     "crossovers": crossover_table.to_dict(orient="records"),
-    "minutes": (time.perf_counter() - chapter_start) / 60,
 }
-write_json(out / "summary.json", summary)
-display(Markdown(f"This chapter ran in {summary['minutes']:.1f} minutes on `{running_on}` ({profile} profile)."))
+chapter.finish(summary)

@@ -48,19 +48,17 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses import query_clusters
 from lib.analyses.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
 from lib.analyses.query_vectors import mean_query_vectors
-from lib.chapters import analysis_plots, experiments
-from lib.chapters.trained_models import load_trained
-from lib.core import paths
-from lib.core.atomic import write_csv, write_json
-from lib.core.device import resolve_device
-from lib.core.plotting import save_figure, set_style
+from lib.chapters import analysis_plots
+from lib.chapters.artifacts import candidate_scores, trained_model
+from lib.chapters.prologue import start_chapter
+from lib.core.atomic import write_csv
+from lib.core.plotting import save_figure
 from lib.data import load_qrels, load_run
 from lib.representations.text import tokenize
 
@@ -78,14 +76,9 @@ n_init = DEFAULTS[profile]["n_init"] if n_init is None else n_init
 TEST_SETS = ["dl19", "dl20"]  # each re-ranked by the models of its own fold (chapter 2)
 SYSTEMS = {"BM25": None, "TK-2": "tk2", "BERT-cat": "bert-cat"}
 
-out = paths.chapter_dir(profile, CHAPTER)
-chapter_start = time.perf_counter()
-torch.manual_seed(seed)
-set_style()
-pd.set_option("display.precision", 3)
+chapter = start_chapter(CHAPTER, profile, seed, device)
+out = chapter.out
 pd.set_option("display.max_colwidth", 120)
-running_on = resolve_device(device)
-print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
 print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; seed {seed}")
 
 # %% [markdown]
@@ -105,7 +98,7 @@ if dev_queries is not None:  # a slice of dev-small, the first queries in sorted
     dev = dev.assign(key=[(len(q), q) for q in dev["qid"]]).sort_values("key").head(dev_queries)
     queries = pd.concat([queries.loc[dev.index], queries[queries["query_set"] != "dev-small"]])
 queries = queries.reset_index(drop=True)
-tk = load_trained(profile, cluster_fold, "tk2", device=device)
+tk = trained_model(profile, cluster_fold, "tk2", device=device)
 print(f"TK-2 of fold {cluster_fold}: {tk.path}")
 start = time.perf_counter()
 vectors = mean_query_vectors(tk.model, tk.tokenizer, dict(zip(queries["qid"], queries["text"], strict=True)))
@@ -247,9 +240,7 @@ glue("pca_variance", f"{100 * query_map.explained_variance_ratio.sum():.0f}", di
 all_runs = {}
 for query_set in TEST_SETS:
     all_runs[query_set] = {
-        label: load_run(query_set, "bm25")
-        if model is None
-        else experiments.load_scores(profile, "02_training", query_set, model)
+        label: load_run(query_set, "bm25") if model is None else candidate_scores(profile, query_set, model)
         for label, model in SYSTEMS.items()
     }
 # chapter 2's candidate depth: how many BM25 candidates per query its models scored
@@ -357,8 +348,7 @@ glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
 # %%
 summary = {
     "profile": profile,
-    "device": str(running_on),
-    "minutes": (time.perf_counter() - chapter_start) / 60,
+    "device": str(chapter.device),
     "cluster_model": str(tk.path),
     "queries": int(len(queries)),
     "ks": [int(x) for x in curve.index],
@@ -370,6 +360,4 @@ summary = {
     "cluster_sizes": [int(x) for x in clusters.sizes],
     "table3": table3.reset_index().to_dict(orient="records"),
 }
-write_json(out / "summary.json", summary)
-glue("chapter_minutes", f"{summary['minutes']:.1f}", display=False)
-display(Markdown(f"This chapter ran in {summary['minutes']:.1f} minutes on `{running_on}` ({profile} profile)."))
+chapter.finish(summary)

@@ -41,7 +41,6 @@ highlight = [1.0, 0.9, 0.7]  # the kernels coloured in the side-by-side view (th
 max_matrix_tokens = 60  # passage tokens shown in a match-matrix heatmap
 
 # %%
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -54,22 +53,16 @@ from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
 from lib.analyses.explain_tk import explain_pair, passage_matches
 from lib.chapters import analysis_plots, experiments
-from lib.chapters.trained_models import load_trained
-from lib.core import paths
-from lib.core.atomic import write_csv, write_json, write_text
-from lib.core.device import resolve_device
-from lib.core.plotting import save_figure, set_style
+from lib.chapters.artifacts import candidate_scores, trained_model
+from lib.chapters.prologue import start_chapter
+from lib.core.atomic import write_csv, write_text
+from lib.core.plotting import save_figure
 from lib.data import load_collection, load_qrels, load_queries, load_run
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "05_interpreting_tk"
-out = paths.chapter_dir(profile, CHAPTER)
-chapter_start = time.perf_counter()
-torch.manual_seed(seed)
-set_style()
-pd.set_option("display.precision", 3)
-running_on = resolve_device(device)
-print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+chapter = start_chapter(CHAPTER, profile, seed, device)
+out, running_on = chapter.out, chapter.device
 
 # %% [markdown]
 # ## The trained model and its learned weights
@@ -79,7 +72,7 @@ print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torc
 # eq. 10, $s = \beta\, s_{\log} + \gamma\, s_{\mathrm{len}}$.
 
 # %%
-trained = load_trained(profile, fold, model_name, device=device)
+trained = trained_model(profile, fold, model_name, device=device)
 tk, vocabulary = trained.model, trained.tokenizer
 print(f"{model_name} of fold {fold}: {trained.path}")
 weights = pd.DataFrame(
@@ -324,7 +317,7 @@ glue("androgen_agrees", "yes" if agrees else "no", display=False)
 
 # %%
 dl19_queries, dl19_qrels, bm25 = load_queries("dl19"), load_qrels("dl19"), load_run("dl19", "bm25")
-tk_scores = experiments.load_scores(profile, "02_training", "dl19", model_name)
+tk_scores = candidate_scores(profile, "dl19", model_name)
 try:
     case = pick_case(bm25, tk_scores, dl19_qrels)
 except ValueError as error:  # possible on a small slice (the smoke profile): say so and skip the case
@@ -421,7 +414,6 @@ if case is not None:
 summary = {
     "profile": profile,
     "device": str(running_on),
-    "minutes": (time.perf_counter() - chapter_start) / 60,
     "model": str(trained.path),
     "scalars": scalars,
     "largest_kernel_weight": largest_weight,
@@ -443,6 +435,4 @@ summary = {
         },
     },
 }
-write_json(out / "summary.json", summary)
-glue("chapter_minutes", f"{summary['minutes']:.1f}", display=False)
-display(Markdown(f"This chapter ran in {summary['minutes']:.1f} minutes on `{running_on}` ({profile} profile)."))
+chapter.finish(summary)

@@ -57,47 +57,48 @@ alphas = [round(0.1 * i, 1) for i in range(11)]
 latency_candidates = [100, 1000]
 latency_repetitions = None
 
-# %%
-import json
+# %% tags=["hide-input"]
 import math
-import time
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
-import torch
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import experiments
-from lib.chapters.tilde_figures import plot_alpha_sweep
+from lib.analyses.tilde_diagnostics import correlation_table, dependence_table, sample_passages
+from lib.chapters import artifacts, experiments
+from lib.chapters.prologue import start_chapter
+from lib.chapters.tilde_figures import plot_alpha_sweep, plot_training_losses
+from lib.chapters.tilde_latencies import latency_of, latency_table, paper_size_latencies
+from lib.chapters.tilde_protocol import (
+    BM25,
+    ablation_scores,
+    check_test_sets,
+    evaluation_year,
+    score_both_precisions,
+    starting_bert,
+    table2_systems,
+)
+from lib.chapters.tilde_reading import LATENCY_TARGET_MS, reading, spread_reading
 from lib.chapters.tilde_tables import (
-    SCORINGS,
     ablation,
     alpha_sweep,
+    best_alpha,
+    effectiveness_table,
     index_size,
-    mean_rank_correlation,
-    passage_dependence,
-    scoring_runs,
+    loss_curves,
+    marked_ablation,
+    marked_table2,
+    storage_precision,
+    training_data_table,
 )
-from lib.chapters.trained_models import load_trained
-from lib.core import paths
-from lib.core.atomic import write_csv, write_json
-from lib.core.device import resolve_device
-from lib.core.plotting import save_figure, set_style
-from lib.core.profiles import get_profile, limit_queries
-from lib.data import load_qrels, load_queries, load_run
-from lib.data.splits import FOLDS
+from lib.core.atomic import write_csv
+from lib.core.plotting import save_figure
+from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
-from lib.evaluation.efficiency import candidate_pairs, encode_pairs
-from lib.evaluation.efficiency import measure_latency as measure_model_latency
-from lib.evaluation.tilde_latency import measure_latency
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
-from lib.representations.bert import WordPieceTokenizer, load_tokenizer
-from lib.reranking.scoring import rerank
 from lib.reranking.tilde_index import load_index
-from lib.reranking.tilde_runs import random_order, score_first_stages, tied_share, top_candidates
 from lib.training.tilde import BOOK_LR, PAPER_LR, fold_training_data
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
 
@@ -114,21 +115,11 @@ batch_size = DEFAULTS[profile]["batch_size"] if batch_size is None else batch_si
 lr = DEFAULTS[profile]["lr"] if lr is None else lr
 latency_repetitions = DEFAULTS[profile]["latency_repetitions"] if latency_repetitions is None else latency_repetitions
 variants = check_variants(variants)
-unknown_sets = [s for s in test_sets if s not in FOLDS]
-if unknown_sets:
-    raise ValueError(f"parameter 'test_sets' has {unknown_sets}; each must be one of {sorted(FOLDS)}")
-if not set(ablation_sets) <= set(test_sets):
-    raise ValueError(f"parameter 'ablation_sets' ({ablation_sets}) must be among 'test_sets' ({test_sets})")
+check_test_sets(test_sets, ablation_sets)
 depth = experiments.SETTINGS[profile].candidate_depth  # chapter 2 scored this many candidates per query
 STAGE_LABELS = {"bm25": "BM25", "splade-pp-ed": "SPLADE++", "tas-b": "TAS-B", "bm25-rm3": "BM25+RM3"}
-
-out = paths.chapter_dir(profile, CHAPTER)
-chapter_start = time.perf_counter()
-torch.manual_seed(seed)
-set_style()
-pd.set_option("display.precision", 3)
-running_on = resolve_device(device)
-print(f"profile {profile}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+chapter = start_chapter(CHAPTER, profile, seed, device)
+out = chapter.out
 print(f"fine-tuning: {steps} steps of {batch_size} pairs, Adam lr {lr}; variants {variants}; depth {depth}")
 
 # %% [markdown]
@@ -139,38 +130,18 @@ print(f"fine-tuning: {steps} steps of {batch_size} pairs, Adam lr {lr}; variants
 # ablation starts from the same weights and sees the same batches.
 
 # %%
-if profile == "paper":
-    bert_path, tokenizer = "bert-base-uncased", WordPieceTokenizer.from_vocab()
-    glue("mlm_steps", "the original pre-training's", display=False)
-    glue("mlm_loss", "(not recorded here)", display=False)
-else:
-    bert_path = paths.chapter_dir(profile, "02_training") / "representations" / "small-bert"
-    if not (bert_path / "config.json").is_file():
-        raise FileNotFoundError(f"{bert_path}: missing; chapter 2 (02_training) pre-trains the small BERT")
-    tokenizer = load_tokenizer(bert_path)
-    pretraining = json.loads((bert_path / "pretraining.json").read_text(encoding="utf-8"))
-    final_mlm = float(np.mean(pretraining["losses"][-20:]))
-    glue("mlm_steps", pretraining["params"]["steps"], display=False)
-    glue("mlm_loss", f"{final_mlm:.2f}", display=False)
-    print(f"small BERT {bert_path}: {pretraining['params']['steps']} MLM steps, final loss {final_mlm:.2f} nats")
+bert = starting_bert(profile)
+bert_path, tokenizer = bert.path, bert.tokenizer
+glue("mlm_steps", bert.mlm_steps, display=False)
+glue("mlm_loss", bert.mlm_loss, display=False)
+print(bert)
 texts = experiments.book_texts()
 max_train_queries = None if settings.query_limit is None else 4 * settings.query_limit
 training_data = {
     test_set: fold_training_data(test_set, texts, seed=seed, max_train_queries=max_train_queries)
     for test_set in test_sets
 }
-pd.DataFrame(
-    [
-        {
-            "test set": test_set.upper(),
-            "trained on": " + ".join(s.upper() for s in FOLDS[test_set].train),
-            "training queries": len(data.train_qids),
-            "pairs (grade ≥ 2)": len(data.pairs),
-            "epochs": steps * batch_size / len(data.pairs),
-        }
-        for test_set, data in training_data.items()
-    ]
-).set_index("test set")
+training_data_table(training_data, steps, batch_size)
 
 # %% [markdown]
 # ## Fine-tuning the variants
@@ -200,26 +171,9 @@ for test_set, data in training_data.items():
         seed=seed,
         device=device,
     )
-curves = pd.DataFrame(
-    [
-        {"test set": test_set.upper(), "variant": VARIANTS[name].label, "step": step + 1, "loss": loss}
-        for test_set, results in trained.items()
-        for name, result in results.items()
-        for step, loss in enumerate(result.losses)
-    ]
-)
+curves = loss_curves(trained)
 write_csv(out / "training_losses.csv", curves)
-figure, axes = plt.subplots(1, len(test_sets), figsize=(5.5 * len(test_sets), 3.4), squeeze=False, sharey=True)
-for axis, test_set in zip(axes[0], test_sets, strict=True):
-    for label, part in curves[curves["test set"] == test_set.upper()].groupby("variant", sort=False):
-        smooth = part["loss"].rolling(max(1, steps // 20), min_periods=1).mean()
-        axis.plot(part["step"], smooth, label=label)
-    axis.set_yscale("log")
-    axis.set_title(f"models tested on {test_set.upper()}")
-    axis.set_xlabel("step")
-axes[0][0].set_ylabel("loss per pair (smoothed)")
-axes[0][-1].legend(fontsize="small")
-save_figure(figure, out / "training_losses.png")
+save_figure(plot_training_losses(curves, test_sets, steps), out / "training_losses.png")
 plt.show()
 training_seconds = sum(r.seconds for results in trained.values() for r in results.values())
 print(f"training time this run: {training_seconds:.0f} s (0 when every model was loaded)")
@@ -236,36 +190,15 @@ print(f"training time this run: {training_seconds:.0f} s (0 when every model was
 
 # %%
 glue("depth", depth, display=False)
-queries, qrels, runs = {}, {}, {}
-for test_set in test_sets:
-    queries[test_set] = load_queries(test_set)
-    qrels[test_set] = load_qrels(test_set)
-    judged = limit_queries([q for q in queries[test_set] if q in qrels[test_set]], settings)
-    runs[test_set] = {}
-    for stage in first_stages:
-        full = load_run(test_set, stage)
-        chosen = {q: {p: s for p, s in full[q].items() if p in texts} for q in judged if q in full}
-        runs[test_set][stage] = top_candidates(chosen, depth)
+years = {test_set: evaluation_year(test_set, first_stages, texts, settings, depth) for test_set in test_sets}
 main_models = {test_set: trained[test_set][MAIN_VARIANT].model.to("cpu").eval() for test_set in test_sets}
 cleaned = TargetVocabulary.cleaned(tokenizer)
 main_scores, index_summaries = {}, {}
-for test_set in test_sets:
-    main_scores[test_set] = {}
-    for dtype in ("float16", "float32"):
-        scores, summary = score_first_stages(
-            main_models[test_set],
-            tokenizer,
-            texts,
-            queries[test_set],
-            runs[test_set],
-            out / "index" / f"{test_set}-{dtype}",
-            cleaned,
-            log_prob_dtype=dtype,
-            keep_index=dtype == "float16" and test_set == test_sets[0],  # the served index of the latency year
-        )
-        main_scores[test_set][dtype] = scores
-        index_summaries[(test_set, dtype)] = summary
-main_summary = index_summaries[(test_sets[0], "float16")]
+for test_set, year in years.items():
+    main_scores[test_set], index_summaries[test_set] = score_both_precisions(
+        main_models[test_set], tokenizer, texts, year, out / "index", cleaned, serve=test_set == test_sets[0]
+    )
+main_summary = index_summaries[test_sets[0]]["float16"]
 sizes = index_size(main_summary.bytes_per_passage, main_summary.log_prob_bytes_per_passage, main_summary.passages)
 write_csv(out / "index_size.csv", sizes)
 glue("bytes_per_passage", f"{main_summary.bytes_per_passage:,.0f}", display=False)
@@ -294,72 +227,16 @@ sizes.set_index("collection")
 # %%
 glue("first_test_set", test_sets[0].upper(), display=False)
 MEASURES = ["nDCG@10", "MAP"]
-systems: dict[str, dict[str, dict]] = {test_set: {} for test_set in test_sets}  # set -> system -> run
-baseline_of: dict[str, str] = {}
-for test_set in test_sets:
-    for stage in first_stages:
-        label = STAGE_LABELS.get(stage, stage)
-        first = runs[test_set][stage]
-        systems[test_set][label] = first
-        baseline_of[label] = label
-        if stage == "bm25":
-            systems[test_set]["BM25 in random order"] = random_order(first, seed)
-            baseline_of["BM25 in random order"] = label
-        reranked = scoring_runs(main_scores[test_set]["float32"][stage], first)
-        for scoring in ("TILDE-QL", "TILDE-QDL"):
-            systems[test_set][f"{label} + {scoring}"] = reranked[scoring]
-            baseline_of[f"{label} + {scoring}"] = label
-    bm25 = runs[test_set]["bm25"]
-    for model, model_label in (("tk2", "TK-2"), ("bert-cat", "BERT-cat")):
-        try:
-            stored = experiments.load_scores(profile, "02_training", test_set, model)
-        except FileNotFoundError as missing:
-            print(f"{model_label} row left out: {missing}")
-            continue
-        system = f"BM25 + {model_label} (chapter 2)"
-        systems[test_set][system] = rerank(bm25, {q: stored[q] for q in bm25}, depth)
-        baseline_of[system] = "BM25"
-
-rows, per_query = {}, {}
-for test_set in test_sets:
-    per_query[test_set] = {
-        name: evaluation.per_query(run, qrels[test_set], MEASURES) for name, run in systems[test_set].items()
-    }
-    for name, frame in per_query[test_set].items():
-        rows.setdefault(name, {})
-        for measure in MEASURES:
-            rows[name][(test_set.upper(), measure)] = frame[measure].mean()
-    for baseline in set(baseline_of.values()):
-        group = [name for name in systems[test_set] if baseline_of[name] == baseline]
-        if len(group) < 2:
-            continue
-        for measure in MEASURES:
-            tests = evaluation.significance({n: per_query[test_set][n][measure] for n in group}, baseline)
-            for _, test in tests.iterrows():
-                rows[test["system"]][(test_set.upper(), f"{measure} †")] = bool(test["significant"])
-table2 = pd.DataFrame(rows).T
-table2.columns = pd.MultiIndex.from_tuples(table2.columns)
+systems, baseline_of = {}, {}
+for test_set, year in years.items():
+    systems[test_set], baseline_of[test_set], left_out = table2_systems(
+        year, main_scores[test_set]["float32"], STAGE_LABELS, profile, seed, depth
+    )
+    for message in left_out:
+        print(message)
+table2 = effectiveness_table(systems, baseline_of, {s: year.qrels for s, year in years.items()}, MEASURES)
 write_csv(out / "table2.csv", table2.reset_index(names="system"))
-
-
-def mark(value: float, significant: object) -> str:
-    return f"{value:.3f}" + (" †" if significant is True else "")
-
-
-shown = pd.DataFrame(
-    {
-        (test_set.upper(), measure): [
-            mark(
-                table2.loc[name, (test_set.upper(), measure)], table2.loc[name].get((test_set.upper(), f"{measure} †"))
-            )
-            for name in table2.index
-        ]
-        for test_set in test_sets
-        for measure in MEASURES
-    },
-    index=table2.index,
-)
-shown
+marked_table2(table2, test_sets, MEASURES)
 
 # %% [markdown]
 # ### Latency on one CPU core
@@ -373,79 +250,29 @@ shown
 
 # %%
 latency_set = test_sets[0]
-index = load_index(out / "index" / f"{latency_set}-float16")
-bm25 = runs[latency_set]["bm25"]
-latencies = []
-for alpha in (1.0, SCORINGS["TILDE-QDL"]):
-    for result in measure_latency(
-        index,
-        tokenizer,
-        queries[latency_set],
-        bm25,
-        model=main_models[latency_set],
-        alpha=alpha,
-        candidates=latency_candidates,
-        repetitions=latency_repetitions,
-    ):
-        latencies.append(
-            {
-                "method": result.method,
-                "candidates": result.candidates,
-                "repeated": result.padded,
-                "query processing ms": result.query_processing_ms,
-                "re-ranking ms": result.reranking_ms,
-                "total ms": result.total_ms,
-                "queries": result.queries,
-                "device": result.device,
-            }
-        )
-threads_before = torch.get_num_threads()
-torch.set_num_threads(1)
-latency_qid = sorted(bm25, key=lambda q: (len(q), q))[0]
-try:
-    for model_name, model_label in (("tk2", "TK-2 (chapter 2)"), ("bert-cat", "BERT-cat (chapter 2)")):
-        try:
-            reranker = load_trained(profile, latency_set, model_name, device="cpu")
-        except FileNotFoundError as missing:
-            print(f"{model_label} left out: {missing}")
-            continue
-        for count in latency_candidates:
-            pairs, repeated = candidate_pairs(bm25, queries[latency_set], texts, count, qid=latency_qid)
-            tensors = encode_pairs(reranker.tokenizer, pairs)
-            timing = measure_model_latency(
-                reranker.model, tensors, batch_size=32 if model_name == "bert-cat" else 256, repeated=repeated
-            )
-            latencies.append(
-                {
-                    "method": model_label,
-                    "candidates": count,
-                    "repeated": repeated,
-                    "query processing ms": math.nan,
-                    "re-ranking ms": timing.milliseconds,
-                    "total ms": timing.milliseconds,
-                    "queries": 1,
-                    "device": timing.device,
-                }
-            )
-finally:
-    torch.set_num_threads(threads_before)
-latency_table = pd.DataFrame(latencies)
-write_csv(out / "latency.csv", latency_table)
-
-
-def latency_of(method: str, count: int) -> float:
-    chosen = latency_table[(latency_table["method"] == method) & (latency_table["candidates"] == count)]
-    return float(chosen["total ms"].iloc[0]) if len(chosen) else math.nan
-
-
+latencies, left_out = latency_table(
+    load_index(out / "index" / f"{latency_set}-float16"),
+    tokenizer,
+    years[latency_set].queries,
+    years[latency_set].runs[BM25],
+    main_models[latency_set],
+    texts,
+    profile,
+    latency_set,
+    latency_candidates,
+    latency_repetitions,
+)
+for message in left_out:
+    print(message)
+write_csv(out / "latency.csv", latencies)
 top = max(latency_candidates)
-ql_top = latency_of("TILDE-QL", top)
+ql_top = latency_of(latencies, "TILDE-QL", top)
 glue("ql_latency_top", f"{ql_top:.2f}", display=False)
 glue("latency_top", f"{top:,}", display=False)
-glue("latency_target", "meets" if ql_top <= 1.0 else "misses", display=False)
-bert_ratio = latency_of("BERT-cat (chapter 2)", top) / ql_top
+glue("latency_target", "meets" if ql_top <= LATENCY_TARGET_MS else "misses", display=False)
+bert_ratio = latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
 glue("bert_cat_ratio", f"{bert_ratio:,.0f}" if math.isfinite(bert_ratio) else "(not measured)", display=False)
-latency_table
+latencies
 
 # %% [markdown]
 # TILDE-QL re-ranks {glue:text}`latency_top` candidates in **{glue:text}`ql_latency_top` ms** per
@@ -456,26 +283,10 @@ latency_table
 # BERT-Base on this machine; the orders of magnitude between the two designs only grow with it.
 
 # %%
-speed_path = paths.artifacts_root() / profile / "03_time_budget" / "speed.json"
-if speed_path.is_file():
-    speed = json.loads(speed_path.read_text(encoding="utf-8"))
-    paper_size = pd.DataFrame(
-        [
-            {
-                "model (chapter 3, random weights)": row["label"],
-                "ms for 100": row["latency_100_ms"],
-                "measured": row["latency_100_measured"],
-                "ms for 1,000": row["latency_1000_ms"],
-                "measured ": row["latency_1000_measured"],
-                "device": row["device"],
-            }
-            for row in speed["results"]
-            if row["model"] in ("bert-base", "bert-large", "tk2")
-        ]
-    )
-    display(paper_size)
-else:
-    display(Markdown(f"*{speed_path} is missing: chapter 3 (03_time_budget) measures the paper-size models.*"))
+try:
+    display(paper_size_latencies(artifacts.speeds(profile)))
+except FileNotFoundError as missing:
+    display(Markdown(f"*{missing}*"))
 
 # %% [markdown]
 # ## What float16 storage does
@@ -489,20 +300,11 @@ else:
 # nDCG@10 of TILDE-QL.
 
 # %%
-precision_rows = []
-for test_set in test_sets:
-    for dtype in ("float16", "float32"):
-        scores = main_scores[test_set][dtype]["bm25"]
-        reranked = scores.rerank(runs[test_set]["bm25"], 1.0)
-        precision_rows.append(
-            {
-                "test set": test_set.upper(),
-                "index": dtype,
-                "tied candidates": tied_share(scores.ql),
-                "TILDE-QL nDCG@10": evaluation.evaluate(reranked, qrels[test_set], ["nDCG@10"])["nDCG@10"],
-            }
-        )
-precision = pd.DataFrame(precision_rows)
+precision = storage_precision(
+    {s: {dtype: scores[BM25] for dtype, scores in main_scores[s].items()} for s in test_sets},
+    {s: years[s].runs[BM25] for s in test_sets},
+    {s: years[s].qrels for s in test_sets},
+)
 write_csv(out / "storage_precision.csv", precision)
 tied16 = precision[(precision["index"] == "float16")]["tied candidates"].mean()
 glue("tied_share_fp16", f"{100 * tied16:.0f}", display=False)
@@ -522,34 +324,14 @@ precision.set_index(["test set", "index"])
 
 # %%
 ablation_tables = {}
-ablation_scores = {}
 for test_set in ablation_sets:
-    ablation_scores[test_set] = {MAIN_VARIANT: main_scores[test_set]["float32"]["bm25"]}
-    for name in variants:
-        if name == MAIN_VARIANT:
-            continue
-        model = trained[test_set][name].model.to("cpu").eval()
-        scores, _ = score_first_stages(
-            model,
-            tokenizer,
-            texts,
-            queries[test_set],
-            {"bm25": runs[test_set]["bm25"]},
-            out / "index" / f"{test_set}-{name}-float32",
-            TargetVocabulary.named(VARIANTS[name].vocabulary, tokenizer),
-            log_prob_dtype="float32",
-            keep_index=False,
-        )
-        ablation_scores[test_set][name] = scores["bm25"]
-    table = ablation(ablation_scores[test_set], runs[test_set]["bm25"], qrels[test_set], MEASURES)
-    write_csv(out / f"table3_{test_set}.csv", table)
-    ablation_tables[test_set] = table
+    year = years[test_set]
+    models = {name: trained[test_set][name].model for name in variants}
+    scores = ablation_scores(models, main_scores[test_set]["float32"][BM25], tokenizer, texts, year, out / "index")
+    ablation_tables[test_set] = ablation(scores, year.runs[BM25], year.qrels, MEASURES)
+    write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
-    display(
-        table.assign(
-            **{m: [mark(v, s) for v, s in zip(table[m], table[f"significant {m}"], strict=True)] for m in MEASURES}
-        )[["loss", "scoring", *MEASURES, *[f"p {m}" for m in MEASURES]]]
-    )
+    display(marked_ablation(ablation_tables[test_set], MEASURES))
 
 # %% [markdown]
 # ## Figure 2: the weight α
@@ -559,29 +341,19 @@ for test_set in ablation_sets:
 # scores (eq. 6 is a weighted sum), so the sweep costs no model pass.
 
 # %%
-sweeps = []
-references = {}
-for test_set in test_sets:
+sweeps, references = [], {}
+for test_set, year in years.items():
     for stage in first_stages:
         label = STAGE_LABELS.get(stage, stage)
-        sweep = alpha_sweep(main_scores[test_set]["float32"][stage], runs[test_set][stage], qrels[test_set], alphas)
+        sweep = alpha_sweep(main_scores[test_set]["float32"][stage], year.runs[stage], year.qrels, alphas)
         sweeps.append(sweep.assign(set=test_set, first_stage=label))
-        own = evaluation.evaluate(runs[test_set][stage], qrels[test_set], MEASURES)
+        own = evaluation.evaluate(year.runs[stage], year.qrels, MEASURES)
         references.update({(test_set, label, m): own[m] for m in MEASURES})
 sweeps = pd.concat(sweeps, ignore_index=True)
 write_csv(out / "alpha_sweep.csv", sweeps)
-figure = plot_alpha_sweep(sweeps, references, MEASURES)
-save_figure(figure, out / "figure2_alpha.png")
+save_figure(plot_alpha_sweep(sweeps, references, MEASURES), out / "figure2_alpha.png")
 plt.show()
-best = (
-    sweeps[sweeps["measure"] == "nDCG@10"]
-    .sort_values(["set", "first_stage", "value", "alpha"], ascending=[True, True, False, True])
-    .groupby(["set", "first_stage"], sort=False)
-    .head(1)
-)
-best.rename(columns={"alpha": "best α", "value": "nDCG@10 at best α"}).drop(columns="measure").set_index(
-    ["set", "first_stage"]
-)
+best_alpha(sweeps)
 
 # %% [markdown]
 # ## Why the book's TILDE learns so little
@@ -593,40 +365,22 @@ best.rename(columns={"alpha": "best α", "value": "nDCG@10 at best α"}).drop(co
 
 # %%
 dependence_set = (ablation_sets or test_sets)[0]
-bm25_candidates = runs[dependence_set]["bm25"]
-sample_pids = list(dict.fromkeys(p for q in bm25_candidates for p in bm25_candidates[q]))[:256]
-sample_pieces = tokenizer.pieces([texts[p] for p in sample_pids])
-keep = cleaned.mask().numpy()
-dependence = [
-    {"model": "starting BERT (no fine-tuning)", "spread": passage_dependence(
-        Tilde(bert_path).piece_log_probs(sample_pieces, "passage").numpy(), keep)},
-]  # fmt: skip
-for name, result in trained[dependence_set].items():
-    model = result.model.to("cpu")
-    dependence.append(
-        {
-            "model": f"{VARIANTS[name].label} (tested on {dependence_set.upper()})",
-            "spread": passage_dependence(model.piece_log_probs(sample_pieces, "passage").numpy(), keep),
-        }
-    )
-dependence = pd.DataFrame(dependence)
+bm25_candidates = years[dependence_set].runs[BM25]
+sample_pieces = tokenizer.pieces([texts[p] for p in sample_passages(bm25_candidates)])
+dependence_models = {"starting BERT (no fine-tuning)": Tilde(bert_path)} | {
+    f"{VARIANTS[name].label} (tested on {dependence_set.upper()})": result.model.to("cpu")
+    for name, result in trained[dependence_set].items()
+}
+dependence = dependence_table(dependence_models, sample_pieces, cleaned)
 write_csv(out / "passage_dependence.csv", dependence)
 spread_start, spread_main = dependence["spread"].iloc[0], dependence["spread"].iloc[1]
 glue("spread_start", f"{spread_start:.3g}", display=False)
 glue("spread_main", f"{spread_main:.3g}", display=False)
 glue("spread_change", "falls" if spread_main < spread_start else "rises", display=False)
 glue("likelihood_factor", f"{math.exp(spread_main):.3f}", display=False)
-if spread_main < spread_start / 10:
-    spread_reading = (
-        "Fine-tuning has all but removed the passage from the prediction: the loss falls fastest by"
-        " learning how often each piece occurs in general, one distribution for every input."
-    )
-else:
-    spread_reading = "Fine-tuning has kept the predictions dependent on the passage."
-glue("spread_reading", spread_reading, display=False)
-glue(
-    "spread_ratio", f"{max(spread_start, spread_main) / max(min(spread_start, spread_main), 1e-12):.1f}", display=False
-)
+glue("spread_reading", spread_reading(spread_start, spread_main), display=False)
+spread_ratio = max(spread_start, spread_main) / max(min(spread_start, spread_main), 1e-12)
+glue("spread_ratio", f"{spread_ratio:.1f}", display=False)
 dependence.set_index("model")
 
 # %% [markdown]
@@ -647,34 +401,17 @@ dependence.set_index("model")
 # higher: ρ with (a) well above 0. The starting BERT, not fine-tuned, is shown for comparison.
 
 # %%
-correlation_rows = []
-bm25_run = runs[dependence_set]["bm25"]
-candidate_texts = {p: texts[p] for q in bm25_run for p in bm25_run[q]}
-candidate_pieces = dict(zip(candidate_texts, tokenizer.pieces(list(candidate_texts.values())), strict=True))
-matches, lengths = {}, {}
-for qid, candidates in bm25_run.items():
-    wanted = set(cleaned.clean(tokenizer.pieces([queries[dependence_set][qid]])[0]).tolist())
-    matches[qid] = {p: len(wanted & set(candidate_pieces[p])) for p in candidates}
-    lengths[qid] = {p: len(candidate_pieces[p]) for p in candidates}
-starting = Tilde(bert_path).eval()
-for label, model in (
-    ("starting BERT (no fine-tuning)", starting),
-    (f"{VARIANTS[MAIN_VARIANT].label} (tested on {dependence_set.upper()})", main_models[dependence_set]),
-):
-    ql = {}
-    for qid, candidates in bm25_run.items():
-        pids = list(candidates)
-        log_probs = model.piece_log_probs([candidate_pieces[p] for p in pids], "passage").numpy()
-        terms = cleaned.clean(tokenizer.pieces([queries[dependence_set][qid]])[0])
-        ql[qid] = dict(zip(pids, log_probs[:, terms].sum(axis=1).tolist(), strict=True))
-    correlation_rows.append(
-        {
-            "model": label,
-            "ρ with query pieces contained": mean_rank_correlation(ql, matches),
-            "ρ with passage length": mean_rank_correlation(ql, lengths),
-        }
-    )
-correlations = pd.DataFrame(correlation_rows)
+correlations = correlation_table(
+    {
+        "starting BERT (no fine-tuning)": Tilde(bert_path).eval(),
+        f"{VARIANTS[MAIN_VARIANT].label} (tested on {dependence_set.upper()})": main_models[dependence_set],
+    },
+    bm25_candidates,
+    years[dependence_set].queries,
+    texts,
+    tokenizer,
+    cleaned,
+)
 write_csv(out / "ql_correlations.csv", correlations)
 glue("rho_match_main", f"{correlations['ρ with query pieces contained'].iloc[-1]:.2f}", display=False)
 glue("rho_length_main", f"{correlations['ρ with passage length'].iloc[-1]:.2f}", display=False)
@@ -687,66 +424,8 @@ correlations.set_index("model")
 # ## Reading: which of the paper's findings hold at book scale
 
 # %%
-t2 = table2
-
-
-def value(system: str, test_set: str, measure: str = "nDCG@10") -> float:
-    return float(t2.loc[system, (test_set.upper(), measure)])
-
-
-reading = []
-for test_set in test_sets:
-    ql, qdl = value("BM25 + TILDE-QL", test_set), value("BM25 + TILDE-QDL", test_set)
-    bm, rnd = value("BM25", test_set), value("BM25 in random order", test_set)
-    if ql > bm:
-        verdict = "above BM25, as in the paper"
-    elif ql > rnd + 0.02:
-        verdict = "below BM25 but above a random order of its candidates"
-    else:
-        verdict = "no better than a random order of BM25's candidates"
-    reading.append(
-        f"- **{test_set.upper()}**: BM25 + TILDE-QL reaches nDCG@10 {ql:.3f} against BM25's {bm:.3f} and "
-        f"{rnd:.3f} for BM25's candidates in random order: {verdict}. TILDE-QDL (α = 0.5): {qdl:.3f}, "
-        f"{'above' if qdl > ql else 'not above'} TILDE-QL (the paper: QDL slightly above QL, not significantly)."
-    )
-main_label = VARIANTS[MAIN_VARIANT].label
-for test_set in ablation_sets:
-    table = ablation_tables[test_set].set_index(["loss", "scoring"])["nDCG@10"]
-    parts = []
-    if (VARIANTS["ql"].label, "TILDE-QL") in table and (VARIANTS["ql-full"].label, "TILDE-QL") in table:
-        cleaned_gain = table[(VARIANTS["ql"].label, "TILDE-QL")] - table[(VARIANTS["ql-full"].label, "TILDE-QL")]
-        parts.append(f"cleaning the vocabulary changes L_QL's TILDE-QL by {cleaned_gain:+.3f}")
-    if (VARIANTS["ql"].label, "TILDE-QL") in table:
-        bi_gain = table[(main_label, "TILDE-QL")] - table[(VARIANTS["ql"].label, "TILDE-QL")]
-        parts.append(f"BiQDL instead of L_QL changes TILDE-QL by {bi_gain:+.3f} (paper: +0.005 MRR@10)")
-    significant = int(ablation_tables[test_set]["significant nDCG@10"].sum())
-    parts.append(f"{significant} of the other rows differ significantly from BiQDL / TILDE-QDL")
-    reading.append(f"- **Ablation, {test_set.upper()}**: " + "; ".join(parts) + ".")
-reading.append(
-    f"- **Latency**: TILDE-QL re-ranks {top:,} candidates in {ql_top:.2f} ms on one core "
-    f"({'within' if ql_top <= 1 else 'above'} the 1 ms target); this holds whatever the model learned, "
-    "since query time is only a tokenizer and a gather."
-)
-reading.append(
-    f"- **Index**: {main_summary.bytes_per_passage:,.0f} bytes per passage, about {sizes['GB'].iloc[-1]:,.0f} GB "
-    "for MS MARCO's 8.8M passages (float16, as the paper)."
-)
-summary = {
-    "profile": profile,
-    "device": str(running_on),
-    "steps": steps,
-    "batch_size": batch_size,
-    "lr": lr,
-    "table2": {f"{s} | {k[0]} {k[1]}": float(v) for s, row in t2.iterrows() for k, v in row.items() if "†" not in k[1]},
-    "ql_latency_ms": {str(c): latency_of("TILDE-QL", c) for c in latency_candidates},
-    "qdl_latency_ms": {str(c): latency_of("TILDE-QDL", c) for c in latency_candidates},
-    "bytes_per_passage": main_summary.bytes_per_passage,
-    "ms_marco_gb": float(sizes["GB"].iloc[-1]),
-    "tied_share_float16": float(tied16),
-    "minutes": (time.perf_counter() - chapter_start) / 60,
-}
-write_json(out / "summary.json", summary)
-display(Markdown("\n".join(reading)))
+ms_marco_gb = float(sizes["GB"].iloc[-1])
+display(Markdown(reading(table2, test_sets, ablation_tables, top, ql_top, main_summary.bytes_per_passage, ms_marco_gb)))
 
 # %% [markdown]
 # The efficiency half of the paper does not depend on what the model learned, and it is measured
@@ -759,4 +438,19 @@ display(Markdown("\n".join(reading)))
 # optimiser settings.
 
 # %%
-display(Markdown(f"This chapter ran in {summary['minutes']:.1f} minutes on `{running_on}` ({profile} profile)."))
+summary = {
+    "profile": profile,
+    "device": str(chapter.device),
+    "steps": steps,
+    "batch_size": batch_size,
+    "lr": lr,
+    "table2": {
+        f"{s} | {k[0]} {k[1]}": float(v) for s, row in table2.iterrows() for k, v in row.items() if "†" not in k[1]
+    },
+    "ql_latency_ms": {str(c): latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
+    "qdl_latency_ms": {str(c): latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
+    "bytes_per_passage": main_summary.bytes_per_passage,
+    "ms_marco_gb": ms_marco_gb,
+    "tied_share_float16": float(tied16),
+}
+chapter.finish(summary)

@@ -6,9 +6,11 @@ entries of ``_toc.yml`` (``book/chapters/NN_topic``), converts each source ``not
 ``book/chapters/NN_topic.ipynb``, injecting the ``profile`` (and any ``--param``) into the cell
 tagged ``parameters``.
 
-A chapter is re-executed only when its *fingerprint* changed: the sha256 of its source, of every
-file of ``lib/``, of the converted data's ``manifest.json``, of its parameters, and of the
-fingerprints of the chapters before it (later chapters read earlier chapters' artifacts). The
+A chapter is re-executed only when its *fingerprint* changed: the sha256 of its source, of the
+``lib/`` modules it imports (transitively, read with :mod:`ast`, with the ``__init__`` files of their
+packages and the data files beside them), of the converted data's ``manifest.json``, of its
+parameters, and of the fingerprints of the chapters before it (later chapters read earlier chapters'
+artifacts). Editing a module that only chapter 6 imports therefore re-executes chapter 6 alone. The
 fingerprint is stored beside the output (``.NN_topic.stamp.json``) once the chapter succeeded; the
 executed notebook is written to a temporary file first and renamed, so an interrupted run never
 leaves a chapter that looks complete. A chapter that raises stops the build with an error naming the
@@ -18,6 +20,7 @@ chapter and the cell; its partly executed notebook is kept as ``NN_topic.failed.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -91,13 +94,63 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def library_fingerprint(root: Path = paths.REPO_ROOT) -> str:
-    """The sha256 over every file of ``lib/`` (path and content), caches excluded."""
+def _imported_names(path: Path, root: Path) -> set[str]:
+    """The dotted names of every module ``path`` imports (relative imports resolved), anywhere in the file."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as error:
+        raise ChapterError(f"{path}:{error.lineno}: cannot parse its imports: {error.msg}") from None
+    package = list(path.relative_to(root).with_suffix("").parts) if path.is_relative_to(root) else []
+    if path.name != "__init__.py":
+        package = package[:-1]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)  # `from package import module`
+    return names
+
+
+def _files_of(name: str, root: Path) -> list[Path]:
+    """The files of ``lib`` module ``name``: the ``__init__.py`` of every package on the way, then its own."""
+    parts = name.split(".")
+    if parts[0] != "lib":
+        return []
+    files = []
+    for depth in range(1, len(parts) + 1):
+        folder = root.joinpath(*parts[:depth])
+        if (folder / "__init__.py").is_file():
+            files.append(folder / "__init__.py")
+        elif depth == len(parts) and folder.with_suffix(".py").is_file():
+            files.append(folder.with_suffix(".py"))
+    return files
+
+
+def library_files(source: Path, root: Path = paths.REPO_ROOT) -> list[Path]:
+    """The ``lib/`` files chapter ``source`` depends on: the modules it imports, transitively, with the
+    ``__init__`` files of their packages and the data files (not Python, not caches) beside them."""
+    seen: set[Path] = set()
+    pending = [source]
+    while pending:
+        for name in _imported_names(pending.pop(), root):
+            for path in _files_of(name, root):
+                if path not in seen:
+                    seen.add(path)
+                    pending.append(path)
+    data = {path for module in seen for path in module.parent.iterdir() if path.is_file() and path.suffix != ".py"}
+    return sorted(seen | data)
+
+
+def library_fingerprint(source: Path, root: Path = paths.REPO_ROOT) -> str:
+    """The sha256 over :func:`library_files` of chapter ``source`` (path and content)."""
     digest = hashlib.sha256()
-    for path in sorted((root / "lib").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+    for path in library_files(source, root):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -110,7 +163,7 @@ def data_fingerprint() -> str:
 
 
 def fingerprint(chapter: Chapter, parameters: Mapping[str, Any], previous: str, library: str, data: str) -> str:
-    """A chapter's fingerprint: source, library, data, parameters and the previous chapter's."""
+    """A chapter's fingerprint: source, the library it imports (``library``), data, parameters, the previous one's."""
     parts = {
         "source": _sha256(chapter.source.read_bytes()),
         "lib": library,
@@ -181,10 +234,10 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
     chapters = chapters_in_toc()
     if only is not None and only not in {chapter.name for chapter in chapters}:
         raise ChapterError(f"--only {only!r}: not a chapter of _toc.yml ({[c.name for c in chapters]})")
-    library, data = library_fingerprint(), data_fingerprint()
+    data = data_fingerprint()
     previous = ""
     for chapter in chapters:
-        current = fingerprint(chapter, parameters, previous, library, data)
+        current = fingerprint(chapter, parameters, previous, library_fingerprint(chapter.source), data)
         previous = current
         if only is not None and chapter.name != only:
             continue

@@ -26,7 +26,7 @@ import torch
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import Profile, limit_queries
-from lib.data import load_collection, load_qrels, load_queries, load_run, read_run
+from lib.data import load_collection, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS, train_validation_split
 from lib.evaluation import measures as evaluation
 from lib.evaluation.efficiency import measure_throughput
@@ -371,14 +371,6 @@ def _throughput(model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings
     tensors = [t.to(device) for t in (query_ids, query_mask, doc_ids, doc_mask)]
     batch = 32 if name == "bert-cat" else 256
     return measure_throughput(model, *tensors, batch_size=batch, repetitions=3, warmup=1).docs_per_ms
-
-
-def load_scores(profile: str, chapter: str, query_set: str, model: str) -> dict[str, dict[str, float]]:
-    """The stored test-candidate scores of a trained model (chapter 3 sweeps every depth from them)."""
-    path = scores_path(profile, chapter, query_set, model)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing; chapter 2 (02_training) writes it")
-    return read_run(path)
 
 
 def write_settings(path: Path, settings: Settings, seed: int) -> None:

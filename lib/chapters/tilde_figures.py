@@ -1,4 +1,5 @@
-"""The Figure 2 analogue of the TILDE paper (§5.4): TILDE-QDL's effectiveness over the weight α of eq. 6."""
+"""Chapter 6's figures: the fine-tuning losses, and the Figure 2 analogue of the TILDE paper (§5.4): TILDE-QDL's
+effectiveness over the weight α of eq. 6."""
 
 from __future__ import annotations
 
@@ -54,4 +55,20 @@ def plot_alpha_sweep(
     return figure
 
 
-__all__ = ["plot_alpha_sweep"]
+def plot_training_losses(curves: pd.DataFrame, test_sets: Sequence[str], steps: int) -> Figure:
+    """One panel per test set, a line per variant: the loss per pair over the steps (log scale), smoothed by a
+    rolling mean over a twentieth of ``steps``. ``curves`` is :func:`lib.chapters.tilde_tables.loss_curves`."""
+    figure, axes = plt.subplots(1, len(test_sets), figsize=(5.5 * len(test_sets), 3.4), squeeze=False, sharey=True)
+    for axis, test_set in zip(axes[0], test_sets, strict=True):
+        for label, part in curves[curves["test set"] == test_set.upper()].groupby("variant", sort=False):
+            smooth = part["loss"].rolling(max(1, steps // 20), min_periods=1).mean()
+            axis.plot(part["step"], smooth, label=label)
+        axis.set_yscale("log")
+        axis.set_title(f"models tested on {test_set.upper()}")
+        axis.set_xlabel("step")
+    axes[0][0].set_ylabel("loss per pair (smoothed)")
+    axes[0][-1].legend(fontsize="small")
+    return figure
+
+
+__all__ = ["plot_alpha_sweep", "plot_training_losses"]

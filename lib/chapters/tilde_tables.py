@@ -1,15 +1,17 @@
-"""Chapter 6's result tables: the ablation (TILDE paper Table 3), the α sweep (Figure 2), index size (§3.2).
+"""Chapter 6's result tables: Table 2 and the ablation (TILDE paper Table 3), the α sweep (Figure 2), index size (§3.2).
 
+- :func:`training_data_table` and :func:`loss_curves` — what each test year's models learn from, and how.
+- :func:`effectiveness_table` — Table 2: each system's mean measures and whether it differs significantly
+  from the first stage it re-ranks (paired t-test, Bonferroni over that first stage's rows);
+  :func:`marked_table2` and :func:`marked_ablation` show the values with a † where significant.
+- :func:`storage_precision` — what float16 storage does: tied candidates and TILDE-QL's nDCG@10.
 - :func:`ablation` — every variant of :mod:`lib.training.tilde_variants` scored by TILDE-QL, TILDE-DL and
   TILDE-QDL (α = 0.5), plus the paper's row that mixes QL of the L_QL model with DL of the L_DL
   model; paired t-tests against the paper's model (BiQDL, TILDE-QDL), Bonferroni-corrected as the
   paper's significance tests (:func:`lib.evaluation.measures.significance`).
-- :func:`alpha_sweep` — eq. 6 for every α of a grid, from one scoring pass.
+- :func:`alpha_sweep` and :func:`best_alpha` — eq. 6 for every α of a grid, from one scoring pass, and the
+  best α per test set and first stage.
 - :func:`index_size` — bytes per passage and what they make for a whole collection.
-- :func:`passage_dependence` — how much ``log P(t|d)`` changes from passage to passage, and
-  :func:`mean_rank_correlation` — whether a query's scores follow a property of its candidates
-  (how many of the query's pieces they contain, their length): the diagnostics of a model that has
-  not learned to read its input.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from lib.data.splits import FOLDS
 from lib.evaluation import measures as evaluation
+from lib.reranking.tilde_runs import tied_share
 from lib.reranking.tilde_scoring import TildeScores, check_alpha
+from lib.training.tilde import TildeTrainingData, TildeTrainingResult
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 
 Run = Mapping[str, Mapping[str, float]]
@@ -117,38 +121,136 @@ def index_size(bytes_per_passage: float, log_prob_bytes_per_passage: int, passag
     )
 
 
-def passage_dependence(log_probs: np.ndarray, keep: np.ndarray) -> float:
-    """The mean over kept pieces of the standard deviation of ``log P(t|d)`` across passages (rows).
+def training_data_table(training_data: Mapping[str, TildeTrainingData], steps: int, batch_size: int) -> pd.DataFrame:
+    """Per test year: the years it is trained on, its training queries and pairs (grade ≥ 2), and the epochs
+    that ``steps`` batches of ``batch_size`` pairs make."""
+    return pd.DataFrame(
+        [
+            {
+                "test set": test_set.upper(),
+                "trained on": " + ".join(s.upper() for s in FOLDS[test_set].train),
+                "training queries": len(data.train_qids),
+                "pairs (grade ≥ 2)": len(data.pairs),
+                "epochs": steps * batch_size / len(data.pairs),
+            }
+            for test_set, data in training_data.items()
+        ]
+    ).set_index("test set")
 
-    0 means the model predicts the same distribution whatever the passage: its ranking can then only
-    come from rounding and ties. ``log_probs`` is ``[passages, vocab]``; ``keep`` the target mask.
+
+def loss_curves(trained: Mapping[str, Mapping[str, TildeTrainingResult]]) -> pd.DataFrame:
+    """Every model's loss per step, long format: ``test set``, ``variant`` (its label), ``step`` (from 1), ``loss``."""
+    return pd.DataFrame(
+        [
+            {"test set": test_set.upper(), "variant": VARIANTS[name].label, "step": step + 1, "loss": loss}
+            for test_set, results in trained.items()
+            for name, result in results.items()
+            for step, loss in enumerate(result.losses)
+        ]
+    )
+
+
+def effectiveness_table(
+    systems: Mapping[str, Mapping[str, Run]],
+    baseline_of: Mapping[str, Mapping[str, str]],
+    qrels: Mapping[str, Qrels],
+    measures: Sequence[str] = ("nDCG@10", "MAP"),
+) -> pd.DataFrame:
+    """Table 2: one row per system, columns ``(SET, measure)`` with the mean and ``(SET, "measure †")`` with
+    whether it differs significantly from its baseline (``baseline_of[set][system]``, the first stage it
+    re-ranks; paired t-test, Bonferroni over the systems of that baseline,
+    :func:`lib.evaluation.measures.significance`).
+
+    ``systems`` maps test sets to ``{system: run}``; a baseline with no other system has no test.
     """
-    log_probs = np.asarray(log_probs, dtype=np.float64)
-    if log_probs.ndim != 2 or log_probs.shape[0] < 2:
-        raise ValueError(f"need a [passages >= 2, vocab] matrix, got shape {log_probs.shape}")
-    if keep.shape != (log_probs.shape[1],):
-        raise ValueError(f"the mask has shape {keep.shape}, the matrix {log_probs.shape}")
-    return float(log_probs[:, keep].std(axis=0).mean())
+    rows: dict[str, dict[tuple[str, str], float | bool]] = {}
+    for test_set, runs in systems.items():
+        per_query = {name: evaluation.per_query(run, qrels[test_set], list(measures)) for name, run in runs.items()}
+        for name, frame in per_query.items():
+            rows.setdefault(name, {})
+            for measure in measures:
+                rows[name][(test_set.upper(), measure)] = frame[measure].mean()
+        for baseline in set(baseline_of[test_set].values()):
+            group = [name for name in runs if baseline_of[test_set][name] == baseline]
+            if len(group) < 2:
+                continue
+            for measure in measures:
+                tests = evaluation.significance({n: per_query[n][measure] for n in group}, baseline)
+                for _, test in tests.iterrows():
+                    rows[test["system"]][(test_set.upper(), f"{measure} †")] = bool(test["significant"])
+    table = pd.DataFrame(rows).T
+    table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table
 
 
-def mean_rank_correlation(scores: Run, feature: Run) -> float:
-    """The mean over queries of Spearman's ρ between a query's candidate scores and a feature of them.
+def mark(value: float, significant: object) -> str:
+    """``value`` with three decimals, and " †" when ``significant`` is ``True``."""
+    return f"{value:.3f}" + (" †" if significant is True else "")
 
-    Queries where either side is constant (ρ undefined) are skipped; none left gives ``nan``. A
-    candidate of ``scores`` without a feature value is a ``KeyError`` naming it.
-    """
-    values = []
-    for qid, candidates in scores.items():
-        pids = list(candidates)
-        missing = [pid for pid in pids if pid not in feature.get(qid, {})]
-        if missing:
-            raise KeyError(f"query {qid!r}: no feature value for candidates {missing[:5]}")
-        left = np.array([candidates[pid] for pid in pids], dtype=np.float64)
-        right = np.array([feature[qid][pid] for pid in pids], dtype=np.float64)
-        if len(pids) < 2 or np.ptp(left) == 0 or np.ptp(right) == 0:
-            continue
-        values.append(stats.spearmanr(left, right).statistic)
-    return float(np.mean(values)) if values else float("nan")
+
+def marked_table2(table: pd.DataFrame, test_sets: Sequence[str], measures: Sequence[str]) -> pd.DataFrame:
+    """:func:`effectiveness_table` as shown: each measure's mean with a † where significant."""
+    return pd.DataFrame(
+        {
+            (test_set.upper(), measure): [
+                mark(
+                    table.loc[name, (test_set.upper(), measure)],
+                    table.loc[name].get((test_set.upper(), f"{measure} †")),
+                )
+                for name in table.index
+            ]
+            for test_set in test_sets
+            for measure in measures
+        },
+        index=table.index,
+    )
+
+
+def table2_value(table: pd.DataFrame, system: str, test_set: str, measure: str = "nDCG@10") -> float:
+    """One mean of :func:`effectiveness_table`."""
+    return float(table.loc[system, (test_set.upper(), measure)])
+
+
+def storage_precision(
+    scores: Mapping[str, Mapping[str, TildeScores]], first_stages: Mapping[str, Run], qrels: Mapping[str, Qrels]
+) -> pd.DataFrame:
+    """Per test set and index precision (``scores[set][precision]``, of ``first_stages[set]``'s candidates):
+    the share of candidates tied with another of the same query, and nDCG@10 of TILDE-QL."""
+    rows = []
+    for test_set, by_precision in scores.items():
+        for dtype, precision_scores in by_precision.items():
+            reranked = precision_scores.rerank(first_stages[test_set], 1.0)
+            rows.append(
+                {
+                    "test set": test_set.upper(),
+                    "index": dtype,
+                    "tied candidates": tied_share(precision_scores.ql),
+                    "TILDE-QL nDCG@10": evaluation.evaluate(reranked, qrels[test_set], ["nDCG@10"])["nDCG@10"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def marked_ablation(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFrame:
+    """:func:`ablation` as shown: loss, scoring, each measure with a † where significant, and the p-values."""
+    marked = {m: [mark(v, s) for v, s in zip(table[m], table[f"significant {m}"], strict=True)] for m in measures}
+    return table.assign(**marked)[["loss", "scoring", *measures, *[f"p {m}" for m in measures]]]
+
+
+def best_alpha(sweeps: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
+    """Per ``set`` and ``first_stage`` of an :func:`alpha_sweep` frame: the α with the highest ``measure``
+    (the smallest α among equals)."""
+    best = (
+        sweeps[sweeps["measure"] == measure]
+        .sort_values(["set", "first_stage", "value", "alpha"], ascending=[True, True, False, True])
+        .groupby(["set", "first_stage"], sort=False)
+        .head(1)
+    )
+    return (
+        best.rename(columns={"alpha": "best α", "value": f"{measure} at best α"})
+        .drop(columns="measure")
+        .set_index(["set", "first_stage"])
+    )
 
 
 __all__ = [
@@ -157,8 +259,15 @@ __all__ = [
     "SEPARATE_LOSSES",
     "ablation",
     "alpha_sweep",
+    "best_alpha",
+    "effectiveness_table",
     "index_size",
-    "mean_rank_correlation",
-    "passage_dependence",
+    "loss_curves",
+    "mark",
+    "marked_ablation",
+    "marked_table2",
     "scoring_runs",
+    "storage_precision",
+    "table2_value",
+    "training_data_table",
 ]

@@ -1,10 +1,12 @@
-"""Chapter 6's TILDE tables (``lib.chapters.tilde_tables``): ablation, α sweep, index size, passage dependence."""
+"""Chapter 6's TILDE tables (``lib.chapters.tilde_tables``): Table 2, ablation, α sweep, storage, index size."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from lib.chapters.tilde_tables import (
@@ -12,13 +14,21 @@ from lib.chapters.tilde_tables import (
     SEPARATE_LOSSES,
     ablation,
     alpha_sweep,
+    best_alpha,
+    effectiveness_table,
     index_size,
-    mean_rank_correlation,
-    passage_dependence,
+    loss_curves,
+    mark,
+    marked_ablation,
+    marked_table2,
     scoring_runs,
+    storage_precision,
+    table2_value,
+    training_data_table,
 )
 from lib.evaluation import measures as evaluation
 from lib.reranking.tilde_scoring import TildeScores
+from lib.training.tilde_variants import VARIANTS
 
 FIRST_STAGE = {q: {"a": 3.0, "b": 2.0, "c": 1.0} for q in ("q1", "q2", "q3")}
 QRELS = {"q1": {"c": 3}, "q2": {"b": 2, "c": 1}, "q3": {"a": 2}}
@@ -91,20 +101,69 @@ def test_index_size_scales_bytes_per_passage_to_ms_marco() -> None:
         index_size(-1.0, 0, 1)
 
 
-def test_passage_dependence_is_the_mean_spread_of_kept_pieces() -> None:
-    keep = np.array([True, True, False])
-    assert passage_dependence(np.array([[0.0, 1.0, 5.0], [2.0, 1.0, 9.0]]), keep) == pytest.approx(0.5)
-    assert passage_dependence(np.ones((4, 3)), keep) == 0.0
-    with pytest.raises(ValueError, match="passages >= 2"):
-        passage_dependence(np.ones((1, 3)), keep)
-    with pytest.raises(ValueError, match="mask"):
-        passage_dependence(np.ones((2, 3)), np.array([True, False]))
+def test_effectiveness_table_tests_each_system_against_the_first_stage_it_reranks() -> None:
+    qrels = {"dl19": QRELS}
+    good = {q: {"c": 3.0, "b": 2.0, "a": 1.0} for q in FIRST_STAGE}  # q1's relevant passage first
+    systems = {"dl19": {"BM25": FIRST_STAGE, "BM25 + X": good, "Other": FIRST_STAGE}}
+    baseline_of = {"dl19": {"BM25": "BM25", "BM25 + X": "BM25", "Other": "Other"}}
+    table = effectiveness_table(systems, baseline_of, qrels, ["nDCG@10"])
+    assert table.index.tolist() == ["BM25", "BM25 + X", "Other"]
+    want = evaluation.evaluate(good, QRELS, ["nDCG@10"])["nDCG@10"]
+    assert table.loc["BM25 + X", ("DL19", "nDCG@10")] == pytest.approx(want)
+    assert table.loc["BM25 + X", ("DL19", "nDCG@10 †")] is False  # three queries: no significance
+    assert pd.isna(table.loc["Other", ("DL19", "nDCG@10 †")]), "a first stage alone has no test"
+    shown = marked_table2(table.fillna({("DL19", "nDCG@10 †"): True}), ["dl19"], ["nDCG@10"])
+    assert shown.loc["BM25 + X", ("DL19", "nDCG@10")] == f"{want:.3f}"
+    assert shown.loc["Other", ("DL19", "nDCG@10")].endswith(" †")
+    assert table2_value(table, "BM25 + X", "dl19") == pytest.approx(want)
 
 
-def test_mean_rank_correlation_averages_spearman_over_queries_and_skips_constant_ones() -> None:
-    scores = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 1.0, "b": 2.0, "c": 3.0}, "q3": {"a": 1.0, "b": 1.0}}
-    feature = {"q1": {"a": 30, "b": 20, "c": 10}, "q2": {"a": 10, "b": 20, "c": 5}, "q3": {"a": 1, "b": 2}}
-    assert mean_rank_correlation(scores, feature) == pytest.approx((1.0 - 0.5) / 2)  # q2: ranks 1,2,3 vs 2,3,1
-    assert math.isnan(mean_rank_correlation({"q3": scores["q3"]}, feature))
-    with pytest.raises(KeyError, match="'q1'.*'c'"):
-        mean_rank_correlation({"q1": scores["q1"]}, {"q1": {"a": 1, "b": 2}})
+def test_mark_adds_a_dagger_only_for_true() -> None:
+    assert mark(0.12345, True) == "0.123 †"
+    assert mark(0.12345, False) == mark(0.12345, float("nan")) == "0.123"
+
+
+def test_storage_precision_counts_ties_and_evaluates_ql_per_precision() -> None:
+    tied = TildeScores({q: {"a": -1.0, "b": -1.0, "c": -2.0} for q in FIRST_STAGE}, None)
+    exact = TildeScores({q: {"a": -3.0, "b": -2.0, "c": -1.0} for q in FIRST_STAGE}, None)
+    table = storage_precision({"dl19": {"float16": tied, "float32": exact}}, {"dl19": FIRST_STAGE}, {"dl19": QRELS})
+    assert table[["test set", "index"]].values.tolist() == [["DL19", "float16"], ["DL19", "float32"]]
+    assert table["tied candidates"].tolist() == pytest.approx([2 / 3, 0.0])
+    want = evaluation.evaluate(exact.rerank(FIRST_STAGE, 1.0), QRELS, ["nDCG@10"])["nDCG@10"]
+    assert table["TILDE-QL nDCG@10"].iloc[1] == pytest.approx(want)
+
+
+def test_best_alpha_takes_the_highest_value_and_the_smallest_alpha_among_equals() -> None:
+    sweeps = pd.DataFrame(
+        {
+            "alpha": [0.0, 0.5, 1.0, 0.0, 0.5],
+            "measure": ["nDCG@10"] * 5,
+            "value": [0.2, 0.4, 0.4, 0.3, 0.1],
+            "set": ["dl19"] * 3 + ["dl20"] * 2,
+            "first_stage": ["BM25"] * 5,
+        }
+    )
+    best = best_alpha(sweeps)
+    assert best.loc[("dl19", "BM25"), "best α"] == 0.5 and best.loc[("dl20", "BM25"), "best α"] == 0.0
+    assert best.loc[("dl19", "BM25"), "nDCG@10 at best α"] == 0.4
+
+
+def test_marked_ablation_shows_marks_and_p_values() -> None:
+    table = ablation(
+        {"biqdl": scores([-3, -2, -1], [-1, -5, -2]), "ql": scores([-1, -2, -3], [0, 0, 0])}, FIRST_STAGE, QRELS
+    )
+    shown = marked_ablation(table, ["nDCG@10", "MAP"])
+    assert shown.columns.tolist() == ["loss", "scoring", "nDCG@10", "MAP", "p nDCG@10", "p MAP"]
+    marks = zip(table["nDCG@10"], table["significant nDCG@10"], strict=True)
+    assert shown["nDCG@10"].tolist() == [mark(value, significant) for value, significant in marks]
+
+
+def test_training_data_table_and_loss_curves() -> None:
+    data = SimpleNamespace(train_qids=["q1", "q2"], pairs=[("q1", "a")] * 8)
+    table = training_data_table({"dl19": data}, steps=4, batch_size=4)
+    assert table.loc["DL19"].tolist() == ["DL20 + DL21", 2, 8, 2.0]
+    curves = loss_curves({"dl19": {"biqdl": SimpleNamespace(losses=[3.0, 2.0])}})
+    assert curves.values.tolist() == [
+        ["DL19", VARIANTS["biqdl"].label, 1, 3.0],
+        ["DL19", VARIANTS["biqdl"].label, 2, 2.0],
+    ]

@@ -1,0 +1,148 @@
+"""Earlier chapters' results, asked for by name: the only place that knows another chapter's folder.
+
+A later chapter never builds a path into an earlier chapter's artifacts; it asks here (ARCHITECTURE.md,
+"Chapters"):
+
+- chapter 2 (``02_training``): :func:`trained_model` (the best weights of model X for test fold Y,
+  rebuilt with :func:`lib.chapters.experiments.build_model`), :func:`small_bert` and
+  :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
+  :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2);
+- chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture).
+
+Chapter 2 keeps its models as CPU state dicts in ``artifacts/<profile>/02_training/checkpoints/<fold>/<name>/best.pt``
+and the representations they started from in ``…/02_training/representations/`` (``vocabulary.txt``, the
+word-embedding matrix, ``small-bert/``). :func:`trained_model` **never trains anything**: the word-embedding
+matrix it builds the model with is a zero matrix of the checkpoint's shape (the checkpoint's trained
+embeddings replace it). A missing input is a ``FileNotFoundError`` that names the chapter that writes
+it and the ``make`` command that runs that chapter.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from lib.chapters import experiments
+from lib.core import paths
+from lib.core.device import resolve_device
+from lib.data import read_run
+from lib.representations.bert import load_tokenizer
+from lib.representations.text import Vocabulary
+from lib.training.pairwise import BEST_NAME
+
+#: The chapter that trains the models and their representations.
+TRAINING_CHAPTER = "02_training"
+#: The chapter that measures every architecture's speed.
+TIME_BUDGET_CHAPTER = "03_time_budget"
+#: Word-embedding models: their checkpoint holds the trained embedding matrix under this key.
+EMBEDDING_KEY = "embedding.weight"
+
+
+@dataclass
+class TrainedModel:
+    """A trained model in eval mode, the tokenizer it scores with, and where its weights came from."""
+
+    name: str
+    fold: str
+    model: torch.nn.Module
+    tokenizer: Any
+    path: Path
+
+
+def _folder(profile: str, chapter: str) -> Path:
+    return paths.artifacts_root() / profile / chapter
+
+
+def _required(path: Path, what: str, chapter: str, profile: str) -> Path:
+    """``path`` when it exists; otherwise the error that names the chapter writing it."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path}: missing ({what}); chapter {int(chapter[:2])} ({chapter}) writes it: "
+            f"run `make chapter CH={chapter} PROFILE={profile}` first"
+        )
+    return path
+
+
+def checkpoint_path(profile: str, fold: str, name: str) -> Path:
+    """``artifacts/<profile>/02_training/checkpoints/<fold>/<name>/best.pt`` (it may not exist)."""
+    return _folder(profile, TRAINING_CHAPTER) / "checkpoints" / fold / name / BEST_NAME
+
+
+def small_bert(profile: str) -> Path:
+    """The folder of chapter 2's small BERT, pre-trained by masked LM on the book corpus."""
+    folder = _folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert"
+    _required(folder / "config.json", "the small pre-trained BERT", TRAINING_CHAPTER, profile)
+    return folder
+
+
+def small_bert_pretraining(profile: str) -> dict[str, Any]:
+    """The record of the small BERT's masked-LM pre-training (its ``params`` and ``losses``)."""
+    path = _required(small_bert(profile) / "pretraining.json", "its pre-training record", TRAINING_CHAPTER, profile)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def vocabulary(profile: str) -> Vocabulary:
+    """The word vocabulary of chapter 2's word-embedding models."""
+    path = _folder(profile, TRAINING_CHAPTER) / "representations" / "vocabulary.txt"
+    return Vocabulary.load(_required(path, "the vocabulary", TRAINING_CHAPTER, profile))
+
+
+def trained_model(profile: str, fold: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:
+    """Chapter 2's model ``name`` (a :data:`lib.chapters.experiments.MODEL_NAMES` entry) for test fold ``fold``.
+
+    The model is moved to ``device`` (``"auto"``: CUDA when available, :func:`lib.core.device.resolve_device`)
+    and put in eval mode. An unknown model name is a ``ValueError``; a missing file a ``FileNotFoundError``
+    naming chapter 2 (module docstring).
+    """
+    if name not in experiments.MODEL_NAMES:
+        raise ValueError(f"parameter 'name' must be one of {list(experiments.MODEL_NAMES)}, got {name!r}")
+    path = _required(
+        checkpoint_path(profile, fold, name), f"the trained {name} of fold {fold}", TRAINING_CHAPTER, profile
+    )
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if name == "bert-cat":
+        bert_path = small_bert(profile)
+        representations = experiments.Representations(
+            vocabulary=Vocabulary(["[PAD]", "[UNK]"]),
+            embeddings=torch.zeros(2, 1),
+            bert_path=bert_path,
+            wordpiece=load_tokenizer(bert_path),
+        )
+    else:
+        words = vocabulary(profile)
+        shape = tuple(state[EMBEDDING_KEY].shape)
+        if shape[0] != len(words):
+            raise ValueError(f"{path}: {shape[0]} embedding rows but chapter 2's vocabulary has {len(words)} terms")
+        representations = experiments.Representations(
+            vocabulary=words,
+            embeddings=torch.zeros(shape),
+            bert_path=_folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert",
+            wordpiece=None,
+        )
+    model, tokenizer = experiments.build_model(name, representations, seed=0)
+    model.load_state_dict(state)
+    model.to(resolve_device(device)).eval()
+    return TrainedModel(name=name, fold=fold, model=model, tokenizer=tokenizer, path=path)
+
+
+def candidate_scores(profile: str, query_set: str, model: str) -> dict[str, dict[str, float]]:
+    """Chapter 2's score of every test candidate of ``query_set`` by ``model`` (a run over the full depth)."""
+    path = experiments.scores_path(profile, TRAINING_CHAPTER, query_set, model)
+    return read_run(_required(path, f"the {model} scores of {query_set}", TRAINING_CHAPTER, profile))
+
+
+def table2(profile: str) -> pd.DataFrame:
+    """Chapter 2's Table 2 analogue: one row per (test set, model), with its effectiveness and docs/ms."""
+    path = _folder(profile, TRAINING_CHAPTER) / "table2.csv"
+    return pd.read_csv(_required(path, "Table 2", TRAINING_CHAPTER, profile))
+
+
+def speeds(profile: str) -> dict[str, Any]:
+    """Chapter 3's ``speed.json``: docs/ms and latencies of every timed architecture, on the machine it ran on."""
+    path = _folder(profile, TIME_BUDGET_CHAPTER) / "speed.json"
+    return json.loads(_required(path, "the speed of every architecture", TIME_BUDGET_CHAPTER, profile).read_text())

@@ -1,0 +1,129 @@
+"""Chapter 6's latency table (TILDE paper Table 2, "latency"): TILDE against chapter 2's re-rankers on one CPU core.
+
+- :func:`latency_table` — TILDE-QL and TILDE-QDL (α of :data:`lib.chapters.tilde_tables.SCORINGS`) per query,
+  split into query processing and re-ranking (:func:`lib.evaluation.tilde_latency.measure_latency`), and
+  chapter 2's TK-2 and BERT-cat re-ranking the same first query's candidates on one thread
+  (:func:`lib.evaluation.efficiency.measure_latency`: score every candidate, then sort).
+- :func:`latency_of` — one total of that table.
+- :func:`paper_size_latencies` — chapter 3's latencies of the paper-size BERT-Base, BERT-Large and TK-2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import torch
+
+from lib.chapters import artifacts
+from lib.chapters.tilde_tables import SCORINGS
+from lib.evaluation.efficiency import candidate_pairs, encode_pairs
+from lib.evaluation.efficiency import measure_latency as measure_model_latency
+from lib.evaluation.tilde_latency import measure_latency
+from lib.models.tilde import Tilde
+from lib.representations.bert import WordPieceTokenizer
+from lib.reranking.tilde_index import TildeIndex
+
+Run = Mapping[str, Mapping[str, float]]
+
+#: Chapter 2's re-rankers timed for the contrast: (model name, label, scoring batch size as chapter 3's).
+RERANKERS: tuple[tuple[str, str, int], ...] = (
+    ("tk2", "TK-2 (chapter 2)", 256),
+    ("bert-cat", "BERT-cat (chapter 2)", 32),
+)
+#: Chapter 3's paper-size architectures shown beside TILDE.
+PAPER_SIZE_MODELS: tuple[str, ...] = ("bert-base", "bert-large", "tk2")
+
+
+def latency_table(
+    index: TildeIndex,
+    tokenizer: WordPieceTokenizer,
+    queries: Mapping[str, str],
+    run: Run,
+    model: Tilde,
+    texts: Mapping[str, str],
+    profile: str,
+    fold: str,
+    candidates: Sequence[int],
+    repetitions: int,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Milliseconds per query of TILDE and of chapter 2's :data:`RERANKERS` for ``fold``, each for every count
+    of ``candidates`` of ``run`` (repeated when a query has fewer: column ``repeated``).
+
+    TILDE is timed over all of ``run``'s queries (``model`` for TILDE-QDL's query pass); the re-rankers on the
+    first query (by ``(len(qid), qid)``), on one thread. A re-ranker that chapter 2 has not trained is left
+    out; the returned messages say so.
+    """
+    rows = []
+    for alpha in (1.0, SCORINGS["TILDE-QDL"]):
+        for result in measure_latency(
+            index, tokenizer, queries, run, model=model, alpha=alpha, candidates=candidates, repetitions=repetitions
+        ):
+            rows.append(
+                {
+                    "method": result.method,
+                    "candidates": result.candidates,
+                    "repeated": result.padded,
+                    "query processing ms": result.query_processing_ms,
+                    "re-ranking ms": result.reranking_ms,
+                    "total ms": result.total_ms,
+                    "queries": result.queries,
+                    "device": result.device,
+                }
+            )
+    left_out = []
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    qid = sorted(run, key=lambda q: (len(q), q))[0]
+    try:
+        for name, label, batch_size in RERANKERS:
+            try:
+                reranker = artifacts.trained_model(profile, fold, name, device="cpu")
+            except FileNotFoundError as missing:
+                left_out.append(f"{label} left out: {missing}")
+                continue
+            for count in candidates:
+                pairs, repeated = candidate_pairs(run, queries, texts, count, qid=qid)
+                tensors = encode_pairs(reranker.tokenizer, pairs)
+                timing = measure_model_latency(reranker.model, tensors, batch_size=batch_size, repeated=repeated)
+                rows.append(
+                    {
+                        "method": label,
+                        "candidates": count,
+                        "repeated": repeated,
+                        "query processing ms": math.nan,
+                        "re-ranking ms": timing.milliseconds,
+                        "total ms": timing.milliseconds,
+                        "queries": 1,
+                        "device": timing.device,
+                    }
+                )
+    finally:
+        torch.set_num_threads(threads_before)
+    return pd.DataFrame(rows), left_out
+
+
+def latency_of(table: pd.DataFrame, method: str, count: int) -> float:
+    """The total milliseconds of ``method`` for ``count`` candidates in :func:`latency_table`; ``nan`` if absent."""
+    chosen = table[(table["method"] == method) & (table["candidates"] == count)]
+    return float(chosen["total ms"].iloc[0]) if len(chosen) else math.nan
+
+
+def paper_size_latencies(speed: Mapping[str, Any]) -> pd.DataFrame:
+    """Chapter 3's latencies (``speed.json``, :func:`lib.chapters.artifacts.speeds`) of :data:`PAPER_SIZE_MODELS`."""
+    return pd.DataFrame(
+        [
+            {
+                "model (chapter 3, random weights)": row["label"],
+                "ms for 100": row["latency_100_ms"],
+                "measured": row["latency_100_measured"],
+                "ms for 1,000": row["latency_1000_ms"],
+                "measured ": row["latency_1000_measured"],
+                "device": row["device"],
+            }
+            for row in speed["results"]
+            if row["model"] in PAPER_SIZE_MODELS
+        ]
+    )

@@ -1,0 +1,102 @@
+"""Earlier chapters' results by name: chapter 2's trained models give back the same weights and scores, and a
+missing input names the chapter that writes it and the make command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from lib.chapters import artifacts, experiments
+from lib.chapters.artifacts import checkpoint_path, trained_model
+from lib.core import paths
+from lib.core.atomic import write_json
+from lib.evaluation import measures as evaluation
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
+
+TEXTS = ["androgen receptor define", "the androgen receptor is a type of nuclear receptor", "a b c"]
+
+
+@pytest.fixture
+def artifacts_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    return tmp_path / "artifacts"
+
+
+def _save_trained(profile: str, fold: str, name: str) -> tuple[torch.nn.Module, Vocabulary]:
+    """A seeded model of ``name`` with random 8-d embeddings, saved as chapter 2 saves its best weights."""
+    vocabulary = Vocabulary.from_token_streams([t.split() for t in TEXTS], min_count=1)
+    folder = paths.chapter_dir(profile, "02_training") / "representations"
+    folder.mkdir(parents=True, exist_ok=True)
+    vocabulary.save(folder / "vocabulary.txt")
+    generator = torch.Generator().manual_seed(3)
+    representations = experiments.Representations(
+        vocabulary, torch.randn(len(vocabulary), 8, generator=generator), folder / "small-bert", wordpiece=None
+    )
+    model, _ = experiments.build_model(name, representations, seed=7)
+    with torch.no_grad():  # move every weight away from its initial value, as training would
+        for parameter in model.parameters():
+            parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
+    path = checkpoint_path(profile, fold, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({key: value.cpu() for key, value in model.state_dict().items()}, path)
+    return model.eval(), vocabulary
+
+
+@pytest.mark.parametrize("name", ["tk2", "tk1", "knrm", "conv-knrm"])
+def test_trained_model_gives_back_the_saved_weights_and_scores(artifacts_root: Path, name: str) -> None:
+    saved, vocabulary = _save_trained("smoke", "dl19", name)
+    loaded = trained_model("smoke", "dl19", name)
+    assert loaded.path == artifacts_root / "smoke" / "02_training" / "checkpoints" / "dl19" / name / "best.pt"
+    assert loaded.tokenizer == vocabulary
+    assert not loaded.model.training
+    assert type(loaded.model) is type(saved)
+    for (key, want), (other, got) in zip(saved.state_dict().items(), loaded.model.state_dict().items(), strict=True):
+        assert key == other and torch.equal(want, got), key
+    batch = (*vocabulary.encode(TEXTS[:1] * 2, QUERY_MAX_LENGTH), *vocabulary.encode(TEXTS[1:], DOC_MAX_LENGTH))
+    with torch.no_grad():
+        assert torch.equal(saved(*batch), loaded.model(*batch))
+
+
+def test_a_missing_checkpoint_names_chapter_2(artifacts_root: Path) -> None:
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"best\.pt: missing .*chapter 2 \(02_training\).*make chapter CH=02_training PROFILE=smoke",
+    ):
+        trained_model("smoke", "dl19", "tk2")
+
+
+def test_a_missing_vocabulary_names_chapter_2(artifacts_root: Path) -> None:
+    _save_trained("smoke", "dl20", "tk2")
+    (paths.chapter_dir("smoke", "02_training") / "representations" / "vocabulary.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"vocabulary\.txt: missing .*chapter 2"):
+        trained_model("smoke", "dl20", "tk2")
+
+
+def test_an_unknown_model_is_refused(artifacts_root: Path) -> None:
+    with pytest.raises(ValueError, match="parameter 'name'"):
+        trained_model("smoke", "dl19", "monobert")
+
+
+def test_candidate_scores_read_back_what_chapter_2_wrote(artifacts_root: Path) -> None:
+    run = {"q1": {"p1": 2.5, "p2": -1.0}, "q2": {"p3": 0.25}}
+    path = experiments.scores_path("smoke", "02_training", "dl19", "tk2")
+    evaluation.write_trec_run(run, path, tag="tk2")
+    assert artifacts.candidate_scores("smoke", "dl19", "tk2") == run
+    with pytest.raises(FileNotFoundError, match=r"dl19__knrm\.trec: missing .*chapter 2 \(02_training\)"):
+        artifacts.candidate_scores("smoke", "dl19", "knrm")
+
+
+def test_small_bert_and_table2_name_chapter_2_when_missing(artifacts_root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"config\.json: missing \(the small pre-trained BERT\).*02_training"):
+        artifacts.small_bert("smoke")
+    with pytest.raises(FileNotFoundError, match=r"table2\.csv: missing .*make chapter CH=02_training PROFILE=book"):
+        artifacts.table2("book")
+
+
+def test_speeds_name_chapter_3_when_missing_and_read_its_json(artifacts_root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"speed\.json: missing .*chapter 3 \(03_time_budget\)"):
+        artifacts.speeds("smoke")
+    write_json(paths.chapter_dir("smoke", "03_time_budget") / "speed.json", {"results": [{"model": "tk2"}]})
+    assert artifacts.speeds("smoke") == {"results": [{"model": "tk2"}]}

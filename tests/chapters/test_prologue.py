@@ -1,0 +1,38 @@
+"""The shared chapter prologue and epilogue (``lib.chapters.prologue``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from lib.chapters.prologue import start_chapter
+
+
+def test_start_seeds_and_prepares_the_chapter_and_finish_writes_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    chapter = start_chapter("99_topic", "smoke", seed=5, device="cpu", precision=2)
+    first = torch.rand(3)
+    torch.manual_seed(5)
+    assert torch.equal(first, torch.rand(3)), "torch is seeded with the chapter's seed"
+    assert chapter.out == tmp_path / "artifacts" / "smoke" / "99_topic" and chapter.out.is_dir()
+    assert chapter.settings.name == "smoke" and chapter.device == torch.device("cpu")
+    assert pd.get_option("display.precision") == 2
+    assert capsys.readouterr().out.startswith("profile smoke, device cpu, torch ")
+    closing = chapter.finish({"profile": "smoke", "value": 1})
+    written = json.loads((chapter.out / "summary.json").read_text())
+    assert written["value"] == 1 and 0 <= written["minutes"] < 1
+    assert closing.data.startswith("This chapter ran in ") and closing.data.endswith("on `cpu` (smoke profile).")
+
+
+def test_a_bad_profile_or_device_names_the_parameter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    with pytest.raises(ValueError, match="'profile'"):
+        start_chapter("99_topic", "huge", seed=0)
+    with pytest.raises(ValueError, match="'device'"):
+        start_chapter("99_topic", "smoke", seed=0, device="tpu")

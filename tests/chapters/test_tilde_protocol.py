@@ -1,0 +1,71 @@
+"""Chapter 6's protocol (``lib.chapters.tilde_protocol``): its test years, the starting BERT and Table 2's systems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lib.chapters import experiments
+from lib.chapters.tilde_protocol import EvaluationYear, StartingBert, check_test_sets, starting_bert, table2_systems
+from lib.evaluation import measures as evaluation
+from lib.reranking.tilde_runs import random_order
+from lib.reranking.tilde_scoring import TildeScores
+
+FIRST_STAGE = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 2.0, "c": 1.0}}
+OTHER = {"q1": {"c": 5.0, "a": 4.0}, "q2": {"c": 2.0}}
+
+
+def _scores(run: dict) -> TildeScores:
+    """QL prefers the first stage's last candidate, DL its first."""
+    return TildeScores(
+        {q: {p: float(i) for i, p in enumerate(c)} for q, c in run.items()},
+        {q: {p: -float(i) for i, p in enumerate(c)} for q, c in run.items()},
+    )
+
+
+@pytest.fixture
+def artifacts_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    return tmp_path / "artifacts"
+
+
+def test_check_test_sets_names_the_bad_parameter() -> None:
+    check_test_sets(["dl19", "dl20"], ["dl19"])
+    with pytest.raises(ValueError, match="'test_sets'"):
+        check_test_sets(["dl18"], [])
+    with pytest.raises(ValueError, match="'ablation_sets'"):
+        check_test_sets(["dl19"], ["dl20"])
+
+
+def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifacts_root: Path) -> None:
+    year = EvaluationYear("dl19", {}, {}, {"bm25": FIRST_STAGE, "splade-pp-ed": OTHER})
+    tk2 = {"q1": {"a": 0.0, "b": 9.0, "c": 1.0}, "q2": {"a": 0.0, "c": 1.0}, "q3": {"x": 1.0}}
+    evaluation.write_trec_run(tk2, experiments.scores_path("smoke", "02_training", "dl19", "tk2"), tag="tk2")
+    scores = {"bm25": _scores(FIRST_STAGE), "splade-pp-ed": _scores(OTHER)}
+    systems, baseline_of, left_out = table2_systems(year, scores, {"bm25": "BM25"}, "smoke", seed=3, depth=3)
+    assert list(systems) == [
+        "BM25",
+        "BM25 in random order",
+        "BM25 + TILDE-QL",
+        "BM25 + TILDE-QDL",
+        "splade-pp-ed",
+        "splade-pp-ed + TILDE-QL",
+        "splade-pp-ed + TILDE-QDL",
+        "BM25 + TK-2 (chapter 2)",
+    ]
+    assert baseline_of["splade-pp-ed + TILDE-QL"] == "splade-pp-ed" and baseline_of["BM25 + TK-2 (chapter 2)"] == "BM25"
+    assert systems["BM25 in random order"] == random_order(FIRST_STAGE, 3)
+    assert evaluation.ranking_from_run(systems["BM25 + TILDE-QL"]["q1"]) == ["c", "b", "a"]
+    assert evaluation.ranking_from_run(systems["BM25 + TK-2 (chapter 2)"]["q1"]) == ["b", "c", "a"]
+    assert set(systems["BM25 + TK-2 (chapter 2)"]) == {"q1", "q2"}
+    [message] = left_out
+    assert message.startswith("BERT-cat row left out") and "chapter 2 (02_training)" in message
+
+
+def test_the_starting_bert_is_chapter_2s_small_one_or_bert_base_by_name(artifacts_root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"small-bert/config\.json: missing .*chapter 2"):
+        starting_bert("smoke")
+    paper = starting_bert("paper")
+    assert isinstance(paper, StartingBert) and paper.path == "bert-base-uncased"
+    assert str(paper) == "bert-base-uncased, loaded by name"

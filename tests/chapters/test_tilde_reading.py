@@ -1,0 +1,54 @@
+"""Chapter 6's readings (``lib.chapters.tilde_reading``): the sentence follows the measured numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from lib.chapters.tilde_reading import reading, spread_reading
+from lib.training.tilde_variants import VARIANTS
+
+
+def _table2(ql: float, qdl: float, bm25: float, random: float) -> pd.DataFrame:
+    rows = {"BM25 + TILDE-QL": ql, "BM25 + TILDE-QDL": qdl, "BM25": bm25, "BM25 in random order": random}
+    table = pd.DataFrame({("DL19", "nDCG@10"): rows})
+    table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table
+
+
+@pytest.mark.parametrize(
+    ("ql", "verdict"),
+    [
+        (0.6, "above BM25, as in the paper"),
+        (0.45, "below BM25 but above a random order of its candidates"),
+        (0.41, "no better than a random order of BM25's candidates"),
+    ],
+)
+def test_the_table2_verdict_compares_ql_with_bm25_and_the_random_order(ql: float, verdict: str) -> None:
+    text = reading(_table2(ql, 0.3, 0.5, 0.4), ["dl19"], {}, 1000, 0.5, 61_000.0, 540.0)
+    assert f"nDCG@10 {ql:.3f} against BM25's 0.500 and 0.400" in text and verdict in text
+    assert "0.300, not above TILDE-QL" in text
+
+
+def test_latency_index_and_ablation_bullets() -> None:
+    labels = {name: VARIANTS[name].label for name in ("biqdl", "ql", "ql-full")}
+    ablation = pd.DataFrame(
+        {
+            "loss": [labels["biqdl"], labels["ql"], labels["ql-full"]],
+            "scoring": ["TILDE-QL"] * 3,
+            "nDCG@10": [0.5, 0.4, 0.45],
+            "significant nDCG@10": [False, True, False],
+        }
+    )
+    text = reading(_table2(0.6, 0.7, 0.5, 0.4), ["dl19"], {"dl19": ablation}, 1000, 1.5, 61_150.0, 540.4)
+    assert "cleaning the vocabulary changes L_QL's TILDE-QL by -0.050" in text
+    assert "BiQDL instead of L_QL changes TILDE-QL by +0.100" in text
+    assert "1 of the other rows differ significantly" in text
+    assert "1,000 candidates in 1.50 ms on one core (above the 1 ms target)" in text
+    assert "61,150 bytes per passage, about 540 GB" in text
+    assert len(text.splitlines()) == 4
+
+
+def test_spread_reading_says_removed_below_a_tenth() -> None:
+    assert spread_reading(1.0, 0.05).startswith("Fine-tuning has all but removed the passage")
+    assert spread_reading(1.0, 0.5) == "Fine-tuning has kept the predictions dependent on the passage."
