@@ -55,6 +55,7 @@ from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
+from lib.core.types import ranking_from_run
 from lib.data import load_queries, load_run
 from lib.evaluation import measures as evaluation
 from lib.models.kernels import kernel_mus, kernel_sigmas
@@ -135,7 +136,7 @@ pd.DataFrame({"word": probe_words, "nearest words in the book-corpus embedding":
 dl19_queries = load_queries("dl19")
 bm25_dl19 = load_run("dl19", "bm25")
 example_qid = sorted(dl19_queries, key=int)[0]
-example_pid = evaluation.ranking_from_run(bm25_dl19[example_qid])[0]
+example_pid = ranking_from_run(bm25_dl19[example_qid])[0]
 texts = experiments.book_texts()
 print(f"query {example_qid}: {dl19_queries[example_qid]!r}")
 print(f"passage {example_pid}: {texts[example_pid][:300]}…")
@@ -296,9 +297,7 @@ validation_bm25 = {}
 for fold in folds:
     validation = fold_data[fold].validation
     top = {
-        q: {
-            p: validation.run[q][p] for p in evaluation.ranking_from_run(validation.run[q])[: settings.validation_depth]
-        }
+        q: {p: validation.run[q][p] for p in ranking_from_run(validation.run[q])[: settings.validation_depth]}
         for q in validation.run
     }
     validation_bm25[fold] = evaluation.evaluate(top, validation.qrels, ["MRR@10"])["MRR@10"]

@@ -59,6 +59,7 @@ from lib.chapters.artifacts import candidate_scores, trained_model
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
+from lib.core.types import query_order
 from lib.data import load_qrels, load_run
 from lib.representations.text import tokenize
 
@@ -95,7 +96,7 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 queries = query_clusters.load_cluster_queries()
 if dev_queries is not None:  # a slice of dev-small, the first queries in sorted id order (as the smoke profile does)
     dev = queries[queries["query_set"] == "dev-small"]
-    dev = dev.assign(key=[(len(q), q) for q in dev["qid"]]).sort_values("key").head(dev_queries)
+    dev = dev.assign(key=[query_order(q) for q in dev["qid"]]).sort_values("key").head(dev_queries)
     queries = pd.concat([queries.loc[dev.index], queries[queries["query_set"] != "dev-small"]])
 queries = queries.reset_index(drop=True)
 tk = trained_model(profile, cluster_fold, "tk2", device=device)

@@ -294,7 +294,7 @@ except FileNotFoundError as missing:
 # float16 keeps about three significant digits: log-probabilities between −4 and −16 are stored in
 # steps of 0.004–0.008. For a model whose likelihoods hardly change from passage to passage, many
 # candidates of a query end up with *exactly* the same TILDE-QL score, and re-ranking keeps the
-# first stage's order among them (`lib.evaluation.measures.rerank_at_depth`). The effectiveness of such a
+# first stage's order among them (`lib.reranking.scoring.rerank_at_depth`). The effectiveness of such a
 # ranking is then partly the first stage's. The table compares the float16 index with the float32
 # copy for BM25's candidates: the share of candidates tied with another of the same query, and
 # nDCG@10 of TILDE-QL.

@@ -17,7 +17,7 @@ in a first-stage run (BM25), TK's scores of the re-ranked candidates and the jud
    the largest BM25 rank of the relevant passage (TK found it deepest), the worst TK rank of the
    non-relevant passage, then the query id (shorter first, then by characters).
 
-Ranks follow trec_eval (:func:`lib.evaluation.measures.ranking_from_run`); BM25 ranks are ranks in the whole
+Ranks follow trec_eval (:func:`lib.core.types.ranking_from_run`); BM25 ranks are ranks in the whole
 BM25 run, TK ranks are ranks among the passages TK scored.
 """
 
@@ -26,10 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lib.evaluation.measures import ranking_from_run
-
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
+from lib.core.types import Qrels, Run, ranking_from_run
 
 
 @dataclass(frozen=True)

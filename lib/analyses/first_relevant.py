@@ -4,7 +4,7 @@ Table 3 of the paper compares BM25, TK and BERT by the **median rank of the firs
 passage** of the queries of each cluster ("a robust measure inspired by MRR"), with the number of
 queries per cluster and a last row over all queries with at least one relevant passage.
 
-- Rankings follow trec_eval (:func:`lib.evaluation.measures.ranking_from_run`), cut at ``depth``.
+- Rankings follow trec_eval (:func:`lib.core.types.ranking_from_run`), cut at ``depth``.
 - Relevant means grade ≥ ``rel`` (2 by default, the TREC DL passage convention of the book).
 - Queries without any relevant judgment are left out (the paper's "with ≥ 1 relevant").
 - **No relevant passage retrieved**: when none of a run's top ``depth`` passages is relevant, the
@@ -20,10 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lib.evaluation.measures import ranking_from_run
-
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
+from lib.core.types import Qrels, Run, ranking_from_run
 
 #: What a query whose run retrieves no relevant passage in its top ``depth`` counts as.
 NOT_FOUND_RULE = "depth + 1"

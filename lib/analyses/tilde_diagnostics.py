@@ -18,11 +18,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from lib.core.types import Run
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
-
-Run = Mapping[str, Mapping[str, float]]
 
 
 def passage_dependence(log_probs: np.ndarray, keep: np.ndarray) -> float:

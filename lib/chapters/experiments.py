@@ -26,9 +26,11 @@ import torch
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import Profile, limit_queries
+from lib.core.types import ranking_from_run, top_of_run
 from lib.data import load_collection, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS, train_validation_split
 from lib.evaluation import measures as evaluation
+from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
 from lib.models.bert_cat import BertCat
 from lib.models.conv_knrm import ConvKNRM
@@ -37,7 +39,7 @@ from lib.models.tk import TK
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, pretrain_mlm, small_bert_config
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_matrix, save_matrix, train_word_vectors
-from lib.reranking.scoring import rerank, score_candidates, tune_depth
+from lib.reranking.scoring import rerank, score_candidates
 from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train, training_pairs
 
 #: The models of the Table 2 analogue, in table order.
@@ -247,11 +249,11 @@ def prepare_fold(fold: str, profile: Profile, settings: Settings, seed: int) -> 
     validation = ValidationSet(
         queries={q: queries[q] for q in validation_qids},
         qrels={q: qrels[q] for q in validation_qids if q in qrels},
-        run=_top(candidates, validation_qids, settings.candidate_depth),
+        run=top_of_run(candidates, settings.candidate_depth, validation_qids),
     )
     test_queries = load_queries(spec.test)
     chosen = limit_queries(list(test_queries), profile)
-    test_run = _top(load_run(spec.test, FIRST_STAGE), chosen, settings.candidate_depth)
+    test_run = top_of_run(load_run(spec.test, FIRST_STAGE), settings.candidate_depth, chosen)
     return FoldData(
         fold=fold,
         pairs=pairs,
@@ -263,11 +265,6 @@ def prepare_fold(fold: str, profile: Profile, settings: Settings, seed: int) -> 
         test_run=test_run,
         train_qids=train_qids,
     )
-
-
-def _top(run: dict[str, dict[str, float]], qids: list[str], depth: int) -> dict[str, dict[str, float]]:
-    """The first-stage top-``depth`` of each query in ``qids`` (trec_eval order)."""
-    return {q: {pid: run[q][pid] for pid in evaluation.ranking_from_run(run[q])[:depth]} for q in qids if q in run}
 
 
 def build_model(name: str, representations: Representations, seed: int) -> tuple[torch.nn.Module, Any]:
@@ -363,7 +360,7 @@ def _throughput(model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings
     pairs = [
         (fold.test_queries[qid], fold.texts[pid])
         for qid in fold.test_run
-        for pid in evaluation.ranking_from_run(fold.test_run[qid])
+        for pid in ranking_from_run(fold.test_run[qid])
     ][: settings.throughput_documents]
     device = next(model.parameters()).device
     query_ids, query_mask = tokenizer.encode([q for q, _ in pairs], QUERY_MAX_LENGTH)

@@ -19,14 +19,13 @@ import torch
 
 from lib.chapters import artifacts
 from lib.chapters.tilde_tables import SCORINGS
+from lib.core.types import Run, query_order
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs
 from lib.evaluation.efficiency import measure_latency as measure_model_latency
 from lib.evaluation.tilde_latency import measure_latency
 from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import TildeIndex
-
-Run = Mapping[str, Mapping[str, float]]
 
 #: Chapter 2's re-rankers timed for the contrast: (model name, label, scoring batch size as chapter 3's).
 RERANKERS: tuple[tuple[str, str, int], ...] = (
@@ -76,7 +75,7 @@ def latency_table(
     left_out = []
     threads_before = torch.get_num_threads()
     torch.set_num_threads(1)
-    qid = sorted(run, key=lambda q: (len(q), q))[0]
+    qid = sorted(run, key=query_order)[0]
     try:
         for name, label, batch_size in RERANKERS:
             try:

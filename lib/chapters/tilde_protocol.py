@@ -23,13 +23,14 @@ import numpy as np
 from lib.chapters import artifacts
 from lib.chapters.tilde_tables import scoring_runs
 from lib.core.profiles import Profile, limit_queries
+from lib.core.types import top_of_run
 from lib.data import load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
 from lib.reranking.scoring import rerank
-from lib.reranking.tilde_runs import IndexSummary, random_order, score_first_stages, top_candidates
+from lib.reranking.tilde_runs import IndexSummary, random_order, score_first_stages
 from lib.reranking.tilde_scoring import TildeScores
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 
@@ -102,7 +103,7 @@ def evaluation_year(
     for stage in first_stages:
         full = load_run(name, stage)
         chosen = {q: {p: s for p, s in full[q].items() if p in texts} for q in judged if q in full}
-        runs[stage] = top_candidates(chosen, depth)
+        runs[stage] = top_of_run(chosen, depth)
     return EvaluationYear(name, queries, qrels, runs)
 
 

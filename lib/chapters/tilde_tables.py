@@ -21,15 +21,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lib.core.types import Qrels, Run
 from lib.data.splits import FOLDS
 from lib.evaluation import measures as evaluation
 from lib.reranking.tilde_runs import tied_share
 from lib.reranking.tilde_scoring import TildeScores, check_alpha
 from lib.training.tilde import TildeTrainingData, TildeTrainingResult
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
-
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
 
 #: The three scorings of the paper and the α of eq. 6 each uses (TILDE-QDL: α = 0.5, as Table 2).
 SCORINGS: dict[str, float] = {"TILDE-QL": 1.0, "TILDE-DL": 0.0, "TILDE-QDL": 0.5}

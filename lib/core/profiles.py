@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lib.core.types import query_order
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -43,5 +45,5 @@ def get_profile(name: str) -> Profile:
 
 def limit_queries(qids: list[str], profile: Profile) -> list[str]:
     """The profile's slice of a query set: all ids, or the first ``query_limit`` in sorted order."""
-    ordered = sorted(qids, key=lambda q: (len(q), q))
+    ordered = sorted(qids, key=query_order)
     return ordered if profile.query_limit is None else ordered[: profile.query_limit]

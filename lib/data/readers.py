@@ -90,7 +90,7 @@ def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     """Read a TREC run (``qid Q0 pid rank score tag``) into ``{qid: {pid: score}}``.
 
     The scores keep trec_eval's semantics (rank by score, ties by pid); use
-    :func:`lib.evaluation.measures.ranking_from_run` for the ordered list.
+    :func:`lib.core.types.ranking_from_run` for the ordered list.
     """
     run: dict[str, dict[str, float]] = {}
     for number, line in _lines(path):

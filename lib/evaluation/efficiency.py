@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from lib.evaluation.measures import ranking_from_run
+from lib.core.types import ranking_from_run
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 Tensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]

@@ -21,9 +21,7 @@ from ir_measures import AP, RR, P, R, nDCG
 from scipy import stats
 
 from lib.core.atomic import atomic_write
-
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
+from lib.core.types import Qrels, Run, query_order, ranking_from_run, run_from_rankings
 
 #: The book's measures, by the names its tables use.
 MEASURES: dict[str, ir_measures.Measure] = {
@@ -44,21 +42,6 @@ def _measures(names: Sequence[str] | None) -> dict[str, ir_measures.Measure]:
     return {name: MEASURES[name] for name in names}
 
 
-def ranking_from_run(scores: Mapping[str, float]) -> list[str]:
-    """One query's passages in trec_eval order: score descending, ties by passage id descending."""
-    return [pid for pid, _ in sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)]
-
-
-def run_from_rankings(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
-    """Turn ordered lists into a run whose scores (``len - position``) reproduce the order exactly."""
-    run: dict[str, dict[str, float]] = {}
-    for qid, ranking in rankings.items():
-        if len(set(ranking)) != len(ranking):
-            raise ValueError(f"query {qid!r}: a passage appears twice in the ranking")
-        run[qid] = {pid: float(len(ranking) - position) for position, pid in enumerate(ranking)}
-    return run
-
-
 def per_query(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> pd.DataFrame:
     """Per-query values: a frame indexed by ``qid`` with one column per measure."""
     chosen = _measures(measures)
@@ -73,7 +56,7 @@ def per_query(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> 
         rows.setdefault(metric.query_id, {})[by_measure[metric.measure]] = metric.value
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(chosen))
     frame.index.name = "qid"
-    return frame.sort_index(key=lambda index: index.map(lambda q: (len(q), q)))
+    return frame.sort_index(key=lambda index: index.map(query_order))
 
 
 def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> dict[str, float]:
@@ -82,47 +65,6 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> d
     if frame.empty:
         raise ValueError("no query of the run is judged in the qrels: nothing to evaluate")
     return {name: float(frame[name].mean()) for name in frame.columns}
-
-
-def rerank_at_depth(first_stage: Sequence[str], scores: Mapping[str, float], depth: int) -> list[str]:
-    """Re-order the top ``depth`` of a first-stage ranking by ``scores`` and keep the rest below.
-
-    Ties among model scores keep the first stage's order. ``depth`` 0 returns the first stage.
-    """
-    if depth < 0:
-        raise ValueError(f"parameter 'depth' must be >= 0, got {depth}")
-    head = list(first_stage[:depth])
-    missing = [pid for pid in head if pid not in scores]
-    if missing:
-        raise KeyError(f"no model score for passages {missing[:5]} in the top-{depth}")
-    position = {pid: index for index, pid in enumerate(head)}
-    head.sort(key=lambda pid: (-scores[pid], position[pid]))
-    return head + list(first_stage[depth:])
-
-
-def depth_sweep(
-    first_stage: Run,
-    scores: Run,
-    qrels: Qrels,
-    depths: Iterable[int] | None = None,
-    measures: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Per-query metrics at every re-ranking depth, from one scoring pass.
-
-    ``first_stage`` gives the candidate order, ``scores`` the model's score for (at least) every
-    candidate down to the largest depth. Returns a long frame with columns
-    ``depth, qid, <measure…>``; ``frame.groupby("depth").mean(numeric_only=True)`` gives the curve.
-    """
-    orders = {qid: ranking_from_run(candidates) for qid, candidates in first_stage.items()}
-    if depths is None:
-        depths = range(0, max(len(order) for order in orders.values()) + 1)
-    frames = []
-    for depth in depths:
-        rankings = {qid: rerank_at_depth(order, scores.get(qid, {}), depth) for qid, order in orders.items()}
-        frame = per_query(run_from_rankings(rankings), qrels, measures).reset_index()
-        frame.insert(0, "depth", depth)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
 
 
 def significance(per_query_values: Mapping[str, pd.Series], baseline: str, alpha: float = 0.05) -> pd.DataFrame:
@@ -179,6 +121,6 @@ def write_trec_run(run: Run, path: str | os.PathLike, tag: str) -> None:
     if not tag or any(character.isspace() for character in tag):
         raise ValueError(f"parameter 'tag' must be one word, got {tag!r}")
     with atomic_write(path) as handle:
-        for qid in sorted(run, key=lambda q: (len(q), q)):
+        for qid in sorted(run, key=query_order):
             for rank, pid in enumerate(ranking_from_run(run[qid]), start=1):
                 handle.write(f"{qid} Q0 {pid} {rank} {float(run[qid][pid])!r} {tag}\n")

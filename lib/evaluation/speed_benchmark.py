@@ -28,6 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lib.core import paths
+from lib.core.types import Run
 from lib.evaluation.efficiency import (
     candidate_pairs,
     cpu_model,
@@ -40,8 +41,6 @@ from lib.evaluation.efficiency import (
 from lib.models.paper_size import architecture, build_timing_model, parameter_count
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import Vocabulary
-
-Run = Mapping[str, Mapping[str, float]]
 
 #: torch dtypes by the names the benchmark accepts (``float32`` runs without autocast).
 DTYPES: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from lib.core.types import ranking_from_run
 from lib.evaluation.efficiency import device_name
-from lib.evaluation.measures import ranking_from_run
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer

@@ -5,7 +5,7 @@ per millisecond re-ranks the first stage's top ``depth(T) = min(D, ⌊T·r⌋)``
 (``D``: the deepest candidate it has a score for) and leaves the rest in first-stage order; its
 effectiveness under budget ``T`` is its effectiveness at re-ranking depth ``depth(T)``. As the paper
 does, every model scores all candidates once and every depth is evaluated from that one scoring pass
-(:func:`lib.evaluation.measures.depth_sweep`): ``depth_curve`` is the mean of each measure per depth, and
+(:func:`lib.evaluation.depths.depth_sweep`): ``depth_curve`` is the mean of each measure per depth, and
 ``budget_curves`` maps budgets to depths through each model's measured speed.
 
 Each curve is a step function of ``T`` that changes only at the budgets ``k / r`` (``k = 1 … D``), so
@@ -21,11 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lib.evaluation.measures import depth_sweep
+from lib.core.types import Qrels, Run
+from lib.evaluation.depths import depth_sweep
 from lib.reranking.scoring import scored_depth
-
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
 
 #: Tolerance of ``⌊T·r⌋`` against floating-point error at the breakpoints ``T = k / r``.
 _FLOOR_TOLERANCE = 1e-9

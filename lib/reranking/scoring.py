@@ -1,12 +1,10 @@
-"""Re-ranking a first stage with a neural model: one scoring pass, the depth tuned on validation.
+"""Re-ranking a first stage with a neural model: one scoring pass, every depth from it.
 
 - :func:`score_candidates` scores each query's first-stage top ``depth`` once, in eval mode and
   without autograd, in batches that run across queries.
-- :func:`rerank` re-orders the top ``depth`` by those scores and keeps the first stage below it
-  (TK paper §5.2, "re-ranking depth"; :func:`lib.evaluation.measures.rerank_at_depth`).
-- :func:`tune_depth` picks the depth to use on test queries from the validation queries: the depth
-  whose mean metric is best (ties go to the smallest, the cheapest), in the spirit of the TK paper's
-  cs@N. Every depth comes from the one scoring pass (:func:`lib.evaluation.measures.depth_sweep`).
+- :func:`rerank_at_depth` / :func:`rerank` re-order the top ``depth`` by those scores and keep the
+  first stage below it (TK paper §5.2, "re-ranking depth"); :func:`scored_depth` is the deepest
+  depth the scores cover. Choosing the depth on validation is :func:`lib.evaluation.depths.tune_depth`.
 """
 
 from __future__ import annotations
@@ -14,15 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
 import torch
 from torch import nn
 from tqdm import tqdm
 
 from lib.core.device import autocast, resolve_device
-from lib.evaluation.measures import depth_sweep, ranking_from_run, rerank_at_depth, run_from_rankings
-
-Run = Mapping[str, Mapping[str, float]]
+from lib.core.types import Run, query_order, ranking_from_run, run_from_rankings
 
 
 def _model_device(model: nn.Module) -> torch.device:
@@ -49,7 +44,7 @@ def score_candidates(
 ) -> dict[str, dict[str, float]]:
     """The model's score for each query's first-stage top ``depth`` candidates: ``{qid: {pid: score}}``.
 
-    Candidates are taken in first-stage order (:func:`lib.evaluation.measures.ranking_from_run`); ``depth``
+    Candidates are taken in first-stage order (:func:`lib.core.types.ranking_from_run`); ``depth``
     ``None`` scores all of them, 0 none. The (query, passage) rows of all queries, sorted by passage
     length (less padding), are cut into batches of ``batch_size``; the model runs in eval mode under
     ``torch.inference_mode()`` (its training mode is restored afterwards), with bf16 autocast as
@@ -70,7 +65,7 @@ def score_candidates(
         model.to(target)
 
     rows: list[tuple[str, str]] = []
-    for qid in sorted(run, key=lambda q: (len(q), q)):
+    for qid in sorted(run, key=query_order):
         candidates = ranking_from_run(run[qid])
         candidates = candidates if depth is None else candidates[:depth]
         if candidates and qid not in queries:
@@ -109,6 +104,22 @@ def score_candidates(
     return {qid: {pid: scores[qid][pid] for pid in ordered[qid]} for qid in run}
 
 
+def rerank_at_depth(first_stage: Sequence[str], scores: Mapping[str, float], depth: int) -> list[str]:
+    """Re-order the top ``depth`` of a first-stage ranking by ``scores`` and keep the rest below.
+
+    Ties among model scores keep the first stage's order. ``depth`` 0 returns the first stage.
+    """
+    if depth < 0:
+        raise ValueError(f"parameter 'depth' must be >= 0, got {depth}")
+    head = list(first_stage[:depth])
+    missing = [pid for pid in head if pid not in scores]
+    if missing:
+        raise KeyError(f"no model score for passages {missing[:5]} in the top-{depth}")
+    position = {pid: index for index, pid in enumerate(head)}
+    head.sort(key=lambda pid: (-scores[pid], position[pid]))
+    return head + list(first_stage[depth:])
+
+
 def rerank(first_stage: Run, scores: Run, depth: int) -> dict[str, dict[str, float]]:
     """The run that re-orders each query's first-stage top ``depth`` by ``scores``, the rest below.
 
@@ -136,32 +147,4 @@ def scored_depth(first_stage: Run, scores: Run) -> int:
     return longest if limit is None else limit
 
 
-def tune_depth(
-    first_stage: Run,
-    scores: Run,
-    qrels: Mapping[str, Mapping[str, int]],
-    metric: str = "MRR@10",
-    depths: Sequence[int] | None = None,
-) -> tuple[int, pd.DataFrame]:
-    """The re-ranking depth whose mean ``metric`` over the (validation) queries is best, and the curve.
-
-    ``depths`` defaults to 0 … :func:`scored_depth` (depth 0 is the first stage). Ties go to the
-    smallest depth. The curve is a frame indexed by ``depth`` with the mean of ``metric``, MRR@10
-    and nDCG@10 at each depth (queries both judged and in the run, as :func:`lib.evaluation.measures.evaluate`).
-    """
-    if depths is None:
-        depths = range(0, scored_depth(first_stage, scores) + 1)
-    depths = sorted(set(depths))
-    if not depths:
-        raise ValueError("parameter 'depths' is empty")
-    measures = list(dict.fromkeys([metric, "MRR@10", "nDCG@10"]))
-    frame = depth_sweep(first_stage, scores, qrels, depths, measures)
-    if frame.empty:
-        raise ValueError("no query of the first stage is judged in the qrels: nothing to tune on")
-    curve = frame.drop(columns="qid").groupby("depth").mean()
-    values = curve[metric]
-    best = int(values.index[values >= values.max() - 1e-12].min())
-    return best, curve
-
-
-__all__ = ["rerank", "score_candidates", "scored_depth", "tune_depth"]
+__all__ = ["rerank", "rerank_at_depth", "score_candidates", "scored_depth"]

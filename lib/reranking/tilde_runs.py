@@ -17,14 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.evaluation.measures import ranking_from_run, run_from_rankings
+from lib.core.types import Run, query_order, ranking_from_run, run_from_rankings
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import build_index
 from lib.reranking.tilde_scoring import TildeScores, score_run
-
-Run = Mapping[str, Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -36,13 +34,6 @@ class IndexSummary:
     log_prob_bytes_per_passage: int
     log_prob_dtype: str
     folder: Path | None
-
-
-def top_candidates(run: Run, depth: int) -> dict[str, dict[str, float]]:
-    """Each query's first-stage top ``depth`` (trec_eval order), scores kept."""
-    if depth < 1:
-        raise ValueError(f"parameter 'depth' must be at least 1, got {depth}")
-    return {qid: {pid: scores[pid] for pid in ranking_from_run(scores)[:depth]} for qid, scores in run.items()}
 
 
 def candidate_pids(runs: Mapping[str, Run]) -> list[str]:
@@ -98,7 +89,7 @@ def score_first_stages(
 def tied_share(scores: Mapping[str, Mapping[str, float]]) -> float:
     """The share of candidates whose score equals another candidate's of the same query (0 when none).
 
-    Re-ranking keeps the first stage's order among tied candidates (:func:`lib.evaluation.measures.rerank_at_depth`),
+    Re-ranking keeps the first stage's order among tied candidates (:func:`lib.reranking.scoring.rerank_at_depth`),
     so a high share means that much of a "re-ranked" list is still the first stage's.
     """
     tied = total = 0
@@ -114,10 +105,10 @@ def random_order(run: Run, seed: int) -> dict[str, dict[str, float]]:
     """Every query's candidates in a random order (numpy's generator seeded with ``seed``; queries in sorted order)."""
     rng = np.random.default_rng(seed)
     rankings = {}
-    for qid in sorted(run, key=lambda q: (len(q), q)):
+    for qid in sorted(run, key=query_order):
         pids = ranking_from_run(run[qid])
         rankings[qid] = [pids[i] for i in rng.permutation(len(pids))]
     return run_from_rankings(rankings)
 
 
-__all__ = ["IndexSummary", "candidate_pids", "random_order", "score_first_stages", "tied_share", "top_candidates"]
+__all__ = ["IndexSummary", "candidate_pids", "random_order", "score_first_stages", "tied_share"]

@@ -22,14 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from lib.evaluation.measures import ranking_from_run
+from lib.core.types import Run, ranking_from_run
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.scoring import rerank
 from lib.reranking.tilde_index import TildeIndex
-
-Run = Mapping[str, Mapping[str, float]]
 
 
 def ql_scores(log_probs: np.ndarray, rows: np.ndarray, query_terms: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from lib.core.atomic import atomic_write, write_csv
 from lib.core.device import amp_enabled, autocast, resolve_device
+from lib.core.types import query_order
 from lib.evaluation.measures import MEASURES, evaluate
 from lib.reranking.scoring import rerank, score_candidates
 
@@ -42,10 +43,6 @@ HISTORY_NAME = "history.csv"
 _CHECKPOINT_FORMAT = 1
 
 # --- training pairs ------------------------------------------------------------------------------
-
-
-def _sort_key(qid: str) -> tuple[int, str]:
-    return (len(qid), qid)
 
 
 def training_pairs(
@@ -73,7 +70,7 @@ def training_pairs(
     if max_pairs_per_query is not None and max_pairs_per_query < 1:
         raise ValueError(f"parameter 'max_pairs_per_query' must be >= 1 or None, got {max_pairs_per_query}")
     pairs: list[Pair] = []
-    for qid in sorted(qrels, key=_sort_key):
+    for qid in sorted(qrels, key=query_order):
         grades = {pid: int(grade) for pid, grade in qrels[qid].items() if pid in texts}
         for pid in candidates.get(qid, ()):
             if pid in texts and pid not in qrels[qid]:

@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 
 from lib.core.atomic import atomic_write, write_json
 from lib.core.device import autocast, resolve_device
+from lib.core.types import query_order
 from lib.data import load_qrels, load_queries
 from lib.data.splits import FOLDS, train_validation_split
 from lib.models.tilde import Tilde
@@ -63,17 +64,13 @@ MARKER_NAME = "training.json"
 Pair = tuple[str, str]
 
 
-def _qid_key(qid: str) -> tuple[int, str]:
-    return (len(qid), qid)
-
-
 def relevant_pairs(
     qrels: Mapping[str, Mapping[str, int]], texts: Mapping[str, str], min_relevance: int = MIN_RELEVANCE
 ) -> list[Pair]:
     """``(qid, pid)`` of every judgment with grade ≥ ``min_relevance`` whose passage has text; by query id, then pid."""
     return [
         (qid, pid)
-        for qid in sorted(qrels, key=_qid_key)
+        for qid in sorted(qrels, key=query_order)
         for pid in sorted(qrels[qid])
         if qrels[qid][pid] >= min_relevance and pid in texts
     ]
@@ -118,7 +115,7 @@ def fold_training_data(
         queries.update(load_queries(train_set))
         qrels.update(load_qrels(train_set))
     train_qids, validation_qids = train_validation_split(list(queries), seed=seed)
-    train_qids = sorted(train_qids, key=_qid_key)[:max_train_queries]
+    train_qids = sorted(train_qids, key=query_order)[:max_train_queries]
     pairs = relevant_pairs({q: qrels[q] for q in train_qids if q in qrels}, texts, min_relevance)
     return TildeTrainingData(fold, pairs, queries, qrels, train_qids, validation_qids)
 
@@ -241,7 +238,7 @@ def train_tilde(
         optimizer.load_state_dict(state["optimizer"])
         losses, start = list(state["losses"]), int(state["step"])
 
-    qids = sorted({q for q, _ in pairs}, key=_qid_key)
+    qids = sorted({q for q, _ in pairs}, key=query_order)
     pids = sorted({p for _, p in pairs})
     query_pieces = dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True))
     passage_pieces = dict(zip(pids, tokenizer.pieces([texts[p] for p in pids]), strict=True))

@@ -12,7 +12,7 @@ import pytest
 from lib import data
 from lib.analyses.explain_html import kernel_colours, passage_html, side_by_side_html, word_spans
 from lib.analyses.explain_tk import explain_pair
-from lib.evaluation.measures import ranking_from_run
+from lib.core.types import ranking_from_run
 from lib.representations.text import tokenize
 from tests.analysis_helpers import hand_explanation, real_vocabulary, small_tk
 

@@ -11,7 +11,7 @@ import torch
 
 from lib import data
 from lib.analyses.explain_tk import KERNEL_COLUMNS, explain_pair, passage_matches
-from lib.evaluation.measures import ranking_from_run
+from lib.core.types import ranking_from_run
 from lib.models.tk import TK
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from tests.analysis_helpers import hand_explanation, real_vocabulary, small_tk

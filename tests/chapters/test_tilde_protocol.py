@@ -8,6 +8,7 @@ import pytest
 
 from lib.chapters import experiments
 from lib.chapters.tilde_protocol import EvaluationYear, StartingBert, check_test_sets, starting_bert, table2_systems
+from lib.core.types import ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.reranking.tilde_runs import random_order
 from lib.reranking.tilde_scoring import TildeScores
@@ -56,8 +57,8 @@ def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifa
     ]
     assert baseline_of["splade-pp-ed + TILDE-QL"] == "splade-pp-ed" and baseline_of["BM25 + TK-2 (chapter 2)"] == "BM25"
     assert systems["BM25 in random order"] == random_order(FIRST_STAGE, 3)
-    assert evaluation.ranking_from_run(systems["BM25 + TILDE-QL"]["q1"]) == ["c", "b", "a"]
-    assert evaluation.ranking_from_run(systems["BM25 + TK-2 (chapter 2)"]["q1"]) == ["b", "c", "a"]
+    assert ranking_from_run(systems["BM25 + TILDE-QL"]["q1"]) == ["c", "b", "a"]
+    assert ranking_from_run(systems["BM25 + TK-2 (chapter 2)"]["q1"]) == ["b", "c", "a"]
     assert set(systems["BM25 + TK-2 (chapter 2)"]) == {"q1", "q2"}
     [message] = left_out
     assert message.startswith("BERT-cat row left out") and "chapter 2 (02_training)" in message

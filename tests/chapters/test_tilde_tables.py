@@ -26,6 +26,7 @@ from lib.chapters.tilde_tables import (
     table2_value,
     training_data_table,
 )
+from lib.core.types import ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.reranking.tilde_scoring import TildeScores
 from lib.training.tilde_variants import VARIANTS
@@ -44,9 +45,9 @@ def scores(ql: list[float], dl: list[float]) -> TildeScores:
 
 def test_scoring_runs_rerank_by_ql_dl_and_their_even_mix() -> None:
     runs = scoring_runs(scores([-3, -2, -1], [-1, -5, -2]), FIRST_STAGE)
-    assert evaluation.ranking_from_run(runs["TILDE-QL"]["q1"]) == ["c", "b", "a"]
-    assert evaluation.ranking_from_run(runs["TILDE-DL"]["q1"]) == ["a", "c", "b"]
-    assert evaluation.ranking_from_run(runs["TILDE-QDL"]["q1"]) == ["c", "a", "b"]  # -1.5, -2.0, -3.5
+    assert ranking_from_run(runs["TILDE-QL"]["q1"]) == ["c", "b", "a"]
+    assert ranking_from_run(runs["TILDE-DL"]["q1"]) == ["a", "c", "b"]
+    assert ranking_from_run(runs["TILDE-QDL"]["q1"]) == ["c", "a", "b"]  # -1.5, -2.0, -3.5
     assert list(scoring_runs(TildeScores(scores([-3, -2, -1], [0, 0, 0]).ql, None), FIRST_STAGE)) == ["TILDE-QL"]
 
 

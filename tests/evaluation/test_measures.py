@@ -10,18 +10,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from lib.core.types import ranking_from_run, run_from_rankings
 from lib.data import read_qrels, read_run
 from lib.evaluation import measures as evaluation
-from lib.evaluation.measures import (
-    depth_sweep,
-    evaluate,
-    per_query,
-    ranking_from_run,
-    rerank_at_depth,
-    run_from_rankings,
-    significance,
-    write_trec_run,
-)
+from lib.evaluation.depths import depth_sweep
+from lib.evaluation.measures import evaluate, per_query, significance, write_trec_run
+from lib.reranking.scoring import rerank_at_depth
 
 # --- the published first-stage numbers ---------------------------------------------------------
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lib.core import paths
-from lib.evaluation.measures import ranking_from_run
+from lib.core.types import ranking_from_run
 from lib.first_stage import lucene as first_stage
 from lib.first_stage.lucene import METHODS, STAMP_NAME, build_index, ensure_java, read_stamp, retrieve
 

@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from lib import data
-from lib.evaluation.measures import depth_sweep, evaluate, ranking_from_run, rerank_at_depth
-from lib.reranking.scoring import rerank, score_candidates, scored_depth, tune_depth
+from lib.core.types import query_order, ranking_from_run
+from lib.evaluation.depths import depth_sweep, tune_depth
+from lib.evaluation.measures import evaluate
+from lib.reranking.scoring import rerank, rerank_at_depth, score_candidates, scored_depth
 from tests.training.test_pairwise import BagModel, HashTokenizer
 
 
@@ -19,7 +21,7 @@ def dl19() -> dict:
         texts = data.load_collection("v1")
     except FileNotFoundError as error:
         pytest.skip(f"converted data missing: {error}")
-    qids = sorted(qrels, key=lambda q: (len(q), q))[:8]
+    qids = sorted(qrels, key=query_order)[:8]
     return {
         "queries": {q: queries[q] for q in qids},
         "qrels": {q: qrels[q] for q in qids},

@@ -7,22 +7,15 @@ from pathlib import Path
 import pytest
 
 from lib import data
-from lib.evaluation import measures as evaluation
+from lib.core.types import query_order, ranking_from_run, top_of_run
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import build_index
-from lib.reranking.tilde_runs import candidate_pids, random_order, score_first_stages, tied_share, top_candidates
+from lib.reranking.tilde_runs import candidate_pids, random_order, score_first_stages, tied_share
 from lib.reranking.tilde_scoring import score_run
 from tests.tilde_helpers import tiny_tilde
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def test_top_candidates_keeps_the_first_stage_order_and_scores() -> None:
-    run = {"q": {"a": 1.0, "b": 3.0, "c": 2.0}}
-    assert top_candidates(run, 2) == {"q": {"b": 3.0, "c": 2.0}}
-    with pytest.raises(ValueError, match="'depth'"):
-        top_candidates(run, 0)
 
 
 def test_candidate_pids_lists_each_passage_once_in_order_of_appearance() -> None:
@@ -42,7 +35,7 @@ def test_random_order_is_a_seeded_permutation_of_every_querys_candidates() -> No
     shuffled = random_order(run, seed=7)
     assert shuffled == random_order(run, seed=7) and shuffled != random_order(run, seed=8)
     assert {q: set(r) for q, r in shuffled.items()} == {q: set(r) for q, r in run.items()}
-    assert evaluation.ranking_from_run(shuffled["q1"]) != evaluation.ranking_from_run(run["q1"])
+    assert ranking_from_run(shuffled["q1"]) != ranking_from_run(run["q1"])
 
 
 def test_scores_through_one_index_equal_score_run_and_the_index_is_removed_unless_kept(
@@ -52,10 +45,10 @@ def test_scores_through_one_index_equal_score_run_and_the_index_is_removed_unles
     texts = data.load_collection("v1")
     queries = data.load_queries("dl19")
     full = data.load_run("dl19", "bm25")
-    qids = sorted(full, key=lambda q: (len(q), q))[:2]
+    qids = sorted(full, key=query_order)[:2]
     runs = {
-        "bm25": top_candidates({q: {p: s for p, s in full[q].items() if p in texts} for q in qids}, 4),
-        "other": top_candidates({q: {p: -s for p, s in full[q].items() if p in texts} for q in qids}, 3),
+        "bm25": top_of_run({q: {p: s for p, s in full[q].items() if p in texts} for q in qids}, 4),
+        "other": top_of_run({q: {p: -s for p, s in full[q].items() if p in texts} for q in qids}, 3),
     }
     model, vocabulary = tiny_tilde().eval(), TargetVocabulary.cleaned(tokenizer)
     kept, summary = score_first_stages(

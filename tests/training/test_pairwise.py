@@ -18,7 +18,7 @@ from torch import nn
 
 from lib import data
 from lib.core.device import amp_enabled, autocast, resolve_device
-from lib.evaluation.measures import ranking_from_run
+from lib.core.types import query_order, ranking_from_run
 from lib.training import pairwise as training
 from lib.training.pairwise import (
     TrainingConfig,
@@ -91,7 +91,7 @@ def dl19() -> dict:
         texts = data.load_collection("v1")
     except FileNotFoundError as error:
         pytest.skip(f"converted data missing: {error}")
-    qids = sorted(qrels, key=lambda q: (len(q), q))
+    qids = sorted(qrels, key=query_order)
     top = {qid: {pid: run[qid][pid] for pid in ranking_from_run(run[qid])[:DEPTH]} for qid in qids}
     train_qids, valid_qids = qids[:10], qids[10:14]
     return {

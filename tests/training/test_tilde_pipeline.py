@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from lib import data
+from lib.core.types import query_order, ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.evaluation.tilde_latency import measure_latency
 from lib.models.tilde import Tilde
@@ -37,8 +38,8 @@ def test_the_whole_pipeline_gives_finite_scores_on_dl19(converted: Path, tmp_pat
     model = Tilde.load(tmp_path / "model")  # what a later chapter reads back
     queries = data.load_queries("dl19")
     full_run = data.load_run("dl19", "bm25")
-    qids = sorted(full_run, key=lambda q: (len(q), q))[:QUERIES]
-    top = {q: [p for p in evaluation.ranking_from_run(full_run[q]) if p in texts][:DEPTH] for q in qids}
+    qids = sorted(full_run, key=query_order)[:QUERIES]
+    top = {q: [p for p in ranking_from_run(full_run[q]) if p in texts][:DEPTH] for q in qids}
     run = {q: {p: full_run[q][p] for p in top[q]} for q in qids}
     pids = [p for q in qids for p in run[q]]
 
