@@ -26,8 +26,9 @@ import torch
 from lib.chapters.experiments import FIRST_STAGE, book_texts
 from lib.core.atomic import write_json
 from lib.core.device import resolve_device
+from lib.core.profiles import SpeedSettings
 from lib.data import load_queries, load_run
-from lib.evaluation.speed_benchmark import DTYPES, SpeedSettings, run_benchmark
+from lib.evaluation.speed_benchmark import DTYPES, run_benchmark
 from lib.models.paper_size import ARCHITECTURES
 
 #: Where committed results live (chapter 3 reads them).

@@ -32,7 +32,7 @@ device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
 models = ["knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat"]
 folds = ["dl19", "dl20"]  # test years (each trained on the other years)
-# None keeps the profile's default from lib.chapters.experiments.SETTINGS
+# None keeps the profile's default (lib.core.profiles.PROFILES, section `training`)
 embedding_method = None  # "word2vec" or "fasttext"
 max_steps = None  # training steps of the word-embedding models
 bert_cat_max_steps = None
@@ -63,7 +63,7 @@ from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "02_training"
 settings_profile = get_profile(profile)
-settings = experiments.SETTINGS[profile].replace(
+settings = settings_profile.training.replace(
     embedding_method=embedding_method,
     max_steps=max_steps,
     bert_cat_max_steps=bert_cat_max_steps,
@@ -400,7 +400,7 @@ training_progress
 #   its small BERT has seen the book corpus for a few minutes only.
 # - **Compute.** On two CPU cores TK-2 trains for minutes, not hours. The `paper` profile keeps this
 #   code and protocol but switches to paper-scale schedules and `bert-base-uncased`
-#   (`lib.chapters.experiments.SETTINGS["paper"]`, for a GPU machine with internet); training on the MS MARCO
+#   (`lib.core.profiles.PROFILES["paper"].training`, for a GPU machine with internet); training on the MS MARCO
 #   triples themselves is not wired into this chapter yet.
 #
 # On DL19, TK-2 reaches nDCG@10 {glue:text}`tk2_dl19_ndcg` ({glue:text}`tk2_dl19_delta` against

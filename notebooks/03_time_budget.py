@@ -36,12 +36,11 @@ device = "auto"  # "auto" times on a CUDA GPU when there is one
 seed = 42
 sets = ["dl19", "dl20"]  # chapter 2's test years
 models = ["knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat"]  # chapter 2's trained models
-architectures = None  # None: the profile's list (lib.evaluation.speed_benchmark.PROFILE_ARCHITECTURES)
+architectures = None  # None: the profile's list (lib.core.profiles, section `speed`)
 measures = ["MRR@10", "R@10", "nDCG@10"]
-speed_target_seconds = None  # None: the profile's (lib.evaluation.speed_benchmark.PROFILE_SETTINGS)
+speed_target_seconds = None  # None: the profile's (lib.core.profiles, section `speed`)
 
 # %%
-import dataclasses
 import json
 import math
 
@@ -60,15 +59,13 @@ from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
 from lib.data import load_qrels, load_queries, load_run
 from lib.evaluation import time_budget
-from lib.evaluation.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, run_benchmark
+from lib.evaluation.speed_benchmark import run_benchmark
 from lib.models.paper_size import ARCHITECTURES
 
 chapter = start_chapter("03_time_budget", profile, seed, device, precision=4)
 out, running_on = chapter.out, chapter.device
-speed_settings = PROFILE_SETTINGS[profile]
-if speed_target_seconds is not None:
-    speed_settings = dataclasses.replace(speed_settings, target_seconds=float(speed_target_seconds))
-timed = list(architectures or PROFILE_ARCHITECTURES[profile])
+speed_settings = chapter.settings.speed.replace(target_seconds=speed_target_seconds and float(speed_target_seconds))
+timed = list(architectures or speed_settings.architectures)
 #: The architecture whose speed each trained model of chapter 2 has (the book's models are the paper's
 #: sizes, except BERT-cat, whose BERT is the book's small one).
 BOOK_SPEED_OF = {"knrm": "knrm", "conv-knrm": "conv-knrm", "tk1": "tk1", "tk2": "tk2", "tk3": "tk3",

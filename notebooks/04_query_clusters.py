@@ -36,8 +36,8 @@ profile = "book"  # smoke | book | paper
 device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
 cluster_fold = "dl19"  # the TK-2 whose vectors are clustered: the one trained for this test year
-# None keeps the profile's default (DEFAULTS below)
-dev_queries = None  # how many MS MARCO dev-small queries to cluster (None in DEFAULTS: all of them)
+# None keeps the profile's default (lib.core.profiles, section `clusters`)
+dev_queries = None  # how many MS MARCO dev-small queries to cluster (None in the book profile: all of them)
 ks = None  # the k of the elbow curve
 n_init = None  # k-means restarts per fit
 rel = 2  # the lowest grade that counts as relevant (the TREC DL passage convention)
@@ -64,21 +64,14 @@ from lib.data import load_qrels, load_run
 from lib.representations.text import tokenize
 
 CHAPTER = "04_query_clusters"
-DEFAULTS = {
-    "smoke": {"dev_queries": 1000, "ks": list(range(2, 21, 2)), "n_init": 1},
-    "book": {"dev_queries": None, "ks": list(range(2, 41, 2)), "n_init": 3},
-    "paper": {"dev_queries": None, "ks": list(range(2, 61, 2)), "n_init": 10},
-}
-if profile not in DEFAULTS:
-    raise ValueError(f"parameter 'profile' is {profile!r}; expected one of {sorted(DEFAULTS)}")
-dev_queries = DEFAULTS[profile]["dev_queries"] if dev_queries is None else dev_queries
-ks = DEFAULTS[profile]["ks"] if ks is None else list(ks)
-n_init = DEFAULTS[profile]["n_init"] if n_init is None else n_init
 TEST_SETS = ["dl19", "dl20"]  # each re-ranked by the models of its own fold (chapter 2)
 SYSTEMS = {"BM25": None, "TK-2": "tk2", "BERT-cat": "bert-cat"}
 
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out = chapter.out
+cluster_settings = chapter.settings.clusters.replace(dev_queries=dev_queries, n_init=n_init)
+dev_queries, n_init = cluster_settings.dev_queries, cluster_settings.n_init
+ks = list(cluster_settings.ks if ks is None else ks)
 pd.set_option("display.max_colwidth", 120)
 print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; seed {seed}")
 

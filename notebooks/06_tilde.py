@@ -99,24 +99,19 @@ from lib.evaluation import measures as evaluation
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
-from lib.training.tilde import BOOK_LR, PAPER_LR, fold_training_data
+from lib.training.tilde import fold_training_data
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
 
 CHAPTER = "06_tilde"
-DEFAULTS = {
-    "smoke": {"steps": 4, "batch_size": 4, "lr": BOOK_LR, "latency_repetitions": 2},
-    "book": {"steps": 300, "batch_size": 16, "lr": BOOK_LR, "latency_repetitions": 5},
-    # the paper: batch 128, Adam 2e-5, 10 epochs of MS MARCO's 533k pairs (about 42k steps)
-    "paper": {"steps": 42_000, "batch_size": 128, "lr": PAPER_LR, "latency_repetitions": 5},
-}
 settings = get_profile(profile)
-steps = DEFAULTS[profile]["steps"] if steps is None else steps
-batch_size = DEFAULTS[profile]["batch_size"] if batch_size is None else batch_size
-lr = DEFAULTS[profile]["lr"] if lr is None else lr
-latency_repetitions = DEFAULTS[profile]["latency_repetitions"] if latency_repetitions is None else latency_repetitions
+tilde_settings = settings.tilde.replace(
+    steps=steps, batch_size=batch_size, lr=lr, latency_repetitions=latency_repetitions
+)  # None: the profile's (lib.core.profiles, section `tilde`)
+steps, batch_size, lr = tilde_settings.steps, tilde_settings.batch_size, tilde_settings.lr
+latency_repetitions = tilde_settings.latency_repetitions
 variants = check_variants(variants)
 check_test_sets(test_sets, ablation_sets)
-depth = experiments.SETTINGS[profile].candidate_depth  # chapter 2 scored this many candidates per query
+depth = settings.training.candidate_depth  # chapter 2 scored this many candidates per query
 STAGE_LABELS = {"bm25": "BM25", "splade-pp-ed": "SPLADE++", "tas-b": "TAS-B", "bm25-rm3": "BM25+RM3"}
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out = chapter.out

@@ -25,7 +25,7 @@ import torch
 
 from lib.core import paths
 from lib.core.atomic import write_json
-from lib.core.profiles import Profile, limit_queries
+from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import load_collection, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS, train_validation_split
@@ -46,79 +46,6 @@ from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet,
 MODEL_NAMES: tuple[str, ...] = ("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat")
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
 FIRST_STAGE = "bm25"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Chapter 2's knobs; :data:`SETTINGS` gives each profile's defaults.
-
-    The ``book`` defaults are sized for the chapter's budget of 25 minutes on 2 CPU cores: the same
-    number of training steps for every model (a fair, if short, schedule), a 2-layer BERT
-    pre-trained for a few hundred steps. The ``paper`` defaults are the paper's scale (GPU).
-    """
-
-    embedding_method: str = "word2vec"
-    embedding_epochs: int = 5
-    bert_layers: int = 2
-    bert_hidden: int = 128
-    bert_heads: int = 2
-    bert_intermediate: int = 512
-    bert_steps: int = 250
-    bert_batch_size: int = 32
-    bert_seq_len: int = 128
-    batch_size: int = 16
-    max_steps: int = 200
-    validate_every: int = 40
-    patience: int = 3
-    max_pairs_per_query: int = 200
-    bert_cat_batch_size: int = 16
-    bert_cat_max_steps: int = 200
-    validation_depth: int = 20
-    candidate_depth: int = 100
-    throughput_documents: int = 256
-
-    def replace(self, **changes: Any) -> Settings:
-        """A copy with the given fields changed (``None`` values are ignored); unknown names are an error."""
-        known = {field.name for field in dataclasses.fields(self)}
-        unknown = set(changes) - known
-        if unknown:
-            raise ValueError(f"unknown chapter-2 setting(s) {sorted(unknown)}; known: {sorted(known)}")
-        return dataclasses.replace(self, **{key: value for key, value in changes.items() if value is not None})
-
-
-SETTINGS: dict[str, Settings] = {
-    "smoke": Settings(
-        embedding_epochs=1,
-        bert_layers=2,
-        bert_hidden=64,
-        bert_heads=2,
-        bert_intermediate=256,
-        bert_steps=20,
-        bert_batch_size=16,
-        batch_size=8,
-        max_steps=6,
-        validate_every=3,
-        patience=2,
-        max_pairs_per_query=20,
-        bert_cat_batch_size=4,
-        bert_cat_max_steps=6,
-        validation_depth=20,
-        candidate_depth=30,
-        throughput_documents=64,
-    ),
-    "book": Settings(),
-    "paper": Settings(
-        bert_steps=0,
-        batch_size=64,
-        max_steps=100_000,
-        validate_every=4_000,
-        patience=5,
-        max_pairs_per_query=100_000,
-        bert_cat_batch_size=32,
-        bert_cat_max_steps=100_000,
-        validation_depth=100,
-    ),
-}
 
 
 @dataclass
@@ -179,7 +106,7 @@ def book_texts() -> dict[str, str]:
     return {**load_collection("v1"), **load_collection("v2")}
 
 
-def prepare_representations(profile: str, settings: Settings, seed: int, out: Path) -> Representations:
+def prepare_representations(profile: str, settings: TrainingSettings, seed: int, out: Path) -> Representations:
     """Vocabulary, word vectors and the small BERT for ``profile``, cached under ``out``."""
     folder = out / "representations"
     folder.mkdir(parents=True, exist_ok=True)
@@ -222,7 +149,7 @@ def prepare_representations(profile: str, settings: Settings, seed: int, out: Pa
     return Representations(vocabulary, embeddings, bert_path, wordpiece)
 
 
-def prepare_fold(fold: str, profile: Profile, settings: Settings, seed: int) -> FoldData:
+def prepare_fold(fold: str, profile: Profile, settings: TrainingSettings, seed: int) -> FoldData:
     """The training pairs, validation set and test data of one cross-year fold (:data:`lib.data.splits.FOLDS`)."""
     if fold not in FOLDS:
         raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
@@ -282,7 +209,7 @@ def build_model(name: str, representations: Representations, seed: int) -> tuple
     raise ValueError(f"unknown model {name!r}; known: {list(MODEL_NAMES)}")
 
 
-def training_config(name: str, settings: Settings, seed: int, device: str) -> TrainingConfig:
+def training_config(name: str, settings: TrainingSettings, seed: int, device: str) -> TrainingConfig:
     """The training configuration of model ``name`` under ``settings``."""
     bert = name == "bert-cat"
     return TrainingConfig(
@@ -309,7 +236,7 @@ def run_model(
     name: str,
     fold: FoldData,
     representations: Representations,
-    settings: Settings,
+    settings: TrainingSettings,
     profile: str,
     chapter: str,
     seed: int,
@@ -355,7 +282,9 @@ def run_model(
     )
 
 
-def _throughput(model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings: Settings, config, name) -> float:
+def _throughput(
+    model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings: TrainingSettings, config, name
+) -> float:
     """Documents per millisecond on real test candidates (scoring only; see :mod:`lib.evaluation.efficiency`)."""
     pairs = [
         (fold.test_queries[qid], fold.texts[pid])
@@ -370,6 +299,6 @@ def _throughput(model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings
     return measure_throughput(model, *tensors, batch_size=batch, repetitions=3, warmup=1).docs_per_ms
 
 
-def write_settings(path: Path, settings: Settings, seed: int) -> None:
+def write_settings(path: Path, settings: TrainingSettings, seed: int) -> None:
     """Record the settings a chapter ran with (JSON, atomically)."""
     write_json(path, {"seed": seed, **json.loads(json.dumps(dataclasses.asdict(settings)))})

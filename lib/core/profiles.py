@@ -1,38 +1,189 @@
-"""The three profiles of the book (DESIGN.md, "Profiles"): ``smoke``, ``book`` and ``paper``.
+"""The three profiles of the book and every per-profile default, in one table: :data:`PROFILES`.
 
-A chapter's papermill ``parameters`` cell names the profile; the chapter then asks this module
-for the profile-wide settings and keeps its own knobs in its parameters cell.
+``smoke`` (a slice of the real data, for CI), ``book`` (the shipped TREC DL subset on 2 CPU cores, the
+default) and ``paper`` (full MS MARCO on a GPU). A chapter's papermill ``parameters`` cell names the
+profile and may override a knob; ``None`` in a parameters cell means "the profile's default", which
+the chapter reads from its section here: ``get_profile(profile).training`` (chapter 2),
+``.speed`` (chapter 3), ``.clusters`` (chapter 4), ``.tilde`` (chapter 6). ARCHITECTURE.md,
+"Chapters", says how a chapter uses them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from lib.core.types import query_order
 
 
+class _Replaceable:
+    """``replace(**changes)``: a copy with fields changed; ``None`` keeps the default; unknown names are errors."""
+
+    def replace(self, **changes: Any) -> Any:
+        known = {item.name for item in dataclasses.fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise ValueError(f"unknown {type(self).__name__} setting(s) {sorted(unknown)}; known: {sorted(known)}")
+        return dataclasses.replace(self, **{key: value for key, value in changes.items() if value is not None})
+
+
+@dataclass(frozen=True)
+class TrainingSettings(_Replaceable):
+    """Chapter 2's knobs (representations, the TK-family and BERT-cat schedules, evaluation depths).
+
+    The ``book`` defaults are sized for the chapter's budget on 2 CPU cores: the same number of
+    training steps for every model (a fair, if short, schedule), a 2-layer BERT pre-trained for a few
+    hundred steps. The ``paper`` defaults are the paper's scale (GPU).
+    """
+
+    embedding_method: str = "word2vec"
+    embedding_epochs: int = 5
+    bert_layers: int = 2
+    bert_hidden: int = 128
+    bert_heads: int = 2
+    bert_intermediate: int = 512
+    bert_steps: int = 250
+    bert_batch_size: int = 32
+    bert_seq_len: int = 128
+    batch_size: int = 16
+    max_steps: int = 200
+    validate_every: int = 40
+    patience: int = 3
+    max_pairs_per_query: int = 200
+    bert_cat_batch_size: int = 16
+    bert_cat_max_steps: int = 200
+    validation_depth: int = 20
+    candidate_depth: int = 100
+    throughput_documents: int = 256
+
+
+@dataclass(frozen=True)
+class SpeedSettings(_Replaceable):
+    """Chapter 3's timing knobs (see :mod:`lib.evaluation.speed_benchmark`); ``batch_sizes`` per tokenizer family.
+
+    ``architectures`` are the paper-size models the chapter times (BERT-Large takes minutes to build
+    and time on 2 cores, so the smoke profile leaves it out).
+    """
+
+    batch_sizes: Mapping[str, int] = field(default_factory=lambda: {"word": 256, "wordpiece": 32})
+    probe_documents: int = 8
+    min_documents: int = 8
+    max_documents: int = 2048
+    target_seconds: float = 2.0
+    repetitions: int = 3
+    warmup: int = 1
+    latency_counts: tuple[int, ...] = (100, 1000)
+    max_latency_seconds: float = 20.0
+    architectures: tuple[str, ...] = (
+        "knrm",
+        "conv-knrm",
+        "tk1",
+        "tk2",
+        "tk3",
+        "bert-cat-book",
+        "bert-base",
+        "bert-large",
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("probe_documents", "min_documents", "max_documents", "repetitions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"speed setting {name!r} must be >= 1, got {getattr(self, name)}")
+        if self.min_documents > self.max_documents:
+            raise ValueError(f"speed settings: min_documents {self.min_documents} > max_documents {self.max_documents}")
+        if self.target_seconds <= 0 or self.max_latency_seconds < 0:
+            raise ValueError("speed settings 'target_seconds' must be > 0 and 'max_latency_seconds' >= 0")
+        if any(size < 1 for size in self.batch_sizes.values()):
+            raise ValueError(f"speed setting 'batch_sizes' must all be >= 1, got {dict(self.batch_sizes)}")
+
+
+@dataclass(frozen=True)
+class ClusterSettings(_Replaceable):
+    """Chapter 4's knobs: how many dev-small queries to embed (``None``: all), the k to try, k-means restarts."""
+
+    dev_queries: int | None = None
+    ks: tuple[int, ...] = tuple(range(2, 41, 2))
+    n_init: int = 3
+
+
+@dataclass(frozen=True)
+class TildeSettings(_Replaceable):
+    """Chapter 6's knobs: TILDE's fine-tuning schedule and the latency repetitions.
+
+    ``lr``: the paper's Adam rate for bert-base-uncased is 2e-5 (TILDE §4.3, the ``paper`` profile);
+    the book's small BERT and few pairs need 1e-3 (in a sweep of 1e-4, 3e-4, 1e-3 and 3e-3 — 300
+    steps of 16 pairs, DL19 fold — it reached the lowest training loss). The paper's schedule: batch
+    128, 10 epochs of MS MARCO's 533k pairs, about 42k steps.
+    """
+
+    steps: int = 300
+    batch_size: int = 16
+    lr: float = 1e-3
+    latency_repetitions: int = 5
+
+
 @dataclass(frozen=True)
 class Profile:
-    """Profile-wide settings.
+    """One profile: its name, query slice, description, and every chapter's defaults.
 
     Attributes:
         name: ``smoke``, ``book`` or ``paper``.
         query_limit: evaluate and train on at most this many queries per query set (``None``: all).
-            The smoke profile takes the first queries of each set, in sorted id order, so that
-            every chapter runs in CI within minutes on a slice of the real data.
+            The smoke profile takes the first queries of each set in query order, so that every
+            chapter runs in CI within minutes on a slice of the real data.
         description: one line for tables and logs.
+        training, speed, clusters, tilde: the per-chapter sections (see the module doc).
     """
 
     name: str
     query_limit: int | None
     description: str
+    training: TrainingSettings = TrainingSettings()
+    speed: SpeedSettings = SpeedSettings()
+    clusters: ClusterSettings = ClusterSettings()
+    tilde: TildeSettings = TildeSettings()
 
 
 PROFILES: dict[str, Profile] = {
-    "smoke": Profile("smoke", 8, "a slice of the real book data, for CI and tests"),
-    "book": Profile("book", None, "the full shipped TREC DL subset (the default)"),
-    "paper": Profile("paper", None, "full MS MARCO passage, GloVe and bert-base-uncased (GPU + internet)"),
-}
+    "smoke": Profile(
+        "smoke",
+        8,
+        "a slice of the real book data, for CI and tests",
+        training=TrainingSettings(
+            embedding_epochs=1, bert_layers=2, bert_hidden=64, bert_heads=2, bert_intermediate=256, bert_steps=20,
+            bert_batch_size=16, batch_size=8, max_steps=6, validate_every=3, patience=2, max_pairs_per_query=20,
+            bert_cat_batch_size=4, bert_cat_max_steps=6, validation_depth=20, candidate_depth=30,
+            throughput_documents=64,
+        ),
+        speed=SpeedSettings(
+            probe_documents=2, min_documents=2, max_documents=32, target_seconds=0.2, repetitions=1,
+            latency_counts=(100, 1000), max_latency_seconds=2.0,
+            architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat-book", "bert-base"),
+        ),
+        clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
+        tilde=TildeSettings(steps=4, batch_size=4, latency_repetitions=2),
+    ),
+    "book": Profile(
+        "book",
+        None,
+        "the full shipped TREC DL subset (the default)",
+        speed=SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),
+    ),
+    "paper": Profile(
+        "paper",
+        None,
+        "full MS MARCO passage, GloVe and bert-base-uncased (GPU + internet)",
+        training=TrainingSettings(
+            bert_steps=0, batch_size=64, max_steps=100_000, validate_every=4_000, patience=5,
+            max_pairs_per_query=100_000, bert_cat_batch_size=32, bert_cat_max_steps=100_000, validation_depth=100,
+        ),
+        speed=SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
+        clusters=ClusterSettings(ks=tuple(range(2, 61, 2)), n_init=10),
+        tilde=TildeSettings(steps=42_000, batch_size=128, lr=2e-5),
+    ),
+}  # fmt: skip
 
 
 def get_profile(name: str) -> Profile:
@@ -44,6 +195,6 @@ def get_profile(name: str) -> Profile:
 
 
 def limit_queries(qids: list[str], profile: Profile) -> list[str]:
-    """The profile's slice of a query set: all ids, or the first ``query_limit`` in sorted order."""
+    """The profile's slice of a query set: all ids, or the first ``query_limit`` in query order."""
     ordered = sorted(qids, key=query_order)
     return ordered if profile.query_limit is None else ordered[: profile.query_limit]

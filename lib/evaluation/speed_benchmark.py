@@ -21,13 +21,14 @@ import math
 import platform
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
 from lib.core import paths
+from lib.core.profiles import SpeedSettings
 from lib.core.types import Run
 from lib.evaluation.efficiency import (
     candidate_pairs,
@@ -44,49 +45,6 @@ from lib.representations.text import Vocabulary
 
 #: torch dtypes by the names the benchmark accepts (``float32`` runs without autocast).
 DTYPES: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass(frozen=True)
-class SpeedSettings:
-    """How much to time (see the module docstring). ``batch_sizes`` is per tokenizer family."""
-
-    batch_sizes: Mapping[str, int] = field(default_factory=lambda: {"word": 256, "wordpiece": 32})
-    probe_documents: int = 8
-    min_documents: int = 8
-    max_documents: int = 2048
-    target_seconds: float = 2.0
-    repetitions: int = 3
-    warmup: int = 1
-    latency_counts: tuple[int, ...] = (100, 1000)
-    max_latency_seconds: float = 20.0
-
-    def __post_init__(self) -> None:
-        for name in ("probe_documents", "min_documents", "max_documents", "repetitions"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"speed setting {name!r} must be >= 1, got {getattr(self, name)}")
-        if self.min_documents > self.max_documents:
-            raise ValueError(f"speed settings: min_documents {self.min_documents} > max_documents {self.max_documents}")
-        if self.target_seconds <= 0 or self.max_latency_seconds < 0:
-            raise ValueError("speed settings 'target_seconds' must be > 0 and 'max_latency_seconds' >= 0")
-        if any(size < 1 for size in self.batch_sizes.values()):
-            raise ValueError(f"speed setting 'batch_sizes' must all be >= 1, got {dict(self.batch_sizes)}")
-
-
-#: Chapter 3's speed settings per profile: ``smoke`` only checks that everything runs.
-PROFILE_SETTINGS: dict[str, SpeedSettings] = {
-    "smoke": SpeedSettings(
-        probe_documents=2, min_documents=2, max_documents=32, target_seconds=0.2, repetitions=1,
-        latency_counts=(100, 1000), max_latency_seconds=2.0,
-    ),
-    "book": SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),
-    "paper": SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
-}  # fmt: skip
-#: The architectures chapter 3 times per profile (BERT-Large takes minutes to build and time on 2 cores).
-PROFILE_ARCHITECTURES: dict[str, tuple[str, ...]] = {
-    "smoke": ("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat-book", "bert-base"),
-    "book": ("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat-book", "bert-base", "bert-large"),
-    "paper": ("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat-book", "bert-base", "bert-large"),
-}
 
 
 def environment() -> dict[str, Any]:

@@ -12,22 +12,10 @@ from lib.data.splits import FOLDS
 from lib.representations.text import Vocabulary
 
 
-def test_settings_replace_ignores_none_and_refuses_unknown_names():
-    base = experiments.SETTINGS["book"]
-    assert base.replace(max_steps=None) == base
-    assert base.replace(max_steps=7).max_steps == 7
-    with pytest.raises(ValueError, match="unknown chapter-2 setting"):
-        base.replace(learning_rate=1.0)
-
-
-def test_every_profile_has_settings():
-    assert set(experiments.SETTINGS) == {"smoke", "book", "paper"}
-
-
 @pytest.mark.usefixtures("converted")
 @pytest.mark.parametrize("fold", sorted(FOLDS))
 def test_fold_never_trains_or_validates_on_its_test_year(fold):
-    settings = experiments.SETTINGS["smoke"]
+    settings = get_profile("smoke").training
     data = experiments.prepare_fold(fold, get_profile("book"), settings, seed=42)
     test_qids = set(load_queries(fold))
     training_qids = {qid for qid, _, _ in data.pairs}
@@ -43,7 +31,7 @@ def test_fold_never_trains_or_validates_on_its_test_year(fold):
 @pytest.mark.usefixtures("converted")
 def test_smoke_profile_takes_a_slice():
     profile = get_profile("smoke")
-    data = experiments.prepare_fold("dl19", profile, experiments.SETTINGS["smoke"], seed=42)
+    data = experiments.prepare_fold("dl19", profile, get_profile("smoke").training, seed=42)
     assert len(data.test_queries) == profile.query_limit
     assert len(data.validation.queries) <= profile.query_limit
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lib.core.profiles import PROFILES, get_profile, limit_queries
+from lib.core.profiles import PROFILES, SpeedSettings, TrainingSettings, get_profile, limit_queries
+from lib.models.paper_size import ARCHITECTURES
 
 
 @pytest.mark.parametrize(("name", "limit"), [("smoke", 8), ("book", None), ("paper", None)])
@@ -49,3 +50,29 @@ def test_book_takes_all_in_numeric_order() -> None:
 
 def test_smoke_on_a_short_list_takes_all() -> None:
     assert limit_queries(["20", "10", "9"], get_profile("smoke")) == ["9", "10", "20"]
+
+
+def test_every_profile_has_every_chapter_section() -> None:
+    for profile in PROFILES.values():
+        assert profile.training.candidate_depth >= 1 and profile.training.max_steps >= 1
+        assert set(profile.speed.architectures) <= set(ARCHITECTURES)
+        assert min(profile.clusters.ks) >= 2 and profile.clusters.n_init >= 1
+        assert profile.tilde.steps >= 1 and profile.tilde.lr > 0
+    assert PROFILES["smoke"].training.max_steps < PROFILES["book"].training.max_steps
+    assert PROFILES["paper"].tilde.lr == 2e-5  # TILDE §4.3 for bert-base-uncased
+
+
+def test_settings_replace_ignores_none_and_refuses_unknown_names() -> None:
+    base = get_profile("book").training
+    assert base.replace(max_steps=None) == base
+    assert base.replace(max_steps=7).max_steps == 7
+    with pytest.raises(ValueError, match="unknown TrainingSettings setting"):
+        base.replace(learning_rate=1.0)
+    assert isinstance(base, TrainingSettings)
+
+
+def test_speed_settings_refuse_bad_values() -> None:
+    with pytest.raises(ValueError, match="min_documents"):
+        SpeedSettings(min_documents=10, max_documents=5)
+    with pytest.raises(ValueError, match="batch_sizes"):
+        SpeedSettings(batch_sizes={"word": 0, "wordpiece": 1})

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from lib import data
-from lib.evaluation.speed_benchmark import PROFILE_ARCHITECTURES, PROFILE_SETTINGS, SpeedSettings, run_benchmark
-from lib.models.paper_size import ARCHITECTURES
+from lib.core.profiles import SpeedSettings
+from lib.evaluation.speed_benchmark import run_benchmark
 
 TINY = SpeedSettings(
     probe_documents=2, min_documents=2, max_documents=8, target_seconds=0.01, repetitions=1, warmup=0,
@@ -60,9 +60,3 @@ def test_bad_settings_and_names_are_refused(slice_of_dl19) -> None:
     first_stage, queries, texts = slice_of_dl19
     with pytest.raises(ValueError, match="unknown architecture"):
         run_benchmark(["bert-huge"], first_stage, queries, texts, torch.device("cpu"), progress=False)
-
-
-def test_profiles_name_known_architectures() -> None:
-    assert set(PROFILE_SETTINGS) == set(PROFILE_ARCHITECTURES) == {"smoke", "book", "paper"}
-    for names in PROFILE_ARCHITECTURES.values():
-        assert set(names) <= set(ARCHITECTURES) and "tk2" in names and "bert-base" in names
