@@ -23,11 +23,10 @@ from pathlib import Path
 
 import torch
 
-from lib.chapters.experiments import FIRST_STAGE, book_texts
 from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.profiles import SpeedSettings
-from lib.data import load_queries, load_run
+from lib.data import book_texts, load_queries, load_run
 from lib.evaluation.speed_benchmark import DTYPES, run_benchmark
 from lib.models.paper_size import ARCHITECTURES
 
@@ -47,7 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dtype", nargs="+", default=["float32"], choices=sorted(DTYPES), help="autocast dtypes")
     parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS), choices=sorted(ARCHITECTURES))
     parser.add_argument("--batch-sizes", nargs="+", type=int, help="batch sizes for every model (default 256/32)")
-    parser.add_argument("--set", default="dl19", help="query set whose BM25 candidates are the inputs")
+    parser.add_argument("--set", default="dl19", help="query set whose first-stage candidates are the inputs")
+    parser.add_argument("--first-stage", default="bm25", help="the first-stage run whose candidates are timed")
     parser.add_argument("--queries", type=int, default=43, help="how many of the set's queries to draw pairs from")
     parser.add_argument("--target-seconds", type=float, default=2.0, help="time per repetition to aim for")
     parser.add_argument("--max-documents", type=int, default=4096)
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    run = load_run(args.set, FIRST_STAGE)
+    run = load_run(args.set, args.first_stage)
     first_stage = {qid: run[qid] for qid in list(run)[: args.queries]}
     defaults = SpeedSettings()
     settings = SpeedSettings(
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_sizes=args.batch_sizes,
         compile_model=args.compile,
     )
-    result["inputs"] = {"set": args.set, "first_stage": FIRST_STAGE, "queries": len(first_stage)}
+    result["inputs"] = {"set": args.set, "first_stage": args.first_stage, "queries": len(first_stage)}
     out = args.out or RESULTS_DIR / f"{_slug(result['device'])}-{dt.date.today().isoformat()}.json"
     write_json(out, result)
     for row in result["results"]:

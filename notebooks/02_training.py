@@ -56,7 +56,7 @@ from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run
-from lib.data import load_queries, load_run
+from lib.data import book_texts, load_queries, load_run
 from lib.evaluation import measures as evaluation
 from lib.models.kernels import kernel_mus, kernel_sigmas
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
@@ -137,7 +137,7 @@ dl19_queries = load_queries("dl19")
 bm25_dl19 = load_run("dl19", "bm25")
 example_qid = sorted(dl19_queries, key=int)[0]
 example_pid = ranking_from_run(bm25_dl19[example_qid])[0]
-texts = experiments.book_texts()
+texts = book_texts()
 print(f"query {example_qid}: {dl19_queries[example_qid]!r}")
 print(f"passage {example_pid}: {texts[example_pid][:300]}…")
 

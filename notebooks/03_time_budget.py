@@ -57,7 +57,7 @@ from lib.chapters.time_budget_figure import plot_budget_curves
 from lib.core import paths
 from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
-from lib.data import load_qrels, load_queries, load_run
+from lib.data import book_texts, load_qrels, load_queries, load_run
 from lib.evaluation import time_budget
 from lib.evaluation.speed_benchmark import run_benchmark
 from lib.models.paper_size import ARCHITECTURES
@@ -98,7 +98,7 @@ LABELS = {"knrm": "KNRM", "conv-knrm": "Conv-KNRM", "tk1": "TK-1", "tk2": "TK-2"
 dl19_run = load_run("dl19", experiments.FIRST_STAGE)
 speed_inputs = {qid: dl19_run[qid] for qid in list(dl19_run)[: max(2, speed_settings.max_documents // 100 + 1)]}
 speed = run_benchmark(
-    timed, speed_inputs, load_queries("dl19"), experiments.book_texts(), running_on, settings=speed_settings
+    timed, speed_inputs, load_queries("dl19"), book_texts(), running_on, settings=speed_settings
 )
 speed["inputs"] = {"set": "dl19", "first_stage": experiments.FIRST_STAGE, "queries": len(speed_inputs)}
 write_json(out / "speed.json", speed)

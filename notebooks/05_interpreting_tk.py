@@ -52,12 +52,12 @@ from myst_nb import glue
 from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
 from lib.analyses.explain_tk import explain_pair, passage_matches
-from lib.chapters import analysis_plots, experiments
+from lib.chapters import analysis_plots
 from lib.chapters.artifacts import candidate_scores, trained_model
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv, write_text
 from lib.core.plotting import save_figure
-from lib.data import load_collection, load_qrels, load_queries, load_run
+from lib.data import book_texts, load_collection, load_qrels, load_queries, load_run
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "05_interpreting_tk"
@@ -324,7 +324,7 @@ except ValueError as error:  # possible on a small slice (the smoke profile): sa
     case = None
     display(Markdown(f"No case in this profile's DL19 queries: {error}."))
 if case is not None:
-    texts = experiments.book_texts()
+    texts = book_texts()
     case_query = dl19_queries[case.qid]
     case_table = pd.DataFrame(
         {

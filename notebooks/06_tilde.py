@@ -66,7 +66,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses.tilde_diagnostics import correlation_table, dependence_table, sample_passages
-from lib.chapters import artifacts, experiments
+from lib.chapters import artifacts
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tilde_figures import plot_alpha_sweep, plot_training_losses
 from lib.chapters.tilde_latencies import latency_of, latency_table, paper_size_latencies
@@ -95,6 +95,7 @@ from lib.chapters.tilde_tables import (
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
+from lib.data import book_texts
 from lib.evaluation import measures as evaluation
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -130,7 +131,7 @@ bert_path, tokenizer = bert.path, bert.tokenizer
 glue("mlm_steps", bert.mlm_steps, display=False)
 glue("mlm_loss", bert.mlm_loss, display=False)
 print(bert)
-texts = experiments.book_texts()
+texts = book_texts()
 max_train_queries = None if settings.query_limit is None else 4 * settings.query_limit
 training_data = {
     test_set: fold_training_data(test_set, texts, seed=seed, max_train_queries=max_train_queries)

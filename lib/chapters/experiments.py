@@ -27,7 +27,7 @@ from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import ranking_from_run, top_of_run
-from lib.data import load_collection, load_qrels, load_queries, load_run
+from lib.data import book_texts, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS, train_validation_split
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
@@ -99,11 +99,6 @@ class ModelResult:
             "docs/ms": self.docs_per_ms,
             "best step": self.best_step,
         }
-
-
-def book_texts() -> dict[str, str]:
-    """v1 and v2 passages together (their ids never collide: v2 ids look like ``msmarco_passage_…``)."""
-    return {**load_collection("v1"), **load_collection("v2")}
 
 
 def prepare_representations(profile: str, settings: TrainingSettings, seed: int, out: Path) -> Representations:

@@ -13,6 +13,7 @@ from lib.data.readers import DataFormatError, read_collection, read_qrels, read_
 
 __all__ = [
     "DataFormatError",
+    "book_texts",
     "converted_file",
     "load_collection",
     "load_qrels",
@@ -56,3 +57,8 @@ def load_qrels(query_set: str) -> dict[str, dict[str, int]]:
 def load_run(query_set: str, system: str) -> dict[str, dict[str, float]]:
     """A shipped first-stage run, e.g. ``load_run("dl19", "bm25")``, as ``{qid: {pid: score}}``."""
     return read_run(converted_file(f"runs/{query_set}__{system}.trec"))
+
+
+def book_texts() -> dict[str, str]:
+    """Every book passage, v1 and v2 together (their ids never collide: v2 ids look like ``msmarco_passage_…``)."""
+    return {**load_collection("v1"), **load_collection("v2")}

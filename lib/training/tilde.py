@@ -104,7 +104,7 @@ def fold_training_data(
 ) -> TildeTrainingData:
     """The training pairs of a cross-year fold: the training years' queries minus the validation slice.
 
-    ``texts`` are the passages (``lib.chapters.experiments.book_texts()``: v1 and v2); ``max_train_queries``
+    ``texts`` are the passages (``lib.data.book_texts()``: v1 and v2); ``max_train_queries``
     keeps the first training queries only (the smoke profile).
     """
     if fold not in FOLDS:
