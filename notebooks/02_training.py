@@ -59,6 +59,7 @@ from lib.core.types import ranking_from_run
 from lib.data import book_texts, load_queries, load_run
 from lib.evaluation import measures as evaluation
 from lib.models.kernels import kernel_mus, kernel_sigmas
+from lib.models.registry import model_spec
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "02_training"
@@ -374,7 +375,7 @@ for (fold, name), result in results.items():
             "model": name,
             "steps": int(history["step"].max()),
             "pairs seen": int(history["step"].max())
-            * (settings.bert_cat_batch_size if name == "bert-cat" else settings.batch_size),
+            * (settings.bert_cat_batch_size if model_spec(name).family == "wordpiece" else settings.batch_size),
             "fraction of an epoch": float(history["epoch"].max()),
             "first loss": float(history["train_loss"].iloc[0]),
             "last loss": float(history["train_loss"].iloc[-1]),

@@ -61,17 +61,16 @@ from lib.data import book_texts, load_qrels, load_queries, load_run
 from lib.evaluation import time_budget
 from lib.evaluation.speed_benchmark import run_benchmark
 from lib.models.paper_size import ARCHITECTURES
+from lib.models.registry import MODELS
 
 chapter = start_chapter("03_time_budget", profile, seed, device, precision=4)
 out, running_on = chapter.out, chapter.device
 speed_settings = chapter.settings.speed.replace(target_seconds=speed_target_seconds and float(speed_target_seconds))
 timed = list(architectures or speed_settings.architectures)
 #: The architecture whose speed each trained model of chapter 2 has (the book's models are the paper's
-#: sizes, except BERT-cat, whose BERT is the book's small one).
-BOOK_SPEED_OF = {"knrm": "knrm", "conv-knrm": "conv-knrm", "tk1": "tk1", "tk2": "tk2", "tk3": "tk3",
-                 "bert-cat": "bert-cat-book"}  # fmt: skip
-LABELS = {"knrm": "KNRM", "conv-knrm": "Conv-KNRM", "tk1": "TK-1", "tk2": "TK-2", "tk3": "TK-3",
-          "bert-cat": "BERT-cat", "bm25": "BM25"}  # fmt: skip
+#: sizes, except BERT-cat, whose BERT is the book's small one): the model registry says.
+BOOK_SPEED_OF = {name: spec.timing_architecture for name, spec in MODELS.items()}
+LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
 
 # %% [markdown]
 # ## How fast is each model?
@@ -97,9 +96,7 @@ LABELS = {"knrm": "KNRM", "conv-knrm": "Conv-KNRM", "tk1": "TK-1", "tk2": "TK-2"
 # %%
 dl19_run = load_run("dl19", experiments.FIRST_STAGE)
 speed_inputs = {qid: dl19_run[qid] for qid in list(dl19_run)[: max(2, speed_settings.max_documents // 100 + 1)]}
-speed = run_benchmark(
-    timed, speed_inputs, load_queries("dl19"), book_texts(), running_on, settings=speed_settings
-)
+speed = run_benchmark(timed, speed_inputs, load_queries("dl19"), book_texts(), running_on, settings=speed_settings)
 speed["inputs"] = {"set": "dl19", "first_stage": experiments.FIRST_STAGE, "queries": len(speed_inputs)}
 write_json(out / "speed.json", speed)
 speed_table = pd.DataFrame(speed["results"]).set_index("model")

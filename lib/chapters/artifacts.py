@@ -31,6 +31,7 @@ from lib.chapters import experiments
 from lib.core import paths
 from lib.core.device import resolve_device
 from lib.data import read_run
+from lib.models.registry import model_spec
 from lib.representations.bert import load_tokenizer
 from lib.representations.text import Vocabulary
 from lib.training.pairwise import BEST_NAME
@@ -93,19 +94,18 @@ def vocabulary(profile: str) -> Vocabulary:
 
 
 def trained_model(profile: str, fold: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:
-    """Chapter 2's model ``name`` (a :data:`lib.chapters.experiments.MODEL_NAMES` entry) for test fold ``fold``.
+    """Chapter 2's model ``name`` (a :data:`lib.models.registry.MODELS` name) for test fold ``fold``.
 
     The model is moved to ``device`` (``"auto"``: CUDA when available, :func:`lib.core.device.resolve_device`)
     and put in eval mode. An unknown model name is a ``ValueError``; a missing file a ``FileNotFoundError``
     naming chapter 2 (module docstring).
     """
-    if name not in experiments.MODEL_NAMES:
-        raise ValueError(f"parameter 'name' must be one of {list(experiments.MODEL_NAMES)}, got {name!r}")
+    spec = model_spec(name)
     path = _required(
         checkpoint_path(profile, fold, name), f"the trained {name} of fold {fold}", TRAINING_CHAPTER, profile
     )
     state = torch.load(path, map_location="cpu", weights_only=True)
-    if name == "bert-cat":
+    if spec.family == "wordpiece":
         bert_path = small_bert(profile)
         representations = experiments.Representations(
             vocabulary=Vocabulary(["[PAD]", "[UNK]"]),

@@ -32,18 +32,13 @@ from lib.data.splits import FOLDS, train_validation_split
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
-from lib.models.bert_cat import BertCat
-from lib.models.conv_knrm import ConvKNRM
-from lib.models.knrm import KNRM
-from lib.models.tk import TK
+from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, pretrain_mlm, small_bert_config
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_matrix, save_matrix, train_word_vectors
 from lib.reranking.scoring import rerank, score_candidates
 from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train, training_pairs
 
-#: The models of the Table 2 analogue, in table order.
-MODEL_NAMES: tuple[str, ...] = ("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat")
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
 FIRST_STAGE = "bm25"
 
@@ -190,23 +185,18 @@ def prepare_fold(fold: str, profile: Profile, settings: TrainingSettings, seed: 
 
 
 def build_model(name: str, representations: Representations, seed: int) -> tuple[torch.nn.Module, Any]:
-    """A freshly initialised model (seeded) and its tokenizer, by book name (:data:`MODEL_NAMES`)."""
+    """A freshly initialised model (seeded) and its tokenizer, by registry name (:mod:`lib.models.registry`)."""
+    spec = model_spec(name)
     torch.manual_seed(seed)
-    embeddings = representations.embeddings
-    if name in ("tk1", "tk2", "tk3"):
-        return TK(embeddings, num_layers=int(name[-1])), representations.vocabulary
-    if name == "knrm":
-        return KNRM(embeddings), representations.vocabulary
-    if name == "conv-knrm":
-        return ConvKNRM(embeddings), representations.vocabulary
-    if name == "bert-cat":
-        return BertCat(representations.bert_path), representations.wordpiece
-    raise ValueError(f"unknown model {name!r}; known: {list(MODEL_NAMES)}")
+    if spec.family == "wordpiece":
+        return spec.build(representations.bert_path), representations.wordpiece
+    return spec.build(representations.embeddings), representations.vocabulary
 
 
 def training_config(name: str, settings: TrainingSettings, seed: int, device: str) -> TrainingConfig:
     """The training configuration of model ``name`` under ``settings``."""
-    bert = name == "bert-cat"
+    spec = model_spec(name)
+    bert = spec.family == "wordpiece"
     return TrainingConfig(
         batch_size=settings.bert_cat_batch_size if bert else settings.batch_size,
         max_steps=settings.bert_cat_max_steps if bert else settings.max_steps,
@@ -218,7 +208,7 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         seed=seed,
         device=device,
         rerank_depth=settings.validation_depth,
-        eval_batch_size=32 if bert else 128,
+        eval_batch_size=spec.eval_batch_size,
     )
 
 
@@ -290,8 +280,8 @@ def _throughput(
     query_ids, query_mask = tokenizer.encode([q for q, _ in pairs], QUERY_MAX_LENGTH)
     doc_ids, doc_mask = tokenizer.encode([d for _, d in pairs], DOC_MAX_LENGTH)
     tensors = [t.to(device) for t in (query_ids, query_mask, doc_ids, doc_mask)]
-    batch = 32 if name == "bert-cat" else 256
-    return measure_throughput(model, *tensors, batch_size=batch, repetitions=3, warmup=1).docs_per_ms
+    batch_size = model_spec(name).score_batch_size
+    return measure_throughput(model, *tensors, batch_size=batch_size, repetitions=3, warmup=1).docs_per_ms
 
 
 def write_settings(path: Path, settings: TrainingSettings, seed: int) -> None:

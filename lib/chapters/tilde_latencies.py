@@ -23,14 +23,14 @@ from lib.core.types import Run, query_order
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs
 from lib.evaluation.efficiency import measure_latency as measure_model_latency
 from lib.evaluation.tilde_latency import measure_latency
+from lib.models.registry import model_spec
 from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import TildeIndex
 
 #: Chapter 2's re-rankers timed for the contrast: (model name, label, scoring batch size as chapter 3's).
-RERANKERS: tuple[tuple[str, str, int], ...] = (
-    ("tk2", "TK-2 (chapter 2)", 256),
-    ("bert-cat", "BERT-cat (chapter 2)", 32),
+RERANKERS: tuple[tuple[str, str, int], ...] = tuple(
+    (name, f"{model_spec(name).label} (chapter 2)", model_spec(name).score_batch_size) for name in ("tk2", "bert-cat")
 )
 #: Chapter 3's paper-size architectures shown beside TILDE.
 PAPER_SIZE_MODELS: tuple[str, ...] = ("bert-base", "bert-large", "tk2")

@@ -26,6 +26,7 @@ from lib.core.profiles import Profile, limit_queries
 from lib.core.types import top_of_run
 from lib.data import load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
+from lib.models.registry import label
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
@@ -37,7 +38,7 @@ from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 #: The first stage the ablation, the random order and chapter 2's models re-rank.
 BM25 = "bm25"
 #: Chapter 2's models shown in Table 2 for context: (model name, label).
-CHAPTER2_MODELS: tuple[tuple[str, str], ...] = (("tk2", "TK-2"), ("bert-cat", "BERT-cat"))
+CHAPTER2_MODELS: tuple[tuple[str, str], ...] = tuple((name, label(name)) for name in ("tk2", "bert-cat"))
 #: The index precisions: float16 as stored and served (paper §3.2), float32 the model's own scores.
 PRECISIONS: tuple[str, ...] = ("float16", "float32")
 

@@ -75,7 +75,7 @@ def test_a_missing_vocabulary_names_chapter_2(artifacts_root: Path) -> None:
 
 
 def test_an_unknown_model_is_refused(artifacts_root: Path) -> None:
-    with pytest.raises(ValueError, match="parameter 'name'"):
+    with pytest.raises(ValueError, match="unknown model 'monobert'"):
         trained_model("smoke", "dl19", "monobert")
 
 

@@ -1,0 +1,48 @@
+"""The model registry (``lib.models.registry``): every model builds and scores, labels, unknown names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertForMaskedLM
+
+from lib.models.paper_size import ARCHITECTURES
+from lib.models.registry import MODELS, label, model_spec
+from lib.representations.bert import small_bert_config
+from tests.models.helpers import VOCAB, pad, random_pairs
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("bert")
+    BertForMaskedLM(small_bert_config(vocab_size=3000, layers=1, hidden=32, heads=2, intermediate=64)).save_pretrained(
+        folder
+    )
+    return folder
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_registered_model_builds_and_scores_a_batch(name: str, bert_folder: Path) -> None:
+    spec = model_spec(name)
+    torch.manual_seed(0)
+    model = spec.build(bert_folder if spec.family == "wordpiece" else torch.randn(VOCAB, 10))
+    queries, docs = random_pairs([(3, 12), (2, 7), (4, 20)])
+    scores = model.eval()(*pad(queries), *pad(docs))
+    assert scores.shape == (3,) and torch.isfinite(scores).all()
+    grouped = {id(p) for group in model.optimizer_groups() for p in group["params"]}
+    assert grouped == {id(p) for p in model.parameters() if p.requires_grad}
+
+
+def test_labels_are_unique_and_timing_architectures_exist() -> None:
+    labels = [spec.label for spec in MODELS.values()]
+    assert len(set(labels)) == len(labels)
+    assert label("tk2") == "TK-2" and label("bert-cat") == "BERT-cat"
+    assert all(spec.timing_architecture in ARCHITECTURES for spec in MODELS.values())
+    assert all(spec.name == name for name, spec in MODELS.items())
+
+
+def test_an_unknown_model_is_an_error_listing_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown model 'tk9'.*tk2"):
+        model_spec("tk9")
