@@ -33,10 +33,11 @@ from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
 from lib.models.registry import model_spec
-from lib.representations.bert import WordPieceTokenizer, load_tokenizer, pretrain_mlm, small_bert_config
+from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_matrix, save_matrix, train_word_vectors
 from lib.reranking.scoring import rerank, score_candidates
+from lib.training.masked_lm import pretrain_mlm
 from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train, training_pairs
 
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).

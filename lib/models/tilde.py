@@ -5,7 +5,7 @@ vocabulary: BERT encodes the text, and the masked-LM head (transform + decoder t
 embeddings) applied to the output vector at position 0 gives one logit ``z_t`` per piece ``t``.
 The same network gives ``P(t|d)`` from a passage (used by TILDE-QL, eq. 4) and ``P(t|q)`` from a
 query (used by TILDE-DL, eq. 5). It starts from the book's small pre-trained BERT (a folder of
-:func:`lib.representations.bert.pretrain_mlm`) or, in the ``paper`` profile, from ``bert-base-uncased``.
+:func:`lib.training.masked_lm.pretrain_mlm`) or, in the ``paper`` profile, from ``bert-base-uncased``.
 
 Choices the paper leaves open (named here, constructor arguments where an alternative is plausible):
 

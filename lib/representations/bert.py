@@ -15,7 +15,7 @@ so that the ``paper`` profile only swaps the checkpoint for ``bert-base-uncased`
   held-out MLM loss (6.99 vs. 7.27 nats; a unigram model: 7.12). Larger sizes are for a GPU.
 - :class:`WordPieceTokenizer` — the tokenizer contract of :mod:`lib.representations.text` over the real
   ``vocab.txt``: ``encode`` returns word pieces **without** ``[CLS]``/``[SEP]`` (the models add them).
-- :func:`pretrain_mlm` — masked-LM pre-training with progress, atomic checkpoints and exact resume.
+- masked-LM pre-training of the small BERT is :func:`lib.training.masked_lm.pretrain_mlm`.
 - :func:`load_bert` — a local checkpoint folder, or a Hugging Face name (``bert-base-uncased``) for
   the ``paper`` profile.
 
@@ -26,26 +26,18 @@ a five-token vocabulary; this module therefore reads ``vocab.txt`` itself and pa
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import shutil
 import tempfile
-import time
-import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-import numpy as np
 import torch
-from tqdm.auto import tqdm
 from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer
 from transformers.utils import logging as hf_logging
 
 from lib.core import paths
-from lib.core.atomic import atomic_write, write_json
-from lib.core.device import resolve_device
+from lib.core.atomic import atomic_write
 from lib.representations.text import pad_batch
 
 #: Where ``make data`` puts the real bert-base-uncased vocabulary (a registry file; 30,522 lines).
@@ -56,9 +48,6 @@ PAPER_BERT = "bert-base-uncased"
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 100, 101, 102, 103
 #: The first ordinary word piece of bert-base-uncased ("!"); ids below are [PAD], [unused*], specials.
 FIRST_REGULAR_ID = 999
-
-_CHECKPOINT = "checkpoint.pt"
-_MARKER = "pretraining.json"
 
 
 def bert_vocab_file() -> Path:
@@ -262,7 +251,7 @@ def load_bert(
             f"cannot load {text!r}: it is not a local folder and the Hugging Face Hub (or its local cache) "
             f"does not give it ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
             f"The paper profile needs internet to download {text!r} once (or download it elsewhere and pass the "
-            "folder); the book and smoke profiles use the small BERT that lib.representations.bert.pretrain_mlm writes."
+            "folder); the book and smoke profiles use the small BERT that lib.training.masked_lm.pretrain_mlm writes."
         ) from error
 
 
@@ -291,418 +280,14 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
 
 
-# --- masked-LM pre-training ------------------------------------------------------------------------------------------
-def pair_examples(pieces: Sequence[Sequence[int]], seq_len: int, seed: int) -> tuple[list[list[int]], list[int]]:
-    """The pre-training sequences: ``[CLS] a [SEP] b [SEP]`` of two passages, with segment ids 0 | 1.
-
-    The passages are shuffled with ``seed`` and paired in that order (an odd one out stands alone
-    as ``[CLS] a [SEP]``); a pair longer than ``seq_len`` is cut longest-first, as BERT's pair
-    truncation. The shape is that of BERT-cat's input ``[CLS] q [SEP] d [SEP]``, so the segment
-    embedding of type 1 is trained too (there is no next-sentence objective). Returns the id
-    lists and the length of each sequence's first segment (``[CLS] a [SEP]``).
-    """
-    if seq_len < 5:
-        raise ValueError(f"parameter 'seq_len' must be at least 5, got {seq_len}")
-    usable = [list(p) for p in pieces if len(p) > 0]
-    if not usable:
-        raise ValueError("no text has any word piece: nothing to pre-train on")
-    order = np.random.default_rng(seed).permutation(len(usable))
-    sequences: list[list[int]] = []
-    first_lengths: list[int] = []
-    for start in range(0, len(order), 2):
-        a = usable[order[start]]
-        if start + 1 == len(order):
-            a = a[: seq_len - 2]
-            sequences.append([CLS_ID, *a, SEP_ID])
-            first_lengths.append(len(a) + 2)
-            continue
-        b = usable[order[start + 1]]
-        la, lb = len(a), len(b)
-        while la + lb > seq_len - 3:
-            if la >= lb:
-                la -= 1
-            else:
-                lb -= 1
-        sequences.append([CLS_ID, *a[:la], SEP_ID, *b[:lb], SEP_ID])
-        first_lengths.append(la + 2)
-    return sequences, first_lengths
-
-
-def mask_tokens(
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    generator: torch.Generator,
-    vocab_size: int,
-    probability: float = 0.15,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masking: 15 % of the real, non-special positions; of those 80 % ``[MASK]``, 10 % random, 10 % kept.
-
-    Random replacements are ordinary word pieces (ids from 999, "!", on: no ``[unused]`` or special
-    token). At least one position of the batch is chosen, so the loss is always defined. Returns the
-    corrupted ids and the labels (the original id at chosen positions, -100 elsewhere).
-    """
-    candidates = attention_mask.bool() & (input_ids != CLS_ID) & (input_ids != SEP_ID) & (input_ids != PAD_ID)
-    chosen = (torch.rand(input_ids.shape, generator=generator) < probability) & candidates
-    if not chosen.any():
-        positions = candidates.flatten().nonzero().flatten()
-        if len(positions) == 0:
-            raise ValueError("a pre-training batch has no maskable position")
-        pick = positions[torch.randint(len(positions), (1,), generator=generator)]
-        chosen.view(-1)[pick] = True
-    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
-    action = torch.rand(input_ids.shape, generator=generator)
-    random_ids = torch.randint(FIRST_REGULAR_ID, vocab_size, input_ids.shape, generator=generator)
-    corrupted = input_ids.clone()
-    corrupted[chosen & (action < 0.8)] = MASK_ID
-    swap = chosen & (action >= 0.8) & (action < 0.9)
-    corrupted[swap] = random_ids[swap]
-    return corrupted, labels
-
-
-def step_seed(seed: int, step: int) -> int:
-    """The seed of one step: all randomness of step ``step`` (masking, dropout) comes from it."""
-    return int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
-
-
-def _batch(
-    sequences: list[list[int]], first_lengths: list[int], indices: Sequence[int]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    rows = [sequences[i] for i in indices]
-    length = max(len(row) for row in rows)
-    ids = torch.zeros((len(rows), length), dtype=torch.long)
-    types = torch.zeros((len(rows), length), dtype=torch.long)
-    attention = torch.zeros((len(rows), length), dtype=torch.long)
-    for r, (row, i) in enumerate(zip(rows, indices, strict=True)):
-        ids[r, : len(row)] = torch.tensor(row)
-        attention[r, : len(row)] = 1
-        types[r, first_lengths[i] : len(row)] = 1
-    return ids, types, attention
-
-
-class BatchOrder:
-    """Example indices for each step: an epoch-wise permutation of all sequences, seeded by (seed, epoch)."""
-
-    def __init__(self, count: int, batch_size: int, seed: int) -> None:
-        self.count, self.batch_size, self.seed = count, batch_size, seed
-        self._cache: dict[int, np.ndarray] = {}
-
-    def _epoch(self, epoch: int) -> np.ndarray:
-        if epoch not in self._cache:
-            self._cache = {epoch: np.random.default_rng([self.seed, epoch, 1]).permutation(self.count)}
-        return self._cache[epoch]
-
-    def batch(self, step: int) -> list[int]:
-        first = step * self.batch_size
-        return [int(self._epoch(g // self.count)[g % self.count]) for g in range(first, first + self.batch_size)]
-
-
-def _warmup_linear(warmup: int, total: int):
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return factor
-
-
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if not parameter.requires_grad:
-            continue
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
-
-
-def texts_fingerprint(texts: Sequence[str]) -> str:
-    """A short sha256 of a sequence of texts (order matters), for checkpoint compatibility checks."""
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
-
-@dataclass
-class PretrainResult:
-    """What :func:`pretrain_mlm` did.
-
-    Attributes:
-        path: the checkpoint folder (``load_bert(path)``, ``load_tokenizer(path)``).
-        losses: the MLM loss of every step, from step 1.
-        seconds: wall-clock time of the steps run by this call (0 when the model was already complete).
-        steps_run: steps run by this call; ``resumed_from`` the step it resumed at (0: fresh start).
-        tokens_per_second, steps_per_second: throughput of this call (real tokens, padding excluded).
-        params: the run's parameters (steps, batch size, …), as saved in ``pretraining.json``.
-        device: where it ran; complete: whether all ``steps`` are done (``False`` after ``stop_after``).
-        model: the ``BertForMaskedLM`` (on the CPU once saved); not part of ``pretraining.json``.
-    """
-
-    path: Path
-    losses: list[float]
-    seconds: float
-    steps_run: int
-    resumed_from: int
-    tokens_per_second: float
-    steps_per_second: float
-    params: dict = field(default_factory=dict)
-    device: str = "cpu"
-    complete: bool = True
-    model: BertForMaskedLM | None = field(default=None, repr=False, compare=False)
-
-
-def pretrain_mlm(
-    texts: Sequence[str],
-    output_dir: str | os.PathLike,
-    config: BertConfig | None = None,
-    steps: int = 1000,
-    batch_size: int = 32,
-    seq_len: int = 128,
-    lr: float = 1e-3,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    checkpoint_every: int = 100,
-    tokenizer: WordPieceTokenizer | None = None,
-    warmup: float = 0.1,
-    weight_decay: float = 0.01,
-    stop_after: int | None = None,
-    progress: bool = True,
-    mismatch: str = "retrain",
-) -> PretrainResult:
-    """Pre-train a ``BertForMaskedLM`` from scratch with masked LM on ``texts`` (the book corpus passages).
-
-    Sequences are passage pairs ``[CLS] a [SEP] b [SEP]`` of at most ``seq_len`` word pieces
-    (:func:`pair_examples`); each step takes ``batch_size`` of them in a seeded epoch-wise order and
-    masks them as BERT does (:func:`mask_tokens`). The LM head is applied to the masked positions
-    only (the 30,522-way output dominates the cost otherwise). AdamW (β = 0.9/0.999, ε = 1e-6, weight
-    decay 0.01 except biases and LayerNorm), linear warm-up over ``warmup`` of the steps, then linear
-    decay to 0, gradient norm clipped at 1.
-
-    Every ``checkpoint_every`` steps the model, optimizer and schedule go atomically to
-    ``output_dir/checkpoint.pt``; calling again with the same arguments resumes from it. All
-    randomness of a step comes from ``(seed, step)``, so on CPU a resumed run ends with exactly
-    the weights of an uninterrupted one. At the end the model (``save_pretrained``) and the tokenizer
-    files are written into ``output_dir``, then ``pretraining.json`` (parameters and losses) as the
-    completion marker; a complete folder with the same parameters is returned without training.
-
-    Args:
-        config: the BERT shape (default :func:`small_bert_config`); its ``vocab_size`` must be the tokenizer's.
-        lr: peak learning rate (1e-3 suits a small BERT and a short schedule; BERT-base used 1e-4).
-        device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``; bf16 autocast on CUDA.
-        tokenizer: default: the real bert-base-uncased vocabulary (:meth:`WordPieceTokenizer.from_vocab`).
-        stop_after: stop (as an interruption would) after this step, checkpointing it; ``None``: run to ``steps``.
-        progress: show a tqdm bar.
-        mismatch: what a checkpoint or finished model of *other* parameters in ``output_dir`` means:
-            ``"retrain"`` (a warning naming the differences, then a fresh start; a re-run of a
-            chapter with new parameters just works) or ``"error"`` (a ``ValueError`` naming them).
-    """
-    if isinstance(texts, str):
-        raise TypeError("parameter 'texts' must be a list of passages, not one string")
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("checkpoint_every", checkpoint_every)):
-        if value < 1:
-            raise ValueError(f"parameter {name!r} must be at least 1, got {value}")
-    if not 0.0 <= warmup < 1.0:
-        raise ValueError(f"parameter 'warmup' is a fraction of the steps in [0, 1), got {warmup}")
-    output_dir = Path(output_dir)
-    tokenizer = tokenizer or WordPieceTokenizer.from_vocab()
-    config = config or small_bert_config(vocab_size=tokenizer.vocab_size)
-    if config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"config.vocab_size ({config.vocab_size}) differs from the tokenizer's {tokenizer.vocab_size}")
-    if seq_len > config.max_position_embeddings:
-        raise ValueError(f"parameter 'seq_len' ({seq_len}) exceeds config.max_position_embeddings")
-    device = resolve_device(device)
-    params = {
-        "steps": steps,
-        "batch_size": batch_size,
-        "seq_len": seq_len,
-        "lr": lr,
-        "seed": seed,
-        "warmup": warmup,
-        "weight_decay": weight_decay,
-        "texts": len(texts),
-        "texts_sha256": texts_fingerprint(texts),
-        "vocab_sha256": texts_fingerprint(
-            [piece for piece, _ in sorted(tokenizer.hf.get_vocab().items(), key=lambda i: i[1])]
-        ),
-        "config": json.loads(config.to_json_string(use_diff=True)),
-    }
-    params["config"].pop("transformers_version", None)
-    params = json.loads(json.dumps(params))  # as pretraining.json will read back (string keys)
-
-    if mismatch not in ("retrain", "error"):
-        raise ValueError(f"parameter 'mismatch' must be 'retrain' or 'error', got {mismatch!r}")
-    marker = output_dir / _MARKER
-    checkpoint = output_dir / _CHECKPOINT
-    for found in (marker, checkpoint):
-        if not found.is_file():
-            continue
-        saved = json.loads(found.read_text(encoding="utf-8")) if found == marker else _read_checkpoint(found)
-        if saved.get("params") == params:
-            break
-        message = f"{found} was written with other parameters: {_diff(saved, params)}"
-        if mismatch == "error":
-            raise ValueError(message + " (use another output_dir, or mismatch='retrain')")
-        warnings.warn(message + "; pre-training again from scratch", stacklevel=2)
-        marker.unlink(missing_ok=True)
-        checkpoint.unlink(missing_ok=True)
-        break
-    if marker.is_file():
-        saved = json.loads(marker.read_text(encoding="utf-8"))
-        model = load_bert(output_dir, lm_head=True)
-        return PretrainResult(output_dir, saved["losses"], 0.0, 0, steps, 0.0, 0.0, params, str(device), True, model)
-
-    torch.manual_seed(seed)
-    model = BertForMaskedLM(config).to(device)
-    optimizer = _optimizer(model, lr, weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(max(1, int(warmup * steps)), steps))
-    losses: list[float] = []
-    start = 0
-    if checkpoint.is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        schedule.load_state_dict(state["schedule"])
-        losses, start = list(state["losses"]), int(state["step"])
-
-    sequences, first_lengths = pair_examples(tokenizer.pieces(texts), seq_len, seed)
-    order = BatchOrder(len(sequences), batch_size, seed)
-    end = steps if stop_after is None else min(steps, max(stop_after, start))
-    amp = device.type == "cuda" and torch.cuda.is_bf16_supported()
-    model.train()
-    tokens = 0
-    began = time.perf_counter()
-    bar = tqdm(total=steps, initial=start, desc="MLM pre-training", unit="step", disable=not progress)
-    for step in range(start, end):
-        ids, types, attention = _batch(sequences, first_lengths, order.batch(step))
-        seed_of_step = step_seed(seed, step)
-        masked, labels = mask_tokens(ids, attention, torch.Generator().manual_seed(seed_of_step), config.vocab_size)
-        torch.manual_seed(seed_of_step)  # dropout
-        masked, labels, types, attention = (t.to(device) for t in (masked, labels, types, attention))
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            hidden = model.bert(input_ids=masked, attention_mask=attention, token_type_ids=types).last_hidden_state
-            chosen = labels != -100
-            logits = model.cls(hidden[chosen])
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels[chosen])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
-        tokens += int(attention.sum())
-        bar.update(1)
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        done = step + 1
-        if done % checkpoint_every == 0 or done == end:
-            _save_checkpoint(checkpoint, model, optimizer, schedule, losses, done, params)
-    bar.close()
-    seconds = time.perf_counter() - began
-    ran = end - start
-    result = PretrainResult(
-        output_dir,
-        losses,
-        seconds,
-        ran,
-        start,
-        tokens / seconds if ran else 0.0,
-        ran / seconds if ran else 0.0,
-        params,
-        str(device),
-        complete=end == steps,
-        model=model,
-    )
-    if end < steps:
-        return result
-
-    model.eval()
-    with staged_folder(output_dir) as staging:
-        model.cpu().save_pretrained(staging)
-        tokenizer.save_files(staging)
-    record = {f.name: getattr(result, f.name) for f in fields(result) if f.name not in ("path", "model")}
-    write_json(marker, record)
-    checkpoint.unlink(missing_ok=True)
-    return result
-
-
-@torch.no_grad()
-def mlm_loss(
-    model: BertForMaskedLM,
-    texts: Sequence[str],
-    tokenizer: WordPieceTokenizer | None = None,
-    seq_len: int = 128,
-    batch_size: int = 32,
-    seed: int = 0,
-) -> float:
-    """Mean masked-LM cross-entropy (nats per masked piece) of ``model`` on held-out ``texts``.
-
-    The sequences and masks are those of :func:`pretrain_mlm` with ``seed`` (so fixed for a
-    comparison of checkpoints); ``exp`` of it is the masked-LM perplexity. Eval mode, no dropout.
-    """
-    tokenizer = tokenizer or WordPieceTokenizer.from_vocab()
-    device = next(model.parameters()).device
-    sequences, first_lengths = pair_examples(tokenizer.pieces(texts), seq_len, seed)
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    for start in range(0, len(sequences), batch_size):
-        ids, types, attention = _batch(sequences, first_lengths, range(start, min(start + batch_size, len(sequences))))
-        generator = torch.Generator().manual_seed(step_seed(seed, start))
-        masked, labels = mask_tokens(ids, attention, generator, model.config.vocab_size)
-        masked, labels, types, attention = (t.to(device) for t in (masked, labels, types, attention))
-        hidden = model.bert(input_ids=masked, attention_mask=attention, token_type_ids=types).last_hidden_state
-        chosen = labels != -100
-        logits = model.cls(hidden[chosen]).float()
-        total += float(torch.nn.functional.cross_entropy(logits, labels[chosen], reduction="sum"))
-        count += int(chosen.sum())
-    model.train(was_training)
-    return total / count
-
-
-def _read_checkpoint(path: Path) -> dict:
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
-def _diff(saved: dict, params: dict) -> str:
-    old = saved.get("params") or {}
-    names = sorted(k for k in set(old) | set(params) if old.get(k) != params.get(k))
-    return ", ".join(f"{k}: {old.get(k)!r} → {params.get(k)!r}" for k in names)
-
-
-def _save_checkpoint(
-    path: Path,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    schedule: torch.optim.lr_scheduler.LRScheduler,
-    losses: list[float],
-    step: int,
-    params: dict,
-) -> None:
-    state = {
-        "step": step,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "schedule": schedule.state_dict(),
-        "losses": losses,
-        "params": params,
-    }
-    with atomic_write(path, mode="wb") as handle:
-        torch.save(state, handle)
-
-
 __all__ = [
     "BERT_SIZES",
     "BERT_VOCAB_NAME",
     "PAPER_BERT",
-    "PretrainResult",
     "WordPieceTokenizer",
     "bert_vocab_file",
     "load_bert",
     "load_tokenizer",
-    "mask_tokens",
-    "mlm_loss",
-    "pair_examples",
-    "pretrain_mlm",
     "read_vocab",
     "small_bert_config",
 ]

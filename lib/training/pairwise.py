@@ -15,32 +15,27 @@ the training queries (DESIGN.md, "Book-scale protocol").
 from __future__ import annotations
 
 import hashlib
-import math
 import random
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from lib.core.atomic import atomic_write, write_csv
 from lib.core.device import amp_enabled, autocast, resolve_device
 from lib.core.types import query_order
 from lib.evaluation.measures import MEASURES, evaluate
 from lib.reranking.scoring import rerank, score_candidates
+from lib.training.loop import CHECKPOINT_NAME, LoopSettings, LoopState, run_loop
 
 Pair = tuple[str, str, str]
 
-CHECKPOINT_NAME = "checkpoint.pt"
 BEST_NAME = "best.pt"
 HISTORY_NAME = "history.csv"
-_CHECKPOINT_FORMAT = 1
 
 # --- training pairs ------------------------------------------------------------------------------
 
@@ -247,39 +242,9 @@ def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
 
 
-def _rng_state() -> dict[str, Any]:
-    name, keys, position, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": (name, [int(k) for k in keys], int(position), int(has_gauss), float(cached)),
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-    }
-    return state
-
-
-def _set_rng_state(state: Mapping[str, Any]) -> None:
-    random.setstate(state["python"])
-    name, keys, position, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, np.array(keys, dtype=np.uint32), position, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
 def _save(obj: Any, path: Path) -> None:
     with atomic_write(path, "wb") as handle:
         torch.save(obj, handle)
-
-
-def _load(path: Path) -> dict[str, Any]:
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 class _PairOrder:
@@ -320,34 +285,97 @@ def _check_inputs(pairs: Sequence[Pair], queries: Mapping[str, str], texts: Mapp
                 )
 
 
-def _validate(
+def _batch_loss(
     model: nn.Module,
     tokenizer: Any,
-    validation: ValidationSet,
+    batch: Sequence[Pair],
+    queries: Mapping[str, str],
     texts: Mapping[str, str],
     config: TrainingConfig,
     device: torch.device,
-) -> dict[str, float]:
-    """Re-rank the validation candidates at ``config.rerank_depth`` and evaluate them."""
-
-    scores = score_candidates(
-        model,
-        tokenizer,
-        validation.queries,
-        texts,
-        validation.run,
-        depth=config.rerank_depth,
-        batch_size=config.eval_batch_size,
-        max_query_length=config.max_query_length,
-        max_doc_length=config.max_doc_length,
-        device=device,
-        amp=config.amp,
-    )
-    run = rerank(validation.run, scores, config.rerank_depth)
-    return evaluate(run, validation.qrels, config.measures)
+) -> torch.Tensor:
+    """The mean hinge loss of a batch of pairs: (query, better) and (query, worse) in one forward pass."""
+    query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _, _ in batch], config.max_query_length)
+    doc_texts = [texts[better] for _, better, _ in batch] + [texts[worse] for _, _, worse in batch]
+    doc_ids, doc_mask = tokenizer.encode(doc_texts, config.max_doc_length)
+    query_ids = query_ids.to(device, non_blocking=True).repeat(2, 1)
+    query_mask = query_mask.to(device, non_blocking=True).repeat(2, 1)
+    doc_ids, doc_mask = doc_ids.to(device, non_blocking=True), doc_mask.to(device, non_blocking=True)
+    with autocast(device, config.amp):
+        scores = model(query_ids, query_mask, doc_ids, doc_mask)
+    scores = scores.float()
+    return hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
 
 
-# --- the training loop ---------------------------------------------------------------------------
+class _Validator:
+    """The pairwise trainer's checkpoint hook: validate, keep the best weights, stop early, record history."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer: Any,
+        validation: ValidationSet,
+        texts: Mapping[str, str],
+        config: TrainingConfig,
+        device: torch.device,
+        folder: Path,
+        pairs: int,
+    ) -> None:
+        self.model, self.tokenizer, self.validation, self.texts = model, tokenizer, validation, texts
+        self.config, self.device, self.folder, self.pairs = config, device, folder, pairs
+
+    def metrics(self) -> dict[str, float]:
+        """Re-rank the validation candidates at ``config.rerank_depth`` and evaluate them."""
+        config = self.config
+        scores = score_candidates(
+            self.model,
+            self.tokenizer,
+            self.validation.queries,
+            self.texts,
+            self.validation.run,
+            depth=config.rerank_depth,
+            batch_size=config.eval_batch_size,
+            max_query_length=config.max_query_length,
+            max_doc_length=config.max_doc_length,
+            device=self.device,
+            amp=config.amp,
+        )
+        return evaluate(
+            rerank(self.validation.run, scores, config.rerank_depth), self.validation.qrels, config.measures
+        )
+
+    def __call__(self, state: LoopState) -> None:
+        config, extra = self.config, state.extra
+        extra.setdefault("history", [])
+        metrics = self.metrics()
+        value = metrics[config.metric]
+        improved = extra.get("best_step") is None or value > extra["best_metric"]
+        if improved:
+            extra.update(best_step=state.step, best_metric=value, best_model=_cpu_state(self.model), bad_validations=0)
+            _save(extra["best_model"], self.folder / BEST_NAME)
+        else:
+            extra["bad_validations"] += 1
+        since = extra["history"][-1]["step"] if extra["history"] else 0
+        losses = state.losses[since : state.step]
+        extra["history"].append(
+            {
+                "step": state.step,
+                "epoch": state.step * config.batch_size / self.pairs,
+                "train_loss": sum(losses) / len(losses),
+                **{name: float(metrics[name]) for name in config.measures},
+                "best": improved,
+                "seconds": state.elapsed,
+            }
+        )
+        if config.patience is not None and extra["bad_validations"] >= config.patience:
+            state.finished, extra["stop_reason"] = True, "early_stopping"
+        elif state.step >= config.max_steps:
+            extra["stop_reason"] = "max_steps"
+        write_csv(self.folder / HISTORY_NAME, pd.DataFrame(extra["history"]))
+        extra["postfix"] = {config.metric: f"{value:.4f}", "best": f"{extra['best_metric']:.4f}@{extra['best_step']}"}
+
+
+# --- the trainer ---------------------------------------------------------------------------------
 
 
 def train(
@@ -371,181 +399,54 @@ def train(
     the best weights by ``config.metric`` (strict improvement) and stops after ``patience``
     validations without one.
 
-    Checkpoints (``checkpoint_dir/checkpoint.pt``, written atomically at the start and after every
-    validation) hold the model and optimizer states, the step and data-order position, the history,
-    the best weights with their step and value, the early-stopping counter, the Python, NumPy and
-    torch (and CUDA) random states, the elapsed time, and a fingerprint of the arguments. Calling
-    ``train`` again with the same arguments resumes from it: on CPU the resumed run ends with
-    exactly the weights and history of an uninterrupted one (up to the ``seconds`` column). A
-    finished run returns at once from its checkpoint; a checkpoint made with other arguments (other
+    The run goes through :func:`lib.training.loop.run_loop`: ``checkpoint_dir/checkpoint.pt`` is written
+    atomically at the start and after every validation (the history, best weights and early-stopping
+    counter travel in it), and calling ``train`` again with the same arguments resumes from it: on
+    CPU the resumed run ends with exactly the weights and history of an uninterrupted one (up to the
+    ``seconds`` column). A finished run returns at once; a checkpoint made with other arguments (other
     pairs, validation run, model class or shapes, or settings except ``device``, ``amp`` and
-    ``eval_batch_size``) is a ``ValueError``. ``best.pt`` holds the best weights, ``history.csv``
-    the history so far.
-
-    The global Python, NumPy and torch random generators are seeded with ``config.seed`` at the
-    start (dropout and any other randomness in the model draw from them).
+    ``eval_batch_size``) is a ``ValueError``. ``best.pt`` holds the best weights, ``history.csv`` the
+    history so far. The global Python, NumPy and torch generators are seeded with ``config.seed``
+    at the start (dropout and any other randomness in the model draw from them).
     """
     device = resolve_device(config.device)
     amp_enabled(device, config.amp)  # validates the value
     checkpoint_dir = Path(checkpoint_dir)
-    checkpoint_path = checkpoint_dir / CHECKPOINT_NAME
-    best_path = checkpoint_dir / BEST_NAME
     _check_inputs(pairs, queries, texts)
     fingerprint = _fingerprint(model, pairs, validation, config)
-
     model.to(device)
     optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))
-
-    if checkpoint_path.is_file():
-        state = _load(checkpoint_path)
-        _check_fingerprint(state, fingerprint, checkpoint_path)
-        model.load_state_dict(state["model"])
-        if state["finished"]:
-            return _finish(model, state, best_path, checkpoint_path)
-        optimizer.load_state_dict(state["optimizer"])
-        _set_rng_state(state["rng"])
-    else:
-        _seed_everything(config.seed)
-        state = {
-            "format": _CHECKPOINT_FORMAT,
-            "fingerprint": fingerprint,
-            "step": 0,
-            "position": 0,
-            "epoch": 0,
-            "finished": False,
-            "stop_reason": None,
-            "best_step": None,
-            "best_metric": -math.inf,
-            "best_model": None,
-            "bad_validations": 0,
-            "history": [],
-            "elapsed": 0.0,
-        }
-        _checkpoint(state, model, optimizer, checkpoint_path)
-
     order = _PairOrder(len(pairs), config.seed)
-    step = state["step"]
-    loss_sum, loss_count = 0.0, 0
-    started = time.perf_counter() - state["elapsed"]
-    bar = tqdm(total=config.max_steps, initial=step, desc="train", unit="step", disable=not progress)
-    postfix: dict[str, str] = {}
-    try:
-        while not state["finished"]:
-            model.train()
-            batch = [pairs[i] for i in order.batch(step * config.batch_size, config.batch_size)]
-            loss = _train_step(model, tokenizer, optimizer, batch, queries, texts, config, device)
-            if not math.isfinite(loss):
-                raise FloatingPointError(f"the training loss is {loss} at step {step + 1}")
-            step += 1
-            loss_sum, loss_count = loss_sum + loss, loss_count + 1
-            bar.update(1)
-            postfix["loss"] = f"{loss_sum / loss_count:.4f}"
-            bar.set_postfix(postfix, refresh=False)
-            if step % config.validate_every == 0 or step == config.max_steps:
-                metrics = _validate(model, tokenizer, validation, texts, config, device)
-                value = metrics[config.metric]
-                improved = state["best_step"] is None or value > state["best_metric"]
-                if improved:
-                    state.update(best_step=step, best_metric=value, best_model=_cpu_state(model), bad_validations=0)
-                    _save(state["best_model"], best_path)
-                else:
-                    state["bad_validations"] += 1
-                state["history"].append(
-                    {
-                        "step": step,
-                        "epoch": step * config.batch_size / len(pairs),
-                        "train_loss": loss_sum / loss_count,
-                        **{name: float(metrics[name]) for name in config.measures},
-                        "best": improved,
-                        "seconds": time.perf_counter() - started,
-                    }
-                )
-                loss_sum, loss_count = 0.0, 0
-                if config.patience is not None and state["bad_validations"] >= config.patience:
-                    state.update(finished=True, stop_reason="early_stopping")
-                elif step >= config.max_steps:
-                    state.update(finished=True, stop_reason="max_steps")
-                state.update(
-                    step=step,
-                    position=step * config.batch_size,
-                    epoch=step * config.batch_size // len(pairs),
-                    elapsed=time.perf_counter() - started,
-                )
-                _checkpoint(state, model, optimizer, checkpoint_path)
-                write_csv(checkpoint_dir / HISTORY_NAME, pd.DataFrame(state["history"]))
-                postfix.update(
-                    {config.metric: f"{value:.4f}", "best": f"{state['best_metric']:.4f}@{state['best_step']}"}
-                )
-                bar.set_postfix(postfix)
-    finally:
-        bar.close()
-    return _finish(model, state, best_path, checkpoint_path)
 
+    def loss_of_step(step: int) -> torch.Tensor:
+        batch = [pairs[i] for i in order.batch(step * config.batch_size, config.batch_size)]
+        return _batch_loss(model, tokenizer, batch, queries, texts, config, device)
 
-def _train_step(
-    model: nn.Module,
-    tokenizer: Any,
-    optimizer: torch.optim.Optimizer,
-    batch: Sequence[Pair],
-    queries: Mapping[str, str],
-    texts: Mapping[str, str],
-    config: TrainingConfig,
-    device: torch.device,
-) -> float:
-    """One Adam step on a batch of pairs; the batch's mean hinge loss."""
-    query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _, _ in batch], config.max_query_length)
-    doc_texts = [texts[better] for _, better, _ in batch] + [texts[worse] for _, _, worse in batch]
-    doc_ids, doc_mask = tokenizer.encode(doc_texts, config.max_doc_length)
-    query_ids = query_ids.to(device, non_blocking=True).repeat(2, 1)
-    query_mask = query_mask.to(device, non_blocking=True).repeat(2, 1)
-    doc_ids, doc_mask = doc_ids.to(device, non_blocking=True), doc_mask.to(device, non_blocking=True)
-    optimizer.zero_grad(set_to_none=True)
-    with autocast(device, config.amp):
-        scores = model(query_ids, query_mask, doc_ids, doc_mask)
-    scores = scores.float()
-    loss = hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
-    loss.backward()
-    if config.grad_clip is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-    optimizer.step()
-    return float(loss.detach())
-
-
-def _checkpoint(state: dict, model: nn.Module, optimizer: torch.optim.Optimizer, path: Path) -> None:
-    state["model"] = _cpu_state(model)
-    state["optimizer"] = optimizer.state_dict()
-    state["rng"] = _rng_state()
-    _save(state, path)
-
-
-def _check_fingerprint(state: Mapping[str, Any], fingerprint: dict, path: Path) -> None:
-    if state.get("format") != _CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: checkpoint format {state.get('format')!r}, expected {_CHECKPOINT_FORMAT}")
-    saved = state["fingerprint"]
-    if saved != fingerprint:
-        differing = [key for key in fingerprint if saved.get(key) != fingerprint[key]]
-        if "config" in differing:
-            config_keys = [k for k in fingerprint["config"] if saved["config"].get(k) != fingerprint["config"][k]]
-            differing = [f"config.{key}" for key in config_keys] + [k for k in differing if k != "config"]
-        raise ValueError(
-            f"{path} was written by a training run with other arguments (differing: {', '.join(differing)}); "
-            "give another 'checkpoint_dir' or delete that folder to start afresh"
-        )
-
-
-def _finish(model: nn.Module, state: Mapping[str, Any], best_path: Path, checkpoint_path: Path) -> TrainingResult:
-    model.load_state_dict(state["best_model"])
+    settings = LoopSettings(
+        steps=config.max_steps,
+        checkpoint_every=config.validate_every,
+        grad_clip=config.grad_clip,
+        seed=config.seed,
+        desc="train",
+        progress=progress,
+    )
+    validator = _Validator(model, tokenizer, validation, texts, config, device, checkpoint_dir, len(pairs))
+    checkpoint_path = checkpoint_dir / CHECKPOINT_NAME
+    state = run_loop(model, optimizer, loss_of_step, checkpoint_path, fingerprint, settings, on_checkpoint=validator)
+    extra = state.extra
+    model.load_state_dict(extra["best_model"])
     model.eval()
+    best_path = checkpoint_dir / BEST_NAME
     if not best_path.is_file():
-        _save(state["best_model"], best_path)
+        _save(extra["best_model"], best_path)
     return TrainingResult(
-        best_step=state["best_step"],
-        best_metric=state["best_metric"],
-        history=pd.DataFrame(state["history"]),
+        best_step=extra["best_step"],
+        best_metric=extra["best_metric"],
+        history=pd.DataFrame(extra["history"]),
         best_path=best_path,
         model=model,
-        steps=state["step"],
-        stopped_early=state["stop_reason"] == "early_stopping",
+        steps=state.step,
+        stopped_early=extra["stop_reason"] == "early_stopping",
         checkpoint_path=checkpoint_path,
     )
 

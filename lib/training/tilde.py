@@ -19,11 +19,12 @@ Named choices:
   bert-base). The book's small BERT and few pairs need a larger rate (:data:`BOOK_LR`). A fixed
   number of steps, no early stopping and no validation, as the paper.
 
-Checkpoints and exact resume follow :func:`lib.representations.bert.pretrain_mlm`: every ``checkpoint_every`` steps
-the model, optimizer, step and losses go atomically to ``output_dir/checkpoint.pt``; the batch of a
-step and its dropout come from ``(seed, step)`` only, so on CPU a resumed run ends with exactly the
-weights of an uninterrupted one. At the end the model (:meth:`lib.models.tilde.Tilde.save`) and
-``training.json`` (parameters and losses, the completion marker) are written into ``output_dir``;
+Training goes through the book's one loop (:func:`lib.training.loop.run_loop`): every
+``checkpoint_every`` steps the model, optimizer, step and losses go atomically to
+``output_dir/checkpoint.pt``; the batch of a step and its dropout come from ``(seed, step)`` only,
+so on CPU a resumed run ends with exactly the weights of an uninterrupted one. At the end the model
+(:meth:`lib.models.tilde.Tilde.save`) and ``training.json`` (parameters and losses, the completion
+marker) are written into ``output_dir``;
 a complete folder with the same parameters is loaded instead of trained again, and a checkpoint or
 folder of *other* parameters is a ``ValueError`` naming the differences.
 """
@@ -31,34 +32,40 @@ folder of *other* parameters is a ``ValueError`` naming the differences.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
-from lib.core.atomic import atomic_write, write_json
 from lib.core.device import autocast, resolve_device
 from lib.core.types import query_order
 from lib.data import load_qrels, load_queries
 from lib.data.splits import FOLDS, train_validation_split
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
-from lib.representations.bert import BatchOrder, WordPieceTokenizer, step_seed, texts_fingerprint
+from lib.representations.bert import WordPieceTokenizer
+from lib.training.loop import (
+    CHECKPOINT_NAME,
+    BatchOrder,
+    LoopSettings,
+    as_json,
+    read_marker,
+    run_loop,
+    step_seed,
+    texts_fingerprint,
+    write_marker,
+)
 from lib.training.tilde_losses import LOSSES, dl_loss, ql_loss
 
 #: Pairs are (query, passage judged at least this grade): "highly relevant" in TREC DL (module doc).
 MIN_RELEVANCE = 2
 #: The paper's Adam learning rate for bert-base-uncased (§4.3).
 PAPER_LR = 2e-5
-#: The book's rate for its small BERT and few queries (:func:`lib.representations.bert.pretrain_mlm`'s rate too):
+#: The book's rate for its small BERT and few queries (:func:`lib.training.masked_lm.pretrain_mlm`'s rate too):
 #: in a sweep of 1e-4, 3e-4, 1e-3 and 3e-3 (300 steps of 16 pairs, DL19 fold) it reached the lowest training loss.
 BOOK_LR = 1e-3
-CHECKPOINT_NAME = "checkpoint.pt"
 MARKER_NAME = "training.json"
 
 Pair = tuple[str, str]
@@ -216,39 +223,26 @@ def train_tilde(
         "initial_weights_sha256": _weights_digest(model),
         "model_settings": model.settings(),
     }
-    params = json.loads(json.dumps(params))  # as the JSON marker reads back
+    params = as_json(params)
     marker, checkpoint = output_dir / MARKER_NAME, output_dir / CHECKPOINT_NAME
     epochs = steps * batch_size / len(pairs)
-    if marker.is_file():
-        saved = json.loads(marker.read_text(encoding="utf-8"))
-        _check_params(saved.get("params", {}), params, marker)
+    record = read_marker(marker, params)
+    if record is not None:
         trained = Tilde.load(output_dir).eval()
         return TildeTrainingResult(
-            output_dir, trained, saved["losses"], 0, steps, 0.0, 0.0, epochs, params, str(device), True
+            output_dir, trained, record["losses"], 0, steps, 0.0, 0.0, epochs, params, str(device), True
         )
 
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses: list[float] = []
-    start = 0
-    if checkpoint.is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
-        _check_params(state["params"], params, checkpoint)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        losses, start = list(state["losses"]), int(state["step"])
-
     qids = sorted({q for q, _ in pairs}, key=query_order)
     pids = sorted({p for _, p in pairs})
     query_pieces = dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True))
     passage_pieces = dict(zip(pids, tokenizer.pieces([texts[p] for p in pids]), strict=True))
     keep = target_vocabulary.mask().to(device)
     order = BatchOrder(len(pairs), batch_size, seed)
-    end = steps if stop_after is None else min(steps, max(stop_after, start))
-    model.train()
-    began = time.perf_counter()
-    bar = tqdm(total=steps, initial=start, desc=f"TILDE ({loss}, {vocabulary})", unit="step", disable=not progress)
-    for step in range(start, end):
+
+    def loss_of_step(step: int) -> torch.Tensor:
         batch = [pairs[i] for i in order.batch(step)]
         q_pieces = [query_pieces[q] for q, _ in batch]
         p_pieces = [passage_pieces[p] for _, p in batch]
@@ -261,52 +255,32 @@ def train_tilde(
             if loss in ("dl", "biqdl"):
                 y_passage = target_vocabulary.targets(target_vocabulary.clean(ids) for ids in p_pieces).to(device)
                 terms = terms + dl_loss(model.logits(q_pieces, "query"), y_passage, keep)
-        value = terms / 2 if loss == "biqdl" else terms  # eq. 8
-        optimizer.zero_grad(set_to_none=True)
-        value.backward()
-        optimizer.step()
-        losses.append(float(value.detach()) / batch_size)
-        bar.update(1)
-        bar.set_postfix(loss=f"{losses[-1]:.5f}")
-        done = step + 1
-        if done % checkpoint_every == 0 or done == end:
-            state = {"step": done, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
-            with atomic_write(checkpoint, "wb") as handle:
-                torch.save({**state, "losses": losses, "params": params}, handle)
-    bar.close()
-    seconds = time.perf_counter() - began
-    ran = end - start
+        return terms / 2 if loss == "biqdl" else terms  # eq. 8
+
+    desc = f"TILDE ({loss}, {vocabulary})"
+    settings = LoopSettings(steps, checkpoint_every, stop_after, desc=desc, progress=progress)
+    state = run_loop(model, optimizer, loss_of_step, checkpoint, params, settings)
     model.eval()
+    losses = [value / batch_size for value in state.losses]
     result = TildeTrainingResult(
         path=output_dir,
         model=model,
         losses=losses,
-        steps_run=ran,
-        resumed_from=start,
-        seconds=seconds,
-        pairs_per_second=ran * batch_size / seconds if ran else 0.0,
+        steps_run=state.steps_run,
+        resumed_from=state.resumed_from,
+        seconds=state.seconds,
+        pairs_per_second=state.steps_run * batch_size / state.seconds if state.steps_run else 0.0,
         epochs=epochs,
         params=params,
         device=str(device),
-        complete=end == steps,
+        complete=state.finished,
     )
-    if end < steps:
+    if not state.finished:
         return result
     model.save(output_dir, tokenizer)
-    write_json(marker, {"params": params, "losses": losses, "seconds": seconds, "device": str(device)})
+    write_marker(marker, params, {"losses": losses, "seconds": state.seconds, "device": str(device)})
     checkpoint.unlink(missing_ok=True)
     return result
-
-
-def _check_params(saved: Mapping, params: Mapping, path: Path) -> None:
-    if saved == params:
-        return
-    names = sorted(k for k in set(saved) | set(params) if saved.get(k) != params.get(k))
-    differences = ", ".join(f"{k}: {saved.get(k)!r} → {params.get(k)!r}" for k in names)
-    raise ValueError(
-        f"{path} was written by a TILDE training run with other arguments ({differences}); "
-        "give another 'output_dir' or delete that folder to start afresh"
-    )
 
 
 __all__ = [

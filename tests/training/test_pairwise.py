@@ -315,11 +315,12 @@ def test_an_interrupted_run_resumes_to_the_same_result(
     with pytest.raises(Killed):
         run_training(dl19, pairs, tmp_path / "killed", config)
     checkpoint = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=True)
-    assert checkpoint["step"] == 6 and checkpoint["position"] == 6 * config.batch_size
+    assert checkpoint["step"] == 6 and len(checkpoint["losses"]) == 6
     assert not checkpoint["finished"]
-    assert {"model", "optimizer", "rng", "history", "best_model", "best_step", "bad_validations"} <= set(checkpoint)
+    assert {"model", "optimizer", "rng", "extra"} <= set(checkpoint)
+    assert {"history", "best_model", "best_step", "bad_validations"} <= set(checkpoint["extra"])
     assert set(checkpoint["rng"]) == {"python", "numpy", "torch", "cuda"}
-    assert [row["step"] for row in checkpoint["history"]] == [3, 6]
+    assert [row["step"] for row in checkpoint["extra"]["history"]] == [3, 6]
 
     monkeypatch.setattr(training, "hinge_loss", real_loss)
     torch.manual_seed(12345)  # a new process: other global random state, a differently initialised model
