@@ -7,12 +7,15 @@ Documented tolerances (applied by all readers):
 - Windows line ends (CRLF) are accepted;
 - blank lines are skipped (a file with no data lines at all is an error: ``empty file``).
 
-Everything else is an error: too few or too many columns, a non-integer relevance grade or rank,
-a non-numeric score, and a duplicated id (a passage or query id twice, a qrels or run pair twice).
+Everything else is an error: bytes that are not UTF-8, too few or too many columns, a non-integer
+relevance grade or rank, a non-numeric or non-finite score (``nan``, ``inf``), an empty query or
+passage text (the real book data has none; an empty text would silently score as nothing), and a
+duplicated id (a passage or query id twice, a qrels or run pair twice).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 
@@ -30,9 +33,16 @@ class DataFormatError(ValueError):
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """(line number, line without its end) for every non-blank line; an empty file is an error."""
     seen = False
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as error:
+                raise DataFormatError(
+                    path, number, f"not UTF-8 text (byte {raw[error.start]:#04x} at column {error.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             seen = True
@@ -53,6 +63,8 @@ def _id_text_pairs(path: str | os.PathLike, what: str) -> dict[str, str]:
             raise DataFormatError(path, number, f"empty {what} id")
         if key in table:
             raise DataFormatError(path, number, f"duplicate {what} id {key!r}")
+        if not text.strip():
+            raise DataFormatError(path, number, f"empty {what} text for id {key!r}")
         table[key] = text
     return table
 
@@ -106,6 +118,8 @@ def read_run(path: str | os.PathLike) -> dict[str, dict[str, float]]:
             value = float(score)
         except ValueError:
             raise DataFormatError(path, number, f"score {score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise DataFormatError(path, number, f"score {score!r} is not finite")
         ranked = run.setdefault(qid, {})
         if pid in ranked:
             raise DataFormatError(path, number, f"duplicate entry for query {qid!r}, passage {pid!r}")

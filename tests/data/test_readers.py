@@ -25,10 +25,14 @@ MALFORMED = [
     ("collection", "1\tfirst\n2\tsecond\n1\tagain\n", 3, "duplicate passage id '1'"),
     ("collection", "1\tfirst\n\n\n2 no tab\n", 4, "got 1"),
     ("collection", "1\tfirst\n\tno id\n", 2, "empty passage id"),
+    ("collection", "1\tfirst\n2\t \n", 2, "empty passage text for id '2'"),
+    ("collection", b"1\tfirst\n2\tcaf\xe9\n", 2, "not UTF-8 text (byte 0xe9 at column 6)"),
     # queries: qid<TAB>text
     ("queries", "1037798\n", 1, "expected 2 tab-separated columns"),
     ("queries", "1\tq one\n2\tq\ttwo\n", 2, "got 3"),
     ("queries", "5\twhat\n6\twhy\n5\twho\n", 3, "duplicate query id '5'"),
+    ("queries", "5\twhat\n6\t\n", 2, "empty query text for id '6'"),
+    ("queries", b"\xff\xfe5\twhat\n", 1, "not UTF-8 text"),
     # qrels: qid iter pid grade
     ("qrels", "1 0 a 1\n1 0 b\n", 2, "expected 4 columns"),
     ("qrels", "1 0 a 1\n1 0 b 1 extra\n", 2, "got 5"),
@@ -39,6 +43,9 @@ MALFORMED = [
     ("run", "1 Q0 a 1 2.5 tag\n1 Q0 b 2 1.5\n", 2, "expected 6 columns"),
     ("run", "1 Q0 a 1 2.5 tag\n1 Q0 b 2 1.5 tag extra\n", 2, "got 7"),
     ("run", "1 Q0 a 1 2.5 tag\n1 Q0 b 2 high tag\n", 2, "score 'high' is not a number"),
+    ("run", "1 Q0 a 1 2.5 tag\n1 Q0 b 2 nan tag\n", 2, "score 'nan' is not finite"),
+    ("run", "1 Q0 a 1 -inf tag\n", 1, "score '-inf' is not finite"),
+    ("qrels", b"1 0 a 1\n1 0 \xc3 1\n", 2, "not UTF-8 text"),
     ("run", "1 Q0 a 1 2.5 tag\n1 Q0 b 2.0 1.5 tag\n", 2, "rank '2.0' is not an integer"),
     ("run", "1 Q0 a 1 2.5 tag\n2 Q0 a 1 2.5 tag\n1 Q0 a 2 1.5 tag\n", 3, "duplicate entry for query '1', passage 'a'"),
     # triples: query<TAB>positive<TAB>negative
@@ -50,10 +57,10 @@ MALFORMED = [
 
 @pytest.mark.parametrize(("reader", "content", "line", "fragment"), MALFORMED)
 def test_malformed_input_names_file_and_line(
-    reader: str, content: str, line: int, fragment: str, tmp_path: Path
+    reader: str, content: str | bytes, line: int, fragment: str, tmp_path: Path
 ) -> None:
     path = tmp_path / f"{reader}.txt"
-    path.write_text(content, encoding="utf-8")
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     with pytest.raises(DataFormatError) as caught:
         READERS[reader](path)
     message = str(caught.value)
