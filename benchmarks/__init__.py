@@ -1,1 +1,1 @@
-"""Benchmarks that write JSON (DESIGN.md: speed targets are met in benchmarks, never in timed tests)."""
+"""Benchmarks that write JSON (ARCHITECTURE.md, "Conventions": speed is measured here, never in timed tests)."""

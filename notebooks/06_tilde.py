@@ -36,7 +36,7 @@
 # `lib.models.tilde`, `lib.training.tilde` and `lib.reranking.tilde_*`;
 # what differs from the paper is listed in {doc}`../reproducing`.
 #
-# **Protocol** (as every chapter, DESIGN's book-scale protocol): TILDE is fine-tuned on the judged
+# **Protocol** (as every chapter, the book-scale protocol): TILDE is fine-tuned on the judged
 # queries of the *other* TREC DL years — DL19 is tested with a model trained on DL20 and DL21, DL20
 # with one trained on DL19 and DL21 — on the pairs (query, passage judged ≥ 2). The paper trains on
 # the 533k MS MARCO training judgments, starting from `bert-base-uncased`; the book starts from the

@@ -1,4 +1,4 @@
-"""The book-scale experiment behind chapter 2 (DESIGN.md, "Book-scale protocol"), reusable by later chapters.
+"""The book-scale experiment behind chapter 2 (ARCHITECTURE.md, "Conventions"), reusable by later chapters.
 
 1. :func:`prepare_representations` — the vocabulary (min count 5, TK paper §4.3) and 300-d word vectors
    trained on the book corpus (word2vec or fastText, instead of GloVe-42B), and a small BERT

@@ -1,6 +1,6 @@
 """Atomic file output: write to a temporary file in the target folder, then rename.
 
-An interrupted run therefore never leaves a file that looks complete (DESIGN.md, conventions).
+An interrupted run therefore never leaves a file that looks complete (ARCHITECTURE.md, "Conventions").
 """
 
 from __future__ import annotations

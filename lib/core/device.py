@@ -1,4 +1,4 @@
-"""The book's device and mixed-precision policy (DESIGN.md "GPU" is summarised in ARCHITECTURE.md).
+"""The book's device and mixed-precision policy (ARCHITECTURE.md, "Conventions").
 
 CUDA when available (``device="auto"``), CPU otherwise; bf16 autocast on CUDA, exact fp32 on CPU
 unless asked otherwise, so CPU runs stay deterministic.

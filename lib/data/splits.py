@@ -1,4 +1,4 @@
-"""The book-scale splits (DESIGN.md, "Book-scale protocol"), defined here and nowhere else.
+"""The book-scale splits (ARCHITECTURE.md, "Conventions"), defined here and nowhere else.
 
 There are no MS MARCO training triples here, so the book trains on the judged TREC DL queries in the
 spirit of the cross-validation that small-data neural IR uses on Robust04: each test year is

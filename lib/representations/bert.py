@@ -1,6 +1,6 @@
 """BERT for the book: the real bert-base-uncased WordPiece vocabulary and a small BERT pre-trained in the book.
 
-No pre-trained BERT can be downloaded at book scale (DESIGN.md, book-scale protocol). The BERT-style
+No pre-trained BERT can be downloaded at book scale (ARCHITECTURE.md, "Conventions"). The BERT-style
 models (BERT-cat, TILDE, …) therefore start from a small BERT that the book pre-trains with the
 masked-LM objective of Devlin et al. on its own corpus, with the real bert-base-uncased vocabulary,
 so that the ``paper`` profile only swaps the checkpoint for ``bert-base-uncased``.

@@ -2,7 +2,7 @@
 
 The papers initialise every non-BERT model with 300-d GloVe vectors (42B CommonCrawl, lower-cased;
 TK paper §4.2, TREC notebook §3), and the TREC runs compare GloVe with FastText (TUW19-p1 vs. p2).
-GloVe cannot be downloaded at book scale (DESIGN.md, book-scale protocol), so the book trains
+GloVe cannot be downloaded at book scale (ARCHITECTURE.md, "Conventions"), so the book trains
 300-d vectors on its own corpus with gensim:
 
 - :func:`train_word_vectors` — word2vec (CBOW, negative sampling) or fastText (CBOW with character

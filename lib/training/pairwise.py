@@ -5,7 +5,7 @@ passage) triples, **Adam** over the model's own parameter groups (``model.optimi
 10⁻⁴ for word embeddings and contextualisation, 10⁻³ elsewhere), batches of 64 pairs, 30 / 200
 token caps for queries / passages, and **early stopping on the validation MRR@10** (the book also
 records nDCG@10). Validation re-ranks the first stage's top ``rerank_depth`` of a held-out slice of
-the training queries (DESIGN.md, "Book-scale protocol").
+the training queries (ARCHITECTURE.md, "Conventions").
 
 - :func:`training_pairs` turns graded judgments and first-stage candidates into pairs.
 - :func:`hinge_loss` is ``mean(max(0, margin - s⁺ + s⁻))``.
@@ -47,7 +47,7 @@ def training_pairs(
     seed: int,
     max_pairs_per_query: int | None = None,
 ) -> list[Pair]:
-    """(qid, better pid, worse pid) pairs from graded labels (DESIGN.md, "Training pairs from graded labels").
+    """(qid, better pid, worse pid) pairs from graded labels (TK paper §4; ARCHITECTURE.md, "Conventions").
 
     For every judged query, its labelled passages are its judged passages with their grades plus
     the **unjudged candidates of the first stage** (``candidates[qid]``: a run ``{pid: score}`` or

@@ -2,7 +2,7 @@
 
 The paper fine-tunes ``bert-base-uncased`` with BiQDL on the ~533k (query, relevant passage)
 judgments of the MS MARCO training set: Adam, learning rate 2e-5, batch 128, 10 epochs, no
-validation. The book has no MS MARCO training data (DESIGN.md, "Book-scale protocol"): it trains on
+validation. The book has no MS MARCO training data (ARCHITECTURE.md, "Conventions"): it trains on
 the judged TREC DL queries of the *other* years of a cross-year fold (:data:`lib.data.splits.FOLDS`:
 DL19 is tested with DL20 + DL21 training, DL20 with DL19 + DL21), the same training queries as the
 other chapters (:func:`lib.data.splits.train_validation_split` holds out the validation slice).
