@@ -23,6 +23,9 @@ Choices the papers leave open (named here, flags where an alternative is plausib
   small BERT: 1e-6 would barely move it, so the book's default is ``bert_lr=3e-5`` (the middle of
   BERT's recommended fine-tuning range) and ``head_lr=1e-3`` (the paper's rate for all non-BERT
   layers) for the new linear layer.
+- **Fewer layers** (``num_layers``): keep only the first N Transformer layers of the starting BERT
+  (e.g. of all-MiniLM-L6-v2's 6, :mod:`lib.representations.pretrained`) when a CPU budget asks for it;
+  ``None`` keeps all.
 """
 
 from __future__ import annotations
@@ -94,6 +97,16 @@ def pack_pairs(
     return input_ids, token_type_ids, attention_mask
 
 
+def keep_layers(bert: BertModel, num_layers: int) -> BertModel:
+    """Cut ``bert`` to its first ``num_layers`` Transformer layers, in place (1 ≤ N ≤ its layers)."""
+    layers = len(bert.encoder.layer)
+    if not isinstance(num_layers, int) or not 1 <= num_layers <= layers:
+        raise ValueError(f"parameter 'num_layers' must be an integer in 1..{layers}, got {num_layers!r}")
+    bert.encoder.layer = bert.encoder.layer[:num_layers]
+    bert.config.num_hidden_layers = num_layers
+    return bert
+
+
 class BertCat(nn.Module):
     """BERT-cat re-ranker: ``score = w · BERT([CLS] q [SEP] d [SEP])[CLS] + b``.
 
@@ -103,6 +116,7 @@ class BertCat(nn.Module):
         use_pooler: score BERT's pooled output (dense + tanh) instead of the raw ``[CLS]`` vector.
         bert_lr, head_lr: the rates of :meth:`optimizer_groups` (see the module docstring).
         cls_id, sep_id: the special ids of the vocabulary (bert-base-uncased's 101 and 102).
+        num_layers: keep only BERT's first ``num_layers`` Transformer layers (``None``: all).
     """
 
     def __init__(
@@ -113,6 +127,7 @@ class BertCat(nn.Module):
         head_lr: float = HEAD_LR,
         cls_id: int = CLS_ID,
         sep_id: int = SEP_ID,
+        num_layers: int | None = None,
     ) -> None:
         super().__init__()
         if isinstance(bert, str | os.PathLike):
@@ -121,6 +136,8 @@ class BertCat(nn.Module):
             bert = bert.bert
         if not isinstance(bert, BertModel):
             raise TypeError(f"parameter 'bert' must be a BertModel, a BertForMaskedLM or a path, got {type(bert)}")
+        if num_layers is not None:
+            keep_layers(bert, num_layers)
         if use_pooler and bert.pooler is None:
             raise ValueError("use_pooler=True but the BERT has no pooler (load it with load_bert(..., pooler=True))")
         if not use_pooler:
