@@ -1,5 +1,5 @@
 # Every command of the book in one place. `make help` lists them.
-#   make book   [PROFILE=smoke|book|paper]  venv + data + chapters (papermill) + HTML (Jupyter Book)
+#   make book   [PROFILE=smoke|book|paper]  venv + data + chapters (papermill) + HTML in _build/<profile>/
 #   make test                              unit tests, the smoke book, nbval-lax on its chapters
 PROFILE ?= book
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -12,7 +12,7 @@ ARGS ?=
 .PHONY: help setup data chapters chapter book html unit smoke nbval test lint clean distclean
 
 help:
-	@echo "make book [PROFILE=smoke|book|paper]   build the whole book into _build/html (default PROFILE=book)"
+	@echo "make book [PROFILE=smoke|book|paper]   build the whole book into _build/$$PROFILE/ (default PROFILE=book)"
 	@echo "make test                              unit tests + smoke book + nbval-lax (what CI runs)"
 	@echo "make data                              fetch (TKBOOK_MIRROR or download), check and convert the data"
 	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
@@ -41,9 +41,12 @@ chapter: data
 	@test -n "$(CH)" || (echo "usage: make chapter CH=01_data_and_first_stage [PROFILE=smoke]" && exit 2)
 	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --only $(CH) $(ARGS)
 
+# Each profile keeps its executed chapters (_build/<profile>/chapters) and its HTML
+# (_build/<profile>/_build/html): `make test` (smoke) never touches a built `book` profile.
 html: $(STAMP)
-	$(BIN)/jupyter-book build . --warningiserror --keep-going --quiet
-	@echo "book: $(CURDIR)/_build/html/index.html"
+	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --stage
+	$(BIN)/jupyter-book build . --path-output _build/$(PROFILE) --warningiserror --keep-going --quiet
+	@echo "book ($(PROFILE) profile): $(CURDIR)/_build/$(PROFILE)/_build/html/index.html"
 
 book: chapters
 	$(MAKE) html
@@ -56,7 +59,7 @@ smoke:
 	$(MAKE) book PROFILE=smoke
 
 nbval: $(STAMP)
-	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider book/chapters/[0-9]*.ipynb
+	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider _build/smoke/chapters/[0-9]*.ipynb
 
 test: unit smoke nbval
 

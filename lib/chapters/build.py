@@ -2,9 +2,11 @@
 
 ``python -m lib.chapters.build --profile smoke`` (what ``make book`` calls) reads the executed-chapter
 entries of ``_toc.yml`` (``book/chapters/NN_topic``), converts each source ``notebooks/NN_topic.py``
-(jupytext percent format) to a notebook and executes it with papermill into
-``book/chapters/NN_topic.ipynb``, injecting the ``profile`` (and any ``--param``) into the cell
-tagged ``parameters``.
+(jupytext percent format) to a notebook and executes it with papermill into the profile's own folder
+``_build/<profile>/chapters/NN_topic.ipynb``, injecting the ``profile`` (and any ``--param``) into
+the cell tagged ``parameters``. Profiles never overwrite each other: ``--stage`` copies one profile's
+executed chapters into ``book/chapters/``, where Jupyter Book reads them, right before it renders
+that profile's HTML into ``_build/<profile>/``.
 
 A chapter is re-executed only when its *fingerprint* changed: the sha256 of its source, of the
 ``lib/`` modules it imports (transitively, read with :mod:`ast`, with the ``__init__`` files of their
@@ -24,6 +26,7 @@ import ast
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -38,6 +41,11 @@ from lib.core.atomic import write_json
 from lib.core.profiles import get_profile
 
 CHAPTERS_DIR = "book/chapters"
+
+
+def executed_dir(profile: str, root: Path = paths.REPO_ROOT) -> Path:
+    """Where ``profile``'s executed chapters and their stamps live: ``_build/<profile>/chapters``."""
+    return root / "_build" / profile / "chapters"
 
 
 class ChapterError(RuntimeError):
@@ -72,8 +80,8 @@ def _toc_files(entries: list[Any]) -> list[str]:
     return files
 
 
-def chapters_in_toc(root: Path = paths.REPO_ROOT) -> list[Chapter]:
-    """The executed chapters listed in ``_toc.yml``, in order, with their source files."""
+def chapters_in_toc(profile: str = "book", root: Path = paths.REPO_ROOT) -> list[Chapter]:
+    """The executed chapters listed in ``_toc.yml``, in order, with their sources and ``profile``'s outputs."""
     toc_path = root / "_toc.yml"
     toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
     files = [str(toc.get("root", ""))] + _toc_files(toc.get("parts", []) + toc.get("chapters", []))
@@ -86,7 +94,7 @@ def chapters_in_toc(root: Path = paths.REPO_ROOT) -> list[Chapter]:
         source = root / "notebooks" / f"{name}.py"
         if not source.is_file():
             raise ChapterError(f"{toc_path}: chapter {file!r} has no source {source.relative_to(root)}")
-        chapters.append(Chapter(name, source, root / CHAPTERS_DIR / f"{name}.ipynb"))
+        chapters.append(Chapter(name, source, executed_dir(profile, root) / f"{name}.ipynb"))
     return chapters
 
 
@@ -231,7 +239,7 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
     """Execute every chapter of ``_toc.yml`` whose fingerprint changed (or just ``only``)."""
     get_profile(profile)  # fail early on a bad profile name
     parameters = {"profile": profile, **(extra or {})}
-    chapters = chapters_in_toc()
+    chapters = chapters_in_toc(profile)
     if only is not None and only not in {chapter.name for chapter in chapters}:
         raise ChapterError(f"--only {only!r}: not a chapter of _toc.yml ({[c.name for c in chapters]})")
     data = data_fingerprint()
@@ -251,6 +259,30 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
         print(f"[chapters] {chapter.name}: done in {seconds:.0f} s", flush=True)
 
 
+def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
+    """Copy ``profile``'s executed chapters into ``book/chapters/`` for Jupyter Book; the folder.
+
+    Every chapter of ``_toc.yml`` must have been executed for this profile (else a :class:`ChapterError`
+    naming the missing ones and the command); other notebooks in ``book/chapters/`` are removed.
+    """
+    get_profile(profile)
+    chapters = chapters_in_toc(profile, root)
+    missing = [chapter.name for chapter in chapters if not chapter.output.is_file()]
+    if missing:
+        raise ChapterError(f"profile {profile!r} has not executed {missing}: run `make chapters PROFILE={profile}`")
+    target = root / CHAPTERS_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    wanted = {f"{chapter.name}.ipynb" for chapter in chapters}
+    for stale in target.glob("*.ipynb"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for chapter in chapters:
+        staged = target / f".{chapter.name}.staging"
+        shutil.copyfile(chapter.output, staged)
+        os.replace(staged, target / f"{chapter.name}.ipynb")
+    return target
+
+
 def _parse_param(text: str) -> tuple[str, Any]:
     key, separator, value = text.partition("=")
     if not separator or not key.isidentifier():
@@ -265,9 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help="execute only this chapter (e.g. 01_data_and_first_stage)")
     parser.add_argument("--param", action="append", type=_parse_param, default=[], help="extra parameter KEY=VALUE")
     parser.add_argument("--force", action="store_true", help="execute even when up to date")
+    parser.add_argument("--stage", action="store_true", help="only copy the profile's chapters into book/chapters")
     args = parser.parse_args(argv)
     try:
-        run(args.profile, dict(args.param), args.only, args.force)
+        if args.stage:
+            print(f"[chapters] {args.profile} chapters staged in {stage(args.profile)}", flush=True)
+        else:
+            run(args.profile, dict(args.param), args.only, args.force)
     except (ChapterError, ValueError) as error:
         print(f"[chapters] error: {error}", file=sys.stderr)
         return 1

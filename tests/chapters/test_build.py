@@ -143,7 +143,7 @@ def test_a_chapter_without_parameters_cell_is_refused(tmp_path):
 
 def test_run_skips_up_to_date_chapters_and_reruns_changed_ones(tmp_path, monkeypatch):
     chapter = _tiny_chapter(tmp_path, "print(value)")
-    monkeypatch.setattr(chapters, "chapters_in_toc", lambda: [chapter])
+    monkeypatch.setattr(chapters, "chapters_in_toc", lambda profile: [chapter])
     monkeypatch.setattr(chapters, "data_fingerprint", lambda: "data")
     calls = []
     real_execute = chapters.execute
@@ -163,3 +163,36 @@ def test_run_rejects_unknown_profile_and_chapter():
         chapters.run("huge")
     with pytest.raises(ChapterError, match="not a chapter"):
         chapters.run("smoke", only="42_nothing")
+
+
+def test_profiles_keep_their_own_chapters_and_staging_copies_one_profile(tmp_path):
+    _write(
+        tmp_path / "_toc.yml",
+        "root: book/intro\nchapters:\n  - file: book/chapters/01_one\n  - file: book/chapters/02_two\n",
+    )
+    for name in ("01_one", "02_two"):
+        _write(tmp_path / "notebooks" / f"{name}.py", '# %% tags=["parameters"]\nprofile = "book"\n')
+        for profile in ("book", "smoke"):
+            _write(chapters.executed_dir(profile, tmp_path) / f"{name}.ipynb", f"{profile} {name}")
+    _write(tmp_path / "book" / "chapters" / "03_gone.ipynb", "stale")
+    found = chapters.chapters_in_toc("smoke", tmp_path)
+    assert [c.output for c in found] == [
+        tmp_path / "_build/smoke/chapters" / f"{n}.ipynb" for n in ("01_one", "02_two")
+    ]
+
+    staged = chapters.stage("smoke", tmp_path)
+    assert sorted(p.name for p in staged.glob("*.ipynb")) == ["01_one.ipynb", "02_two.ipynb"]
+    assert (staged / "02_two.ipynb").read_text() == "smoke 02_two"
+    assert (chapters.executed_dir("book", tmp_path) / "02_two.ipynb").read_text() == "book 02_two", "book untouched"
+    chapters.stage("book", tmp_path)
+    assert (staged / "01_one.ipynb").read_text() == "book 01_one"
+
+    (chapters.executed_dir("smoke", tmp_path) / "02_two.ipynb").unlink()
+    with pytest.raises(ChapterError, match=r"has not executed \['02_two'\].*make chapters PROFILE=smoke"):
+        chapters.stage("smoke", tmp_path)
+
+
+def test_make_keeps_each_profiles_html_and_nbval_reads_the_smoke_chapters():
+    makefile = (chapters.paths.REPO_ROOT / "Makefile").read_text()
+    assert "--path-output _build/$(PROFILE)" in makefile and "--stage" in makefile
+    assert "_build/smoke/chapters/[0-9]*.ipynb" in makefile
