@@ -26,7 +26,6 @@ import ast
 import hashlib
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -263,7 +262,10 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
     """Copy ``profile``'s executed chapters into ``book/chapters/`` for Jupyter Book; the folder.
 
     Every chapter of ``_toc.yml`` must have been executed for this profile (else a :class:`ChapterError`
-    naming the missing ones and the command); other notebooks in ``book/chapters/`` are removed.
+    naming the missing ones and the command); other notebooks in ``book/chapters/`` are removed. The
+    cell papermill injected (tagged ``injected-parameters``) is tagged ``remove-cell`` in the staged
+    copy, so the page shows the chapter's own parameters cell (how a reader re-runs it) and not the
+    injected one.
     """
     get_profile(profile)
     chapters = chapters_in_toc(profile, root)
@@ -277,9 +279,12 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
         if stale.name not in wanted:
             stale.unlink()
     for chapter in chapters:
-        staged = target / f".{chapter.name}.staging"
-        shutil.copyfile(chapter.output, staged)
-        os.replace(staged, target / f"{chapter.name}.ipynb")
+        notebook = json.loads(chapter.output.read_text(encoding="utf-8"))
+        for cell in notebook.get("cells", []):
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if "injected-parameters" in tags and "remove-cell" not in tags:
+                tags.append("remove-cell")
+        write_json(target / f"{chapter.name}.ipynb", notebook)
     return target
 
 

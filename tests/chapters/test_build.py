@@ -173,7 +173,7 @@ def test_profiles_keep_their_own_chapters_and_staging_copies_one_profile(tmp_pat
     for name in ("01_one", "02_two"):
         _write(tmp_path / "notebooks" / f"{name}.py", '# %% tags=["parameters"]\nprofile = "book"\n')
         for profile in ("book", "smoke"):
-            _write(chapters.executed_dir(profile, tmp_path) / f"{name}.ipynb", f"{profile} {name}")
+            _write(chapters.executed_dir(profile, tmp_path) / f"{name}.ipynb", _notebook(f"{profile} {name}"))
     _write(tmp_path / "book" / "chapters" / "03_gone.ipynb", "stale")
     found = chapters.chapters_in_toc("smoke", tmp_path)
     assert [c.output for c in found] == [
@@ -182,14 +182,28 @@ def test_profiles_keep_their_own_chapters_and_staging_copies_one_profile(tmp_pat
 
     staged = chapters.stage("smoke", tmp_path)
     assert sorted(p.name for p in staged.glob("*.ipynb")) == ["01_one.ipynb", "02_two.ipynb"]
-    assert (staged / "02_two.ipynb").read_text() == "smoke 02_two"
-    assert (chapters.executed_dir("book", tmp_path) / "02_two.ipynb").read_text() == "book 02_two", "book untouched"
+    page = json.loads((staged / "02_two.ipynb").read_text())
+    assert page["cells"][1]["source"] == "smoke 02_two"
+    assert [cell["metadata"]["tags"] for cell in page["cells"]] == [
+        ["parameters"],
+        ["injected-parameters", "remove-cell"],
+    ]
+    book = json.loads((chapters.executed_dir("book", tmp_path) / "02_two.ipynb").read_text())
+    assert book["cells"][1]["source"] == "book 02_two" and "remove-cell" not in book["cells"][1]["metadata"]["tags"]
     chapters.stage("book", tmp_path)
-    assert (staged / "01_one.ipynb").read_text() == "book 01_one"
+    assert json.loads((staged / "01_one.ipynb").read_text())["cells"][1]["source"] == "book 01_one"
 
     (chapters.executed_dir("smoke", tmp_path) / "02_two.ipynb").unlink()
     with pytest.raises(ChapterError, match=r"has not executed \['02_two'\].*make chapters PROFILE=smoke"):
         chapters.stage("smoke", tmp_path)
+
+
+def _notebook(injected: str) -> str:
+    cells = [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": 'profile = "book"'},
+        {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": injected},
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
 def test_make_keeps_each_profiles_html_and_nbval_reads_the_smoke_chapters():
