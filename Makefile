@@ -60,6 +60,7 @@ smoke:
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider _build/smoke/chapters/[0-9]*.ipynb
+	TKBOOK_REQUIRE_PAGES=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/chapters/test_pages.py
 
 test: unit smoke nbval
 

@@ -52,6 +52,7 @@ from myst_nb import glue
 
 from lib.chapters import experiments
 from lib.chapters.prologue import start_chapter
+from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
@@ -95,7 +96,7 @@ vocabulary = representations.vocabulary
 glue("vocabulary_size", f"{len(vocabulary):,}", display=False)
 glue("representation_minutes", f"{representation_seconds / 60:.1f}", display=False)
 print(f"vocabulary: {len(vocabulary):,} words; embeddings {tuple(representations.embeddings.shape)}")
-print(f"small BERT: {representations.bert_path}")
+print(f"small BERT: {paths.shown(representations.bert_path)}")
 
 
 # %%

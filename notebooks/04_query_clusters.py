@@ -57,6 +57,7 @@ from lib.analyses.query_vectors import mean_query_vectors
 from lib.chapters import analysis_plots
 from lib.chapters.artifacts import candidate_scores, trained_model
 from lib.chapters.prologue import start_chapter
+from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.types import query_order
@@ -93,7 +94,7 @@ if dev_queries is not None:  # a slice of dev-small, the first queries in sorted
     queries = pd.concat([queries.loc[dev.index], queries[queries["query_set"] != "dev-small"]])
 queries = queries.reset_index(drop=True)
 tk = trained_model(profile, cluster_fold, "tk2", device=device)
-print(f"TK-2 of fold {cluster_fold}: {tk.path}")
+print(f"TK-2 of fold {cluster_fold}: {paths.shown(tk.path)}")
 start = time.perf_counter()
 vectors = mean_query_vectors(tk.model, tk.tokenizer, dict(zip(queries["qid"], queries["text"], strict=True)))
 vector_seconds = time.perf_counter() - start

@@ -55,6 +55,7 @@ from lib.analyses.explain_tk import explain_pair, passage_matches
 from lib.chapters import analysis_plots
 from lib.chapters.artifacts import candidate_scores, trained_model
 from lib.chapters.prologue import start_chapter
+from lib.core import paths
 from lib.core.atomic import write_csv, write_text
 from lib.core.plotting import save_figure
 from lib.data import book_texts, load_collection, load_qrels, load_queries, load_run
@@ -74,7 +75,7 @@ out, running_on = chapter.out, chapter.device
 # %%
 trained = trained_model(profile, fold, model_name, device=device)
 tk, vocabulary = trained.model, trained.tokenizer
-print(f"{model_name} of fold {fold}: {trained.path}")
+print(f"{model_name} of fold {fold}: {paths.shown(trained.path)}")
 weights = pd.DataFrame(
     {
         "mu": tk.kernel_pooling.mus.detach().cpu().numpy().round(6),

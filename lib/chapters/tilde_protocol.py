@@ -22,6 +22,7 @@ import numpy as np
 
 from lib.chapters import artifacts
 from lib.chapters.tilde_tables import scoring_runs
+from lib.core import paths
 from lib.core.profiles import Profile, limit_queries
 from lib.core.types import top_of_run
 from lib.data import load_qrels, load_queries, load_run
@@ -59,7 +60,7 @@ class StartingBert:
     def __str__(self) -> str:
         if isinstance(self.path, str):
             return f"{self.path}, loaded by name"
-        return f"small BERT {self.path}: {self.mlm_steps} MLM steps, final loss {self.mlm_loss} nats"
+        return f"small BERT {paths.shown(self.path)}: {self.mlm_steps} MLM steps, final loss {self.mlm_loss} nats"
 
 
 def starting_bert(profile: str) -> StartingBert:

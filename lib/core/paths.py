@@ -63,3 +63,17 @@ def runs_dir(profile: str) -> Path:
 def run_path(profile: str, query_set: str, system: str) -> Path:
     """``artifacts/<profile>/runs/<set>__<system>.trec`` (e.g. ``dl19__bm25.trec``)."""
     return runs_dir(profile) / f"{_checked('set', query_set)}__{_checked('system', system)}.trec"
+
+
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as a page may show it, without the building machine's folders.
+
+    Under the artifacts root: ``artifacts/<rest>``; under the data folder: ``data/<rest>``; under the
+    repository: the path relative to it; anywhere else: the file name only.
+    """
+    resolved = Path(path).resolve()
+    for prefix, base in (("artifacts", artifacts_root()), ("data", data_dir()), ("", REPO_ROOT)):
+        if resolved.is_relative_to(base):
+            rest = resolved.relative_to(base).as_posix()
+            return f"{prefix}/{rest}" if prefix else rest
+    return resolved.name

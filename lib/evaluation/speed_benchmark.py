@@ -25,7 +25,7 @@ from dataclasses import asdict
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
 from lib.core import paths
 from lib.core.profiles import SpeedSettings

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
 from lib.core.atomic import atomic_write, write_json
 from lib.models.tilde import Tilde

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
 from lib.core.types import Run, ranking_from_run
 from lib.models.tilde import Tilde

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
 from lib.core.atomic import atomic_write, write_json
 
@@ -277,8 +277,12 @@ def _resume(
     if path.is_file():
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if saved.get("format") != _FORMAT:
-            raise ValueError(f"{path}: checkpoint format {saved.get('format')!r}, expected {_FORMAT}")
-        if check_fingerprint(saved["fingerprint"], fingerprint, path, settings.mismatch):
+            warnings.warn(
+                f"{path}: a checkpoint of an earlier training loop (format {saved.get('format')!r}, "
+                f"now {_FORMAT}); training again from scratch",
+                stacklevel=3,
+            )
+        elif check_fingerprint(saved["fingerprint"], fingerprint, path, settings.mismatch):
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
             if schedule is not None:

@@ -104,3 +104,11 @@ def test_settings_are_checked() -> None:
         LoopSettings(0, 1)
     with pytest.raises(ValueError, match="'checkpoint_every'"):
         LoopSettings(3, 0)
+
+
+def test_a_checkpoint_of_an_earlier_loop_is_replaced_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    torch.save({"format": 1, "step": 3}, tmp_path / "run" / CHECKPOINT_NAME)
+    with pytest.warns(UserWarning, match="earlier training loop"):
+        _, state = train(tmp_path / "run")
+    assert state.resumed_from == 0 and state.finished

@@ -1,0 +1,28 @@
+"""The executed smoke chapters (run by ``make test`` after the smoke build): no page shows the building machine.
+
+``make test`` runs this module after executing the smoke chapters (Makefile, target ``nbval``);
+``TKBOOK_REQUIRE_PAGES=1`` makes missing chapters a failure there. In the unit-test pass, before any
+chapter is executed, it is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lib.chapters import build
+from lib.core import paths
+
+CHAPTERS = build.chapters_in_toc("smoke")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda chapter: chapter.name)
+def test_no_executed_page_shows_an_absolute_path_of_this_machine(chapter: build.Chapter) -> None:
+    if not chapter.output.is_file():
+        if os.environ.get("TKBOOK_REQUIRE_PAGES") == "1":
+            pytest.fail(f"{chapter.output}: the smoke chapter was not executed")
+        pytest.skip("the smoke chapters are executed later in `make test`")
+    text = chapter.output.read_text(encoding="utf-8")
+    for folder in {paths.REPO_ROOT, paths.artifacts_root(), paths.data_dir()}:
+        assert str(folder) not in text, f"{chapter.output} shows {folder}"
