@@ -1,6 +1,6 @@
 # Every command of the book in one place. `make help` lists them.
 #   make book   [PROFILE=smoke|book|paper]  venv + data + chapters (papermill) + HTML in _build/<profile>/
-#   make test                              unit tests, the smoke book, nbval-lax on its chapters
+#   make test                              unit tests, the smoke book, nbval-lax on its chapters, its pages in Chromium
 PROFILE ?= book
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -13,7 +13,7 @@ ARGS ?=
 
 help:
 	@echo "make book [PROFILE=smoke|book|paper]   build the whole book into _build/$$PROFILE/ (default PROFILE=book)"
-	@echo "make test                              unit tests + smoke book + nbval-lax (what CI runs)"
+	@echo "make test                              unit tests + smoke book + nbval-lax + pages in Chromium (what CI runs)"
 	@echo "make data                              fetch (TKBOOK_MIRROR or download), check and convert the data"
 	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
 	@echo "make lint | clean | distclean"
@@ -43,7 +43,15 @@ chapter: data
 
 # Each profile keeps its executed chapters (_build/<profile>/chapters) and its HTML
 # (_build/<profile>/_build/html): `make test` (smoke) never touches a built `book` profile.
-html: $(STAMP)
+# MathJax is served from the book (_config.yml: mathjax_path, html_static_path), so formulas typeset
+# offline: the es5 folder of the pinned django-static-mathjax package, copied once per venv.
+MATHJAX := _build/static/mathjax
+
+$(MATHJAX)/tex-mml-chtml.js: $(STAMP)
+	rm -rf $(MATHJAX) && mkdir -p $(dir $(MATHJAX))
+	cp -r "$$($(BIN)/python -c 'import mathjax, pathlib; print(pathlib.Path(mathjax.__file__).parent / "static/mathjax/es5")')" $(MATHJAX)
+
+html: $(STAMP) $(MATHJAX)/tex-mml-chtml.js
 	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --stage
 	$(BIN)/jupyter-book build . --path-output _build/$(PROFILE) --warningiserror --keep-going --quiet
 	@echo "book ($(PROFILE) profile): $(CURDIR)/_build/$(PROFILE)/_build/html/index.html"
@@ -60,7 +68,7 @@ smoke:
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider _build/smoke/chapters/[0-9]*.ipynb
-	TKBOOK_REQUIRE_PAGES=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/chapters/test_pages.py
+	TKBOOK_REQUIRE_PAGES=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/chapters/test_pages.py tests/test_rendered_book.py
 
 test: unit smoke nbval
 

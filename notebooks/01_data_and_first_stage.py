@@ -34,7 +34,7 @@ seed = 42  # the validation split of the training queries depends on it
 retrieval_depth = 100  # hits per query for the book-corpus retrieval (the shipped runs hold 100)
 index_threads = 2  # Lucene indexing and search threads
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -324,7 +324,7 @@ glue("dl20_bm25_r100", f"{bm25_recall.loc[('dl20', 100)]:.3f}", display=False)
 # Every ranking evaluated here is a TREC run under `artifacts/<profile>/runs/` and every table a CSV
 # under `artifacts/<profile>/01_data_and_first_stage/`; the following chapters read them from there.
 
-# %%
+# %% tags=["hide-input"]
 summary = {
     "profile": profile,
     "passages_v1": len(collection_v1),

@@ -39,7 +39,7 @@ bert_cat_max_steps = None
 bert_steps = None  # masked-LM pre-training steps of the small BERT
 batch_size = None
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -340,7 +340,7 @@ def verdict(fold: str) -> str:
         + (f"; significantly after correction: {', '.join(significant)}." if significant else "; none significantly.")
     )
     if {"tk1", "tk2", "tk3"} <= set(models):
-        layers = ", ".join(f"TK-{m[-1]} {rows.loc[m, 'nDCG@10']:.3f}" for m in ("tk1", "tk2", "tk3"))
+        layers = ", ".join(f"{model_spec(m).label} {rows.loc[m, 'nDCG@10']:.3f}" for m in ("tk1", "tk2", "tk3"))
         lines.append(f"TK by depth of contextualisation: {layers}.")
     best = rows.loc[models, "nDCG@10 (all)"].idxmax()
     lines.append(
@@ -409,7 +409,7 @@ training_progress
 # BM25, Bonferroni-corrected p = {glue:text}`tk2_dl19_p`). Chapter 3 takes the per-depth scores of
 # these models and asks the time-budget question.
 
-# %%
+# %% tags=["hide-input"]
 summary = {
     "profile": profile,
     "device": str(chapter.device),

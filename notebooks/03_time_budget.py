@@ -40,7 +40,7 @@ architectures = None  # None: the profile's list (lib.core.profiles, section `sp
 measures = ["MRR@10", "R@10", "nDCG@10"]
 speed_target_seconds = None  # None: the profile's (lib.core.profiles, section `speed`)
 
-# %%
+# %% tags=["hide-input"]
 import json
 import math
 
@@ -448,7 +448,7 @@ reading = [
 ]
 display(Markdown("\n".join(reading)))
 
-# %%
+# %% tags=["hide-input"]
 summary = {
     "profile": profile,
     "device": speed["device"],

@@ -42,7 +42,7 @@ ks = None  # the k of the elbow curve
 n_init = None  # k-means restarts per fit
 rel = 2  # the lowest grade that counts as relevant (the TREC DL passage convention)
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -62,11 +62,13 @@ from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.types import query_order
 from lib.data import load_qrels, load_run
+from lib.models import registry
 from lib.representations.text import tokenize
 
 CHAPTER = "04_query_clusters"
 TEST_SETS = ["dl19", "dl20"]  # each re-ranked by the models of its own fold (chapter 2)
-SYSTEMS = {"BM25": None, "TK-2": "tk2", "BERT-cat": "bert-cat"}
+TK2, BERT_CAT = registry.label("tk2"), registry.label("bert-cat")  # the rank tables' columns
+SYSTEMS = {"BM25": None, TK2: "tk2", BERT_CAT: "bert-cat"}
 
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out = chapter.out
@@ -239,10 +241,10 @@ for query_set in TEST_SETS:
         for label, model in SYSTEMS.items()
     }
 # chapter 2's candidate depth: how many BM25 candidates per query its models scored
-depth = min(max(len(c) for c in runs["TK-2"].values()) for runs in all_runs.values())
+depth = min(max(len(c) for c in runs[TK2].values()) for runs in all_runs.values())
 rank_frames = []
 for query_set, runs in all_runs.items():
-    scored = list(runs["TK-2"])  # the queries chapter 2 re-ranked (all of them, or the smoke slice)
+    scored = list(runs[TK2])  # the queries chapter 2 re-ranked (all of them, or the smoke slice)
     frame = first_relevant_ranks(runs, load_qrels(query_set), scored, depth=depth, rel=rel)
     rank_frames.append(frame.assign(query_set=query_set))
 ranks = pd.concat(rank_frames)
@@ -269,7 +271,7 @@ table3.style.format({s: "{:g}" for s in systems}).background_gradient(subset=sys
 # %%
 overall = table3.loc["all", systems]
 per_cluster = table3.drop(index="all")
-gain = per_cluster["BM25"] - per_cluster["TK-2"]  # > 0: TK-2 finds the first relevant passage earlier
+gain = per_cluster["BM25"] - per_cluster[TK2]  # > 0: TK-2 finds the first relevant passage earlier
 definition_words = {"define", "definition", "meaning", "means", "mean", "defined"}
 
 
@@ -290,7 +292,7 @@ def row_text(cluster: int) -> str:
     row = per_cluster.loc[cluster]
     return (
         f"cluster {cluster} ({int(row['queries'])} TREC DL queries): BM25 {row['BM25']:g}, "
-        f"TK-2 {row['TK-2']:g}, BERT-cat {row['BERT-cat']:g}"
+        f"{TK2} {row[TK2]:g}, {BERT_CAT} {row[BERT_CAT]:g}"
     )
 
 
@@ -298,9 +300,9 @@ better = gain[gain > 0].index.tolist()
 worse = gain[gain < 0].index.tolist()
 lines = [
     f"Over all {int(table3.loc['all', 'queries'])} TREC DL queries with a relevant passage, the median rank of "
-    f"the first relevant passage is {overall['BM25']:g} for BM25, {overall['TK-2']:g} for TK-2 and "
-    f"{overall['BERT-cat']:g} for BERT-cat.",
-    f"TK-2 finds the first relevant passage earlier than BM25 (lower median) in {len(better)} of "
+    f"the first relevant passage is {overall['BM25']:g} for BM25, {overall[TK2]:g} for {TK2} and "
+    f"{overall[BERT_CAT]:g} for {BERT_CAT}.",
+    f"{TK2} finds the first relevant passage earlier than BM25 (lower median) in {len(better)} of "
     f"{len(per_cluster)} clusters"
     + (f" ({', '.join(map(str, better))})" if better else "")
     + f", later in {len(worse)}"
@@ -313,8 +315,8 @@ lines = [
 ]
 display(Markdown(" ".join(lines)))
 glue("median_bm25", f"{overall['BM25']:g}", display=False)
-glue("median_tk2", f"{overall['TK-2']:g}", display=False)
-glue("median_bert", f"{overall['BERT-cat']:g}", display=False)
+glue("median_tk2", f"{overall[TK2]:g}", display=False)
+glue("median_bert", f"{overall[BERT_CAT]:g}", display=False)
 glue("max_cluster_queries", int(per_cluster["queries"].max()), display=False)
 glue("bm25_at_1", f"{100 * (ranks['BM25'] == 1).mean():.0f}", display=False)
 glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
@@ -340,7 +342,7 @@ glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
 # any label, and a per-cluster table of a robust rank measure is a cheap way to find a model's weak
 # query types on a larger judged set.
 
-# %%
+# %% tags=["hide-input"]
 summary = {
     "profile": profile,
     "device": str(chapter.device),

@@ -40,7 +40,7 @@ model_name = "tk2"
 highlight = [1.0, 0.9, 0.7]  # the kernels coloured in the side-by-side view (the paper: 0.9 and 0.7)
 max_matrix_tokens = 60  # passage tokens shown in a match-matrix heatmap
 
-# %%
+# %% tags=["hide-input"]
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -411,7 +411,7 @@ if case is not None:
 # - **A match matrix is not a reason.** As the TU Wien notebook says, the view shows *which* words are
 #   similar to which and how that adds up to a score, not *why* the model finds them similar.
 
-# %%
+# %% tags=["hide-input"]
 summary = {
     "profile": profile,
     "device": str(running_on),

@@ -433,7 +433,7 @@ display(Markdown(reading(table2, test_sets, ablation_tables, top, ql_top, main_s
 # triples can run the `paper` profile, which loads `bert-base-uncased` by name and uses the paper's
 # optimiser settings.
 
-# %%
+# %% tags=["hide-input"]
 summary = {
     "profile": profile,
     "device": str(chapter.device),

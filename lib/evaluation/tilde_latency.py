@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from lib.core.types import ranking_from_run
+from lib.core.types import Run, ranking_from_run
 from lib.evaluation.efficiency import device_name
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -92,7 +92,7 @@ def measure_latency(
     index: TildeIndex,
     tokenizer: WordPieceTokenizer,
     queries: Mapping[str, str],
-    run: Mapping[str, Mapping[str, float]],
+    run: Run,
     model: Tilde | None = None,
     alpha: float = 1.0,
     candidates: Sequence[int] = (100, 1000),

@@ -14,8 +14,10 @@ random weights in the paper's configuration (TK paper §4.3):
 - ``bert-cat-book``: BERT-cat over the book's small BERT (:func:`lib.representations.bert.small_bert_config`'s
   defaults, the shape chapter 2 trains), so the book-scale models can be timed side by side.
 
-The word models' embedding matrix has ``vocab_size`` rows (any size: a lookup costs the same); the
-BERT models use the real bert-base-uncased vocabulary (:class:`lib.representations.bert.WordPieceTokenizer`).
+The word architectures are the registered models of the same name (:mod:`lib.models.registry`, which
+also gives their labels), built from a random embedding matrix of ``vocab_size`` rows (any size: a
+lookup costs the same); the BERT models use the real bert-base-uncased vocabulary
+(:class:`lib.representations.bert.WordPieceTokenizer`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,7 @@ import torch
 from transformers import BertConfig, BertModel
 
 from lib.models.bert_cat import BertCat
-from lib.models.conv_knrm import ConvKNRM
-from lib.models.knrm import KNRM
-from lib.models.tk import TK
+from lib.models.registry import Family, label, model_spec
 from lib.representations.bert import PAD_ID, small_bert_config
 
 #: Width of the word embeddings of the paper's non-BERT models (GloVe-42B, TK paper §4.3).
@@ -44,9 +44,7 @@ class Architecture:
 
     name: str
     label: str
-    family: (
-        str  # "word" (lib.representations.text.Vocabulary) or "wordpiece" (lib.representations.bert.WordPieceTokenizer)
-    )
+    family: Family  # "word" (lib.representations.text.Vocabulary) or "wordpiece" (WordPieceTokenizer)
     bert_shape: tuple[int, int, int, int] | None = None  # layers, hidden, heads, intermediate
     paper_docs_per_ms: float | None = None
 
@@ -54,11 +52,11 @@ class Architecture:
 ARCHITECTURES: dict[str, Architecture] = {
     architecture.name: architecture
     for architecture in (
-        Architecture("knrm", "KNRM", "word", paper_docs_per_ms=49),
-        Architecture("conv-knrm", "Conv-KNRM", "word", paper_docs_per_ms=10),
-        Architecture("tk1", "TK-1", "word", paper_docs_per_ms=6),
-        Architecture("tk2", "TK-2", "word", paper_docs_per_ms=4),
-        Architecture("tk3", "TK-3", "word", paper_docs_per_ms=2),
+        Architecture("knrm", label("knrm"), "word", paper_docs_per_ms=49),
+        Architecture("conv-knrm", label("conv-knrm"), "word", paper_docs_per_ms=10),
+        Architecture("tk1", label("tk1"), "word", paper_docs_per_ms=6),
+        Architecture("tk2", label("tk2"), "word", paper_docs_per_ms=4),
+        Architecture("tk3", label("tk3"), "word", paper_docs_per_ms=2),
         Architecture("bert-cat-book", "BERT-cat (book's small BERT)", "wordpiece"),
         Architecture("bert-base", "BERT-Base (BERT-cat)", "wordpiece", (12, 768, 12, 3072), 0.1),
         Architecture("bert-large", "BERT-Large (BERT-cat)", "wordpiece", (24, 1024, 16, 4096), 0.03),
@@ -102,12 +100,7 @@ def build_timing_model(name: str, vocab_size: int = 50_000, seed: int = 0) -> to
     else:
         embeddings = torch.randn(vocab_size, WORD_DIM) * 0.1
         embeddings[0] = 0.0
-        if name == "knrm":
-            model = KNRM(embeddings)
-        elif name == "conv-knrm":
-            model = ConvKNRM(embeddings)
-        else:
-            model = TK(embeddings, num_layers=int(name[-1]))
+        model = model_spec(name).build(embeddings)
     return model.eval()
 
 

@@ -86,7 +86,7 @@ def score_first_stages(
     return scores, summary
 
 
-def tied_share(scores: Mapping[str, Mapping[str, float]]) -> float:
+def tied_share(scores: Run) -> float:
     """The share of candidates whose score equals another candidate's of the same query (0 when none).
 
     Re-ranking keeps the first stage's order among tied candidates (:func:`lib.reranking.scoring.rerank_at_depth`),

@@ -54,6 +54,21 @@ def test_score_is_the_cosine_of_the_mean_pooled_vectors(model: BiEncoder, tokeni
     assert scores[0] > swapped[0] and scores[1] > swapped[1], "each query prefers its own passage"
 
 
+def test_vectors_equal_sentence_transformers_own_encoding_truncation_included(
+    model: BiEncoder, tokenizer: WordPieceTokenizer
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(minilm_folder()), device="cpu")
+    reference.max_seq_length = 200 + 2  # the book's 200 passage pieces plus [CLS] and [SEP]
+    texts = ["what is a kernel in ranking", "Naïve café owners of the 1990s, re-ranking!", "kernel pooling " * 150]
+    with torch.inference_mode():
+        expected = reference.encode(texts, convert_to_tensor=True, normalize_embeddings=True)
+        ours = functional.normalize(model.encode(*tokenizer.encode(texts, 200)), dim=-1)
+    assert tokenizer.encode(texts, 200)[1].sum(dim=1).tolist()[2] == 200, "the long text is cut"
+    assert torch.allclose(ours, expected, atol=1e-5)
+
+
 def _pad(ids: torch.Tensor, mask: torch.Tensor, extra: int):
     return (
         torch.cat([ids, torch.zeros(ids.shape[0], extra, dtype=ids.dtype)], dim=1),
