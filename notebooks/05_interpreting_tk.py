@@ -400,10 +400,10 @@ if case is not None:
 #   every kernel's contribution, with the learned weights, sums to $s$. This is the property the paper
 #   builds on, and it holds for the book's TK as for the paper's.
 # - **The explained model is a book-scale model.** Its kernel weights moved little from their random
-#   start (largest weight {glue:text}`largest_weight`, bound of the initialisation 0.014), its word
-#   vectors were trained on a few tens of thousands of passages, and it trained on about a hundred
-#   queries. Cosines that look like "learned" associations may partly be the word2vec neighbourhoods it
-#   started from. The paper's observation about "define" is a property of a TK trained on millions of
+#   start (largest weight {glue:text}`largest_weight`, bound of the initialisation 0.014), and it
+#   trained on about a hundred queries. Cosines that look like "learned" associations may largely be
+#   the neighbourhoods of the pre-trained word vectors it started from (chapter 2). The paper's
+#   observation about "define" is a property of a TK trained on millions of
 #   MS MARCO pairs; whether the book's model reproduces it is what the tables above show, and a
 #   difference says more about the training than about the method.
 # - **Case (b) is chosen by a rule, not by hand.** It is the strongest case of its kind in DL19 by that

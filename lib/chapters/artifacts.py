@@ -4,7 +4,8 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
 "Chapters"):
 
 - chapter 2 (``02_training``): :func:`trained_model` (the best weights of model X for test fold Y,
-  rebuilt with :func:`lib.chapters.experiments.build_model`), :func:`small_bert` and
+  rebuilt with :func:`lib.chapters.experiments.build_model`; a zero-shot model as it is),
+  :func:`training_settings`, :func:`small_bert` and
   :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
   :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2);
 - chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture).
@@ -93,36 +94,47 @@ def vocabulary(profile: str) -> Vocabulary:
     return Vocabulary.load(_required(path, "the vocabulary", TRAINING_CHAPTER, profile))
 
 
+def training_settings(profile: str) -> dict[str, Any]:
+    """The settings chapter 2 ran with (``settings.json``: the seed and its ``TrainingSettings``)."""
+    path = _folder(profile, TRAINING_CHAPTER) / "settings.json"
+    return json.loads(_required(path, "its settings", TRAINING_CHAPTER, profile).read_text(encoding="utf-8"))
+
+
 def trained_model(profile: str, fold: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:
     """Chapter 2's model ``name`` (a :data:`lib.models.registry.MODELS` name) for test fold ``fold``.
 
     The model is moved to ``device`` (``"auto"``: CUDA when available, :func:`lib.core.device.resolve_device`)
-    and put in eval mode. An unknown model name is a ``ValueError``; a missing file a ``FileNotFoundError``
-    naming chapter 2 (module docstring).
+    and put in eval mode. A BERT model starts from the BERT chapter 2 used (its ``settings.json``); a
+    zero-shot model has no checkpoint and is the pre-trained package's (``path`` is its folder). An
+    unknown model name is a ``ValueError``; a missing file a ``FileNotFoundError`` naming chapter 2
+    (module docstring).
     """
     spec = model_spec(name)
-    path = _required(
-        checkpoint_path(profile, fold, name), f"the trained {name} of fold {fold}", TRAINING_CHAPTER, profile
-    )
-    state = torch.load(path, map_location="cpu", weights_only=True)
     if spec.family == "wordpiece":
-        bert_path = small_bert(profile)
+        settings = training_settings(profile)
+        small = _folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert"
+        bert_path = experiments.bert_cat_folder(settings["bert_cat_start"], small)
         representations = experiments.Representations(
             vocabulary=Vocabulary(["[PAD]", "[UNK]"]),
             embeddings=torch.zeros(2, 1),
             bert_path=bert_path,
             wordpiece=load_tokenizer(bert_path),
+            bert_layers=settings["bert_cat_layers"],
         )
-    else:
+    if spec.zero_shot:
+        model, tokenizer = experiments.build_model(name, representations, seed=0)
+        return TrainedModel(name, fold, model.to(resolve_device(device)).eval(), tokenizer, representations.bert_path)
+    path = _required(
+        checkpoint_path(profile, fold, name), f"the trained {name} of fold {fold}", TRAINING_CHAPTER, profile
+    )
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if spec.family == "word":
         words = vocabulary(profile)
         shape = tuple(state[EMBEDDING_KEY].shape)
         if shape[0] != len(words):
             raise ValueError(f"{path}: {shape[0]} embedding rows but chapter 2's vocabulary has {len(words)} terms")
         representations = experiments.Representations(
-            vocabulary=words,
-            embeddings=torch.zeros(shape),
-            bert_path=_folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert",
-            wordpiece=None,
+            vocabulary=words, embeddings=torch.zeros(shape), bert_path=Path(), wordpiece=None
         )
     model, tokenizer = experiments.build_model(name, representations, seed=0)
     model.load_state_dict(state)

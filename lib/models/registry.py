@@ -1,15 +1,18 @@
-"""The book's one model registry: every trained re-ranker by name, with what the rest of the book needs to know.
+"""The book's one model registry: every re-ranker of chapter 2 (trained or zero-shot) and what the book needs to know.
 
 Chapters, training and evaluation never special-case a model by its name; they ask its
 :class:`ModelSpec` here: how to build it, its display label, which tokenizer family feeds it (a word
-vocabulary with an embedding matrix, or WordPiece with a BERT folder), its scoring batch size, and
-which paper-size architecture of :mod:`lib.models.paper_size` has its speed. Optimiser groups come
-from the model itself (``model.optimizer_groups()``, TK paper §4.3).
+vocabulary with an embedding matrix, or WordPiece with a BERT folder), its scoring batch size,
+whether it is trained at all (``zero_shot``), and which paper-size architecture of
+:mod:`lib.models.paper_size` has its speed in the paper's situation. Optimiser groups come from the
+model itself (``model.optimizer_groups()``, TK paper §4.3).
 
 **Adding a model** is one new module plus one registry line: write ``lib/models/<name>.py`` with the
 book's scoring interface (``forward(query_ids, query_mask, doc_ids, doc_mask)`` → one score per pair,
 and ``optimizer_groups()``), then add ``"<name>": ModelSpec("<name>", "<Label>", "word" | "wordpiece",
-<constructor>, ...)`` to :data:`MODELS`. Chapter 2 then trains, scores and tabulates it.
+<constructor>, ...)`` to :data:`MODELS`. A ``word`` constructor takes the embedding matrix; a
+``wordpiece`` one the BERT folder and ``num_layers`` (the first N layers; ``None``: all). Chapter 2 then
+trains, scores and tabulates it.
 
 TILDE is not here: it does not score (query, passage) pairs with one network at query time but
 through its pre-computed passage index (:mod:`lib.reranking.tilde_index`, TILDE §3.2).
@@ -26,9 +29,11 @@ import torch
 from torch import nn
 
 from lib.models.bert_cat import BertCat
+from lib.models.bi_encoder import BiEncoder
 from lib.models.conv_knrm import ConvKNRM
 from lib.models.knrm import KNRM
-from lib.models.tk import TK
+from lib.models.tk import TK, width_for
+from lib.representations.pretrained import minilm_folder
 
 Family = Literal["word", "wordpiece"]
 
@@ -42,31 +47,44 @@ class ModelSpec:
         label: how tables and figures show it: ``TK-2``, ``BERT-cat``, …
         family: ``"word"`` (built from a word-embedding matrix, fed by a word vocabulary) or
             ``"wordpiece"`` (built from a BERT folder, fed by a WordPiece tokenizer).
-        build: the constructor: takes the embedding matrix (``word``) or the BERT folder (``wordpiece``).
+        build: the constructor: takes the embedding matrix (``word``), or the BERT folder and
+            ``num_layers`` (``wordpiece``).
         score_batch_size: pairs per batch when scoring or timing it.
         eval_batch_size: pairs per batch when validating it during training.
-        timing_architecture: the :mod:`lib.models.paper_size` architecture whose speed it has.
+        paper_architecture: the :mod:`lib.models.paper_size` architecture whose speed it has in the
+            paper's situation (TK at 300-d, BERT-cat on BERT-Base); ``None``: the model as it is.
+        zero_shot: used as it is, never trained (its weights are the pre-trained package's).
     """
 
     name: str
     label: str
     family: Family
-    build: Callable[[torch.Tensor | Path], nn.Module]
+    build: Callable[..., nn.Module]
     score_batch_size: int
     eval_batch_size: int
-    timing_architecture: str
+    paper_architecture: str | None
+    zero_shot: bool = False
+
+
+def _tk(num_layers: int) -> Callable[[torch.Tensor], TK]:
+    """TK with ``num_layers`` layers, its width following the embedding matrix (:func:`lib.models.tk.width_for`)."""
+    return lambda embeddings: TK(embeddings, num_layers=num_layers, **width_for(embeddings.shape[1]))
+
+
+def _minilm_bi_encoder(_folder: Path | None = None, num_layers: int | None = None) -> BiEncoder:
+    """all-MiniLM-L6-v2 as a bi-encoder, whatever BERT the other models start from (zero-shot)."""
+    return BiEncoder(minilm_folder())
 
 
 MODELS: dict[str, ModelSpec] = {
+    "bi-encoder": ModelSpec("bi-encoder", "MiniLM bi-encoder", "wordpiece", _minilm_bi_encoder, 64, 64, None, True),
     "knrm": ModelSpec("knrm", "KNRM", "word", KNRM, 256, 128, "knrm"),
     "conv-knrm": ModelSpec("conv-knrm", "Conv-KNRM", "word", ConvKNRM, 256, 128, "conv-knrm"),
-    "tk1": ModelSpec("tk1", "TK-1", "word", lambda embeddings: TK(embeddings, num_layers=1), 256, 128, "tk1"),
-    "tk2": ModelSpec("tk2", "TK-2", "word", lambda embeddings: TK(embeddings, num_layers=2), 256, 128, "tk2"),
-    "tk3": ModelSpec("tk3", "TK-3", "word", lambda embeddings: TK(embeddings, num_layers=3), 256, 128, "tk3"),
-    "bert-cat": ModelSpec("bert-cat", "BERT-cat", "wordpiece", BertCat, 32, 32, "bert-cat-book"),
+    "tk1": ModelSpec("tk1", "TK-1", "word", _tk(1), 256, 128, "tk1"),
+    "tk2": ModelSpec("tk2", "TK-2", "word", _tk(2), 256, 128, "tk2"),
+    "tk3": ModelSpec("tk3", "TK-3", "word", _tk(3), 256, 128, "tk3"),
+    "bert-cat": ModelSpec("bert-cat", "BERT-cat", "wordpiece", BertCat, 32, 32, "bert-base"),
 }
-#: Every registered name, in the book's table order.
-MODEL_NAMES: tuple[str, ...] = tuple(MODELS)
 
 
 def model_spec(name: str) -> ModelSpec:

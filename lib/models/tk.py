@@ -7,7 +7,8 @@ log-normalised and a length-normalised one, weighted per kernel (eq. 9) and comb
 
 Settings of the paper (§4.3): 300-d word embeddings, 1–3 Transformer layers (default 2, the
 TREC runs and the time-budget comparison) of 16 attention heads of size 32 and a feed-forward
-dimension of 100, 11 kernels (μ = 1, 0.9, 0.7, …, −0.9; σ = 0.1; no exact-match kernel), log base 2.
+dimension of 100 (:func:`width_for` scales heads and feed-forward to narrower vectors), 11 kernels
+(μ = 1, 0.9, 0.7, …, −0.9; σ = 0.1; no exact-match kernel), log base 2.
 Adam with lr 1e-4 for the word embeddings and the Transformer layers, 1e-3 for everything else
 (:data:`EMBEDDING_LR`, :data:`OTHER_LR`, :meth:`TK.optimizer_groups`).
 
@@ -79,6 +80,23 @@ OTHER_LR = 1e-3
 
 BlockOrder = Literal["ff_first", "attention_first"]
 NormPosition = Literal["post", "pre", "none"]
+
+
+#: Width of the paper's word embeddings (GloVe 42B, §4.3), for which :func:`width_for` gives the paper's sizes.
+PAPER_WIDTH = 300
+
+
+def width_for(dim: int) -> dict[str, int]:
+    """TK's attention and feed-forward sizes for ``dim``-d word vectors: keyword arguments of :class:`TK`.
+
+    ``dim >= 300`` (the paper, §4.3): 16 heads of 32 and FF 100. Narrower vectors (GloVe 6B 50-d, the
+    book's default) get ``dim // 10`` heads of 10 — an attention width equal to the model width, as in
+    Vaswani et al. — and FF ``2·dim``: 5 heads of 10 and FF 100 for 50-d. The book names this scaling
+    as a deviation on its reproducing page.
+    """
+    if dim >= PAPER_WIDTH:
+        return {"num_heads": 16, "head_dim": 32, "ff_dim": 100}
+    return {"num_heads": max(1, dim // 10), "head_dim": 10, "ff_dim": 2 * dim}
 
 
 def embedding_layer(embeddings: torch.Tensor, freeze: bool) -> nn.Embedding:

@@ -3,6 +3,7 @@ missing input names the chapter that writes it and the make command."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,10 @@ from lib.chapters import artifacts, experiments
 from lib.chapters.artifacts import checkpoint_path, trained_model
 from lib.core import paths
 from lib.core.atomic import write_json
+from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
+from lib.models.bert_cat import BertCat
+from lib.representations.pretrained import minilm_folder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
 TEXTS = ["androgen receptor define", "the androgen receptor is a type of nuclear receptor", "a b c"]
@@ -100,3 +104,30 @@ def test_speeds_name_chapter_3_when_missing_and_read_its_json(artifacts_root: Pa
         artifacts.speeds("smoke")
     write_json(paths.chapter_dir("smoke", "03_time_budget") / "speed.json", {"results": [{"model": "tk2"}]})
     assert artifacts.speeds("smoke") == {"results": [{"model": "tk2"}]}
+
+
+def _write_chapter2_settings(profile: str, **changes) -> dict:
+    settings = dataclasses.asdict(get_profile(profile).training.replace(**changes))
+    write_json(paths.chapter_dir(profile, "02_training") / "settings.json", {"seed": 42, **settings})
+    return settings
+
+
+def test_bert_cat_comes_back_on_the_bert_and_layers_chapter_2_used(artifacts_root: Path) -> None:
+    _write_chapter2_settings("smoke", bert_cat_start="minilm", bert_cat_layers=1)
+    saved = BertCat(minilm_folder(), num_layers=1)
+    with torch.no_grad():
+        saved.score.weight.add_(1.0)
+    path = checkpoint_path("smoke", "dl19", "bert-cat")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(saved.state_dict(), path)
+    loaded = trained_model("smoke", "dl19", "bert-cat")
+    assert len(loaded.model.bert.encoder.layer) == 1
+    assert torch.equal(loaded.model.score.weight, saved.score.weight)
+    assert loaded.tokenizer.vocab_size == 30522
+
+
+def test_the_zero_shot_bi_encoder_needs_no_checkpoint(artifacts_root: Path) -> None:
+    _write_chapter2_settings("smoke")
+    loaded = trained_model("smoke", "dl20", "bi-encoder")
+    assert loaded.path == minilm_folder() and not loaded.model.training
+    assert len(loaded.model.bert.encoder.layer) == 6, "the bi-encoder is MiniLM as it is"

@@ -27,7 +27,7 @@ def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_registered_model_builds_and_scores_a_batch(name: str, bert_folder: Path) -> None:
     spec = model_spec(name)
     torch.manual_seed(0)
-    model = spec.build(bert_folder if spec.family == "wordpiece" else torch.randn(VOCAB, 10))
+    model = spec.build(bert_folder, num_layers=1) if spec.family == "wordpiece" else spec.build(torch.randn(VOCAB, 10))
     queries, docs = random_pairs([(3, 12), (2, 7), (4, 20)])
     scores = model.eval()(*pad(queries), *pad(docs))
     assert scores.shape == (3,) and torch.isfinite(scores).all()
@@ -35,12 +35,23 @@ def test_every_registered_model_builds_and_scores_a_batch(name: str, bert_folder
     assert grouped == {id(p) for p in model.parameters() if p.requires_grad}
 
 
-def test_labels_are_unique_and_timing_architectures_exist() -> None:
+def test_labels_are_unique_and_paper_architectures_exist() -> None:
     labels = [spec.label for spec in MODELS.values()]
     assert len(set(labels)) == len(labels)
     assert label("tk2") == "TK-2" and label("bert-cat") == "BERT-cat"
-    assert all(spec.timing_architecture in ARCHITECTURES for spec in MODELS.values())
+    assert all(spec.paper_architecture in (*ARCHITECTURES, None) for spec in MODELS.values())
+    assert [name for name, spec in MODELS.items() if spec.zero_shot] == ["bi-encoder"]
     assert all(spec.name == name for name, spec in MODELS.items())
+
+
+def test_tk_width_follows_the_embeddings_and_keeps_the_papers_sizes_at_300d() -> None:
+    narrow = model_spec("tk2").build(torch.randn(VOCAB, 50))
+    paper = model_spec("tk2").build(torch.randn(VOCAB, 300))
+    first = narrow.contextualiser.layers[0]
+    assert (first.attention.num_heads, first.attention.head_dim, first.ff[0].out_features) == (5, 10, 100)
+    first = paper.contextualiser.layers[0]
+    assert (first.attention.num_heads, first.attention.head_dim, first.ff[0].out_features) == (16, 32, 100)
+    assert len(narrow.contextualiser.layers) == 2
 
 
 def test_an_unknown_model_is_an_error_listing_the_known_ones() -> None:
