@@ -9,11 +9,14 @@ validation (early stopping, depth tuning).
 - fold ``dl20`` (the second test, as TILDE does): train on DL19 + DL21.
 
 DL21 uses the MS MARCO v2 corpus; its passages are training text only, never test text.
+:func:`check_disjoint_from_tests` refuses any training or validation query that is a test query.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 TEST_SETS: tuple[str, ...] = ("dl19", "dl20")
@@ -55,3 +58,25 @@ def train_validation_split(
     ranked = sorted(unique, key=lambda q: (_bucket(q, seed), q))
     validation = set(ranked[:size])
     return [q for q in unique if q not in validation], sorted(validation)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def check_disjoint_from_tests(queries: Mapping[str, str], tests: Mapping[str, Mapping[str, str]]) -> None:
+    """Refuse training or validation ``queries`` that share an id or a text with a test year's queries.
+
+    ``tests`` maps a test set's name (``dl19``) to its queries. Texts are compared as their lower-cased
+    words (punctuation and spacing ignored). A shared id or text is a ``ValueError`` naming the test set and up to five
+    of the shared queries: no test-year query ever enters training or validation.
+    """
+    for name, test in tests.items():
+        test_texts = {_normalised(text): qid for qid, text in test.items()}
+        shared = sorted(qid for qid in queries if qid in test)
+        shared += sorted(qid for qid, text in queries.items() if _normalised(text) in test_texts and qid not in test)
+        if shared:
+            raise ValueError(
+                f"{len(shared)} training/validation queries are {name} test queries (same id or text), "
+                f"e.g. {shared[:5]}: remove them"
+            )

@@ -9,7 +9,9 @@ the training queries (ARCHITECTURE.md, "Conventions").
 
 - :func:`training_pairs` turns graded judgments and first-stage candidates into pairs.
 - :func:`hinge_loss` is ``mean(max(0, margin - s⁺ + s⁻))``.
-- :func:`train` runs the loop; see its docstring for the checkpoint and resume contract.
+- :func:`train` runs the loop; see its docstring for the checkpoint and resume contract. Given a
+  teacher's ``margins`` for the pairs, it minimises Margin-MSE instead
+  (:func:`lib.training.distillation.margin_mse`): the same loop, validation and early stopping.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from lib.core.device import amp_enabled, autocast, resolve_device
 from lib.core.types import query_order
 from lib.evaluation.measures import MEASURES, evaluate
 from lib.reranking.scoring import rerank, score_candidates
+from lib.training.distillation import margin_mse
 from lib.training.loop import CHECKPOINT_NAME, LoopSettings, LoopState, run_loop
 
 Pair = tuple[str, str, str]
@@ -225,7 +228,13 @@ def _digest(lines: Iterable[str]) -> str:
     return hasher.hexdigest()
 
 
-def _fingerprint(model: nn.Module, pairs: Sequence[Pair], validation: ValidationSet, config: TrainingConfig) -> dict:
+def _fingerprint(
+    model: nn.Module,
+    pairs: Sequence[Pair],
+    validation: ValidationSet,
+    config: TrainingConfig,
+    margins: Sequence[float] | None,
+) -> dict:
     """What must not change between an interrupted run and its resumption."""
     settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
     settings["learning_rates"] = dict(sorted(settings["learning_rates"].items()))
@@ -235,6 +244,7 @@ def _fingerprint(model: nn.Module, pairs: Sequence[Pair], validation: Validation
         "parameters": _digest(f"{name}:{tuple(t.shape)}" for name, t in model.state_dict().items()),
         "pairs": _digest("\t".join(pair) for pair in pairs),
         "validation": _digest(f"{qid}\t{pid}" for qid in sorted(validation.run) for pid in sorted(validation.run[qid])),
+        "margins": None if margins is None else _digest(repr(float(margin)) for margin in margins),
     }
 
 
@@ -272,9 +282,13 @@ class _PairOrder:
         return [self._permutation_of(p // self.n)[p % self.n] for p in range(start, start + size)]
 
 
-def _check_inputs(pairs: Sequence[Pair], queries: Mapping[str, str], texts: Mapping[str, str]) -> None:
+def _check_inputs(
+    pairs: Sequence[Pair], queries: Mapping[str, str], texts: Mapping[str, str], margins: Sequence[float] | None
+) -> None:
     if not pairs:
         raise ValueError("parameter 'pairs' is empty: nothing to train on")
+    if margins is not None and len(margins) != len(pairs):
+        raise ValueError(f"parameter 'margins' has {len(margins)} values for {len(pairs)} pairs")
     for qid, better, worse in pairs:
         if qid not in queries:
             raise KeyError(f"training pair ({qid!r}, {better!r}, {worse!r}): query {qid!r} has no text in 'queries'")
@@ -293,8 +307,9 @@ def _batch_loss(
     texts: Mapping[str, str],
     config: TrainingConfig,
     device: torch.device,
+    margins: Sequence[float] | None = None,
 ) -> torch.Tensor:
-    """The mean hinge loss of a batch of pairs: (query, better) and (query, worse) in one forward pass."""
+    """The batch's loss from one forward pass over (query, better) and (query, worse): hinge, or Margin-MSE."""
     query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _, _ in batch], config.max_query_length)
     doc_texts = [texts[better] for _, better, _ in batch] + [texts[worse] for _, _, worse in batch]
     doc_ids, doc_mask = tokenizer.encode(doc_texts, config.max_doc_length)
@@ -304,6 +319,9 @@ def _batch_loss(
     with autocast(device, config.amp):
         scores = model(query_ids, query_mask, doc_ids, doc_mask)
     scores = scores.float()
+    if margins is not None:
+        target = torch.tensor(margins, dtype=torch.float32, device=device)
+        return margin_mse(scores[: len(batch)], scores[len(batch) :], target)
     return hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
 
 
@@ -388,8 +406,12 @@ def train(
     config: TrainingConfig,
     checkpoint_dir: str | Path,
     progress: bool = True,
+    margins: Sequence[float] | None = None,
 ) -> TrainingResult:
-    """Train ``model`` on ``pairs`` with the pairwise hinge loss, early-stopped on validation.
+    """Train ``model`` on ``pairs`` with the pairwise hinge loss (or Margin-MSE), early-stopped on validation.
+
+    With ``margins`` (a teacher's margin ``t⁺ − t⁻`` for each pair, :mod:`lib.training.distillation`)
+    the loss is Margin-MSE instead of the hinge loss; everything else is the same.
 
     Each step takes the next ``batch_size`` pairs of a seeded shuffle (a new shuffle every epoch,
     batches run across epoch boundaries), scores (query, better) and (query, worse) in one forward
@@ -412,15 +434,16 @@ def train(
     device = resolve_device(config.device)
     amp_enabled(device, config.amp)  # validates the value
     checkpoint_dir = Path(checkpoint_dir)
-    _check_inputs(pairs, queries, texts)
-    fingerprint = _fingerprint(model, pairs, validation, config)
+    _check_inputs(pairs, queries, texts, margins)
+    fingerprint = _fingerprint(model, pairs, validation, config, margins)
     model.to(device)
     optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))
     order = _PairOrder(len(pairs), config.seed)
 
     def loss_of_step(step: int) -> torch.Tensor:
-        batch = [pairs[i] for i in order.batch(step * config.batch_size, config.batch_size)]
-        return _batch_loss(model, tokenizer, batch, queries, texts, config, device)
+        chosen = order.batch(step * config.batch_size, config.batch_size)
+        batch_margins = None if margins is None else [margins[i] for i in chosen]
+        return _batch_loss(model, tokenizer, [pairs[i] for i in chosen], queries, texts, config, device, batch_margins)
 
     settings = LoopSettings(
         steps=config.max_steps,

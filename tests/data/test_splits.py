@@ -1,4 +1,4 @@
-"""The book-scale cross-year folds and the seeded train/validation split."""
+"""The book-scale cross-year folds, the seeded train/validation split and the guard against test leakage."""
 
 from __future__ import annotations
 
@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 
 from lib.core import paths
-from lib.data import read_queries
-from lib.data.splits import FOLDS, JUDGED_SETS, TEST_SETS, VALIDATION_FRACTION, Fold, train_validation_split
+from lib.data import load_queries, read_queries
+from lib.data.splits import (
+    FOLDS,
+    JUDGED_SETS,
+    TEST_SETS,
+    VALIDATION_FRACTION,
+    Fold,
+    check_disjoint_from_tests,
+    train_validation_split,
+)
 
 
 def test_folds() -> None:
@@ -94,3 +102,17 @@ def test_small_inputs() -> None:
 def test_fraction_out_of_range(fraction: float) -> None:
     with pytest.raises(ValueError, match="'fraction'"):
         train_validation_split(["1", "2", "3"], fraction=fraction)
+
+
+def test_a_test_query_in_training_is_refused_by_id_or_by_text():
+    tests = {"dl19": {"1": "What is a Kernel?", "2": "bm25"}}
+    with pytest.raises(ValueError, match=r"1 training/validation queries are dl19 test queries.*'7'"):
+        check_disjoint_from_tests({"7": "what is a   kernel", "8": "unrelated"}, tests)
+    with pytest.raises(ValueError, match=r"dl19 test queries.*'2'"):
+        check_disjoint_from_tests({"2": "another text"}, tests)
+
+
+@pytest.mark.usefixtures("converted")
+def test_the_distillation_queries_share_no_id_or_text_with_the_test_years():
+    training = load_queries("dev-small") | load_queries("dl21")
+    check_disjoint_from_tests(training, {name: load_queries(name) for name in TEST_SETS})
