@@ -1,0 +1,135 @@
+"""A bi-encoder's vectors, computed once per text and cached: its score of any query–passage pair is a dot product.
+
+A bi-encoder (:class:`lib.models.bi_encoder.BiEncoder`; Reimers & Gurevych 2019) encodes query and
+passage independently and scores their cosine, so every passage needs one encoding however many
+queries it meets — the property that makes it a cheap *teacher* for distillation (Hofstätter et al.
+2020, §3) and a dense retriever (lecture 8). This module
+
+- :func:`encode` — unit-length vectors of texts, in length-sorted batches (no autograd);
+- :func:`cached_encodings` — the same, kept as ``<name>.npy`` + ``<name>.ids.txt`` and reused when
+  the ids match (both written atomically);
+- :func:`dense_scores` — the cosine of each (query, candidate) of a run;
+- :func:`dense_top_k` — each query's ``k`` nearest passages (exact search, a matrix product).
+
+:func:`dense_scores` equals :meth:`BiEncoder.forward` on the same pairs up to float rounding (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional
+from tqdm import tqdm
+
+from lib.core.atomic import atomic_write
+from lib.core.types import Run
+from lib.models.bi_encoder import BiEncoder
+
+
+@dataclass
+class Encodings:
+    """Unit-length vectors ``[N, H]`` (float32, CPU) of the texts ``ids`` (row ``i`` is ``ids[i]``)."""
+
+    ids: list[str]
+    vectors: torch.Tensor
+
+    def rows(self) -> dict[str, int]:
+        """Row of each id."""
+        return {key: row for row, key in enumerate(self.ids)}
+
+
+def encode(
+    model: BiEncoder,
+    tokenizer: Any,
+    texts: Mapping[str, str],
+    ids: Sequence[str],
+    max_length: int,
+    batch_size: int = 128,
+    progress: bool = False,
+) -> Encodings:
+    """The unit-length mean-pooled vectors of ``texts[id]`` for each id, on the model's device, in inference mode.
+
+    Texts are cut at ``max_length`` word pieces (the book's 30 for queries, 200 for passages) and
+    batched by length (less padding; the result does not depend on the batching). A missing id is a
+    ``KeyError`` naming it, raised before any encoding.
+    """
+    missing = [key for key in ids if key not in texts]
+    if missing:
+        raise KeyError(f"{len(missing)} ids have no text, e.g. {missing[:5]}")
+    device = next(model.parameters()).device
+    order = sorted(range(len(ids)), key=lambda i: len(texts[ids[i]]))
+    vectors = torch.zeros(len(ids), model.bert.config.hidden_size)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for start in tqdm(range(0, len(order), batch_size), desc="encode", unit="batch", disable=not progress):
+                chosen = order[start : start + batch_size]
+                piece_ids, mask = tokenizer.encode([texts[ids[i]] for i in chosen], max_length)
+                pooled = model.encode(piece_ids.to(device), mask.to(device)).float()
+                vectors[chosen] = functional.normalize(pooled, dim=-1).cpu()
+    finally:
+        model.train(was_training)
+    return Encodings(list(ids), vectors)
+
+
+def cached_encodings(
+    path: str | Path,
+    model: BiEncoder,
+    tokenizer: Any,
+    texts: Mapping[str, str],
+    ids: Sequence[str],
+    max_length: int,
+    batch_size: int = 128,
+    progress: bool = False,
+) -> Encodings:
+    """:func:`encode`, kept at ``path`` (``.npy``, ids in ``.ids.txt`` beside it) and reused when the ids match."""
+    path = Path(path)
+    id_path = path.with_suffix(".ids.txt")
+    if path.is_file() and id_path.is_file() and id_path.read_text(encoding="utf-8").split("\n") == list(ids):
+        return Encodings(list(ids), torch.from_numpy(np.load(path, allow_pickle=False)))
+    encodings = encode(model, tokenizer, texts, ids, max_length, batch_size, progress)
+    with atomic_write(path, mode="wb") as handle:
+        np.save(handle, encodings.vectors.numpy(), allow_pickle=False)
+    with atomic_write(id_path) as handle:
+        handle.write("\n".join(ids))
+    return encodings
+
+
+def dense_scores(queries: Encodings, passages: Encodings, candidates: Run) -> dict[str, dict[str, float]]:
+    """The cosine of every (query, candidate) of ``candidates``; a missing vector is a ``KeyError``."""
+    query_rows, passage_rows = queries.rows(), passages.rows()
+    scores: dict[str, dict[str, float]] = {}
+    for qid, ranked in candidates.items():
+        if qid not in query_rows:
+            raise KeyError(f"query {qid!r} has no vector")
+        absent = [pid for pid in ranked if pid not in passage_rows]
+        if absent:
+            raise KeyError(f"query {qid!r}: passages {absent[:5]} have no vector")
+        pids = list(ranked)
+        matrix = passages.vectors[[passage_rows[pid] for pid in pids]]
+        values = (matrix @ queries.vectors[query_rows[qid]]).tolist()
+        scores[qid] = dict(zip(pids, values, strict=True))
+    return scores
+
+
+def dense_top_k(queries: Encodings, passages: Encodings, k: int) -> dict[str, dict[str, float]]:
+    """Each query's ``k`` passages of highest cosine (exact search): a run ``{qid: {pid: cosine}}``."""
+    if k < 1:
+        raise ValueError(f"parameter 'k' must be >= 1, got {k}")
+    k = min(k, len(passages.ids))
+    run: dict[str, dict[str, float]] = {}
+    for start in range(0, len(queries.ids), 1024):
+        block = queries.vectors[start : start + 1024] @ passages.vectors.T
+        values, indices = block.topk(k, dim=1)
+        for row, qid in enumerate(queries.ids[start : start + 1024]):
+            run[qid] = {passages.ids[i]: v for i, v in zip(indices[row].tolist(), values[row].tolist(), strict=True)}
+    return run
+
+
+__all__ = ["Encodings", "cached_encodings", "dense_scores", "dense_top_k", "encode"]
