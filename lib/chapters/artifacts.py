@@ -3,6 +3,7 @@
 A later chapter never builds a path into an earlier chapter's artifacts; it asks here (ARCHITECTURE.md,
 "Chapters"):
 
+- chapter 1 (``01_data_and_first_stage``): :func:`book_index` (the Lucene index of the book corpus);
 - chapter 2 (``02_training``): :func:`trained_model` (the best weights of model X for test fold Y,
   rebuilt with :func:`lib.chapters.experiments.build_model`; a zero-shot model as it is),
   :func:`training_settings`, :func:`small_bert` and
@@ -37,6 +38,8 @@ from lib.representations.bert import load_tokenizer
 from lib.representations.text import Vocabulary
 from lib.training.pairwise import BEST_NAME
 
+#: The chapter that builds the book-corpus index.
+FIRST_STAGE_CHAPTER = "01_data_and_first_stage"
 #: The chapter that trains the models and their representations.
 TRAINING_CHAPTER = "02_training"
 #: The chapter that measures every architecture's speed.
@@ -68,6 +71,12 @@ def _required(path: Path, what: str, chapter: str, profile: str) -> Path:
             f"run `make chapter CH={chapter} PROFILE={profile}` first"
         )
     return path
+
+
+def book_index(profile: str) -> Path:
+    """Chapter 1's Lucene index of the book corpus (v1 passages), for BM25 over it."""
+    folder = _folder(profile, FIRST_STAGE_CHAPTER) / "index-v1"
+    return _required(folder, "the Lucene index of the book corpus", FIRST_STAGE_CHAPTER, profile)
 
 
 def checkpoint_path(profile: str, fold: str, name: str) -> Path:

@@ -48,6 +48,10 @@ class TrainingSettings(_Replaceable):
     embedding_epochs: int = 5
     bert_cat_start: str = "minilm"
     bert_cat_layers: int | None = None
+    distill_queries: int | None = None
+    distill_bm25_depth: int = 30
+    distill_teacher_depth: int = 10
+    distill_triples_per_query: int = 16
     bert_layers: int = 2
     bert_hidden: int = 128
     bert_heads: int = 2

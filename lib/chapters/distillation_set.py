@@ -1,0 +1,113 @@
+"""Chapter 2's teacher-labelled training set: MS MARCO dev-small queries, book-corpus candidates, the teacher's margins.
+
+The protocol of the distillation section (Hofstätter et al. 2020, Margin-MSE; :mod:`lib.training.distillation`):
+
+1. **Queries**: the MS MARCO dev-small queries (6,980; the profile's ``distill_queries`` first in query
+   order), refused if any shares an id or a text with a test year (:func:`lib.data.splits.check_disjoint_from_tests`).
+   Their MS MARCO judgments are not used: the teacher labels.
+2. **Candidates** per query from the book corpus: BM25's top ``distill_bm25_depth`` from chapter 1's
+   index, and the teacher's own top ``distill_teacher_depth`` (exact dense search over every book
+   passage; 0 skips it and encodes only the BM25 candidates, as the smoke profile does). The book
+   corpus is the pool of the DL19/DL20 candidates and judged passages: the test years' passages
+   (never their queries or labels) are training text — transductive use of an unlabelled corpus.
+3. **Teacher**: the zero-shot MiniLM bi-encoder; every passage and query is encoded once and cached
+   in the chapter's artifacts (:func:`lib.reranking.dense.cached_encodings`).
+4. **Triples**: :func:`lib.training.distillation.teacher_triples` on the teacher's scores.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lib.core.profiles import Profile, TrainingSettings, limit_queries
+from lib.core.types import Run
+from lib.data import book_texts, load_collection, load_queries
+from lib.data.splits import TEST_SETS, check_disjoint_from_tests
+from lib.first_stage import lucene
+from lib.models.bi_encoder import BiEncoder
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+from lib.reranking.dense import cached_encodings, dense_scores, dense_top_k
+from lib.training.distillation import Triple, TripleSampling, teacher_triples
+
+#: The query set the students learn from.
+TRAINING_QUERIES = "dev-small"
+
+
+@dataclass
+class DistillationSet:
+    """Training queries, the teacher's score of each candidate, and the sampled triples with their margins."""
+
+    queries: dict[str, str]
+    teacher: Run
+    triples: list[Triple]
+    margins: list[float]
+    seconds: dict[str, float]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and timings for the chapter's table."""
+        return {
+            "training queries": len(self.queries),
+            "candidates per query": sum(len(c) for c in self.teacher.values()) / max(1, len(self.teacher)),
+            "triples": len(self.triples),
+            **{f"{step} (s)": round(value, 1) for step, value in self.seconds.items()},
+        }
+
+
+def training_queries(profile: Profile, settings: TrainingSettings) -> dict[str, str]:
+    """The dev-small queries the students learn from, checked to share nothing with the test years."""
+    queries = load_queries(TRAINING_QUERIES)
+    chosen = limit_queries(list(queries), profile)
+    if settings.distill_queries is not None:
+        chosen = chosen[: settings.distill_queries]
+    selected = {qid: queries[qid] for qid in chosen}
+    check_disjoint_from_tests(selected, {name: load_queries(name) for name in TEST_SETS})
+    return selected
+
+
+def build_distillation_set(
+    profile: Profile,
+    settings: TrainingSettings,
+    teacher: BiEncoder,
+    tokenizer: Any,
+    index_dir: Path,
+    folder: Path,
+    seed: int,
+    progress: bool = True,
+    corpus: Mapping[str, str] | None = None,
+) -> DistillationSet:
+    """Queries, candidates, teacher scores and triples (module docstring); encodings cached in ``folder``.
+
+    ``corpus`` is what ``index_dir`` indexes and the teacher searches (default: the v1 book passages).
+    """
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    queries = training_queries(profile, settings)
+    bm25 = lucene.retrieve(index_dir, queries, "bm25", k=settings.distill_bm25_depth)
+    seconds["BM25"] = time.perf_counter() - start
+    start = time.perf_counter()
+    corpus = load_collection("v1") if corpus is None else corpus
+    texts = {**book_texts(), **corpus}
+    if settings.distill_teacher_depth > 0:
+        passage_ids = sorted(corpus)
+    else:
+        passage_ids = sorted({pid for candidates in bm25.values() for pid in candidates})
+    passages = cached_encodings(
+        folder / "teacher-passages.npy", teacher, tokenizer, texts, passage_ids, DOC_MAX_LENGTH, progress=progress
+    )
+    query_ids = sorted(queries)
+    encoded_queries = cached_encodings(
+        folder / "teacher-queries.npy", teacher, tokenizer, queries, query_ids, QUERY_MAX_LENGTH, progress=progress
+    )
+    seconds["teacher encoding"] = time.perf_counter() - start
+    candidates = {qid: dict(bm25[qid]) for qid in query_ids}
+    if settings.distill_teacher_depth > 0:
+        for qid, nearest in dense_top_k(encoded_queries, passages, settings.distill_teacher_depth).items():
+            candidates[qid].update({pid: 0.0 for pid in nearest if pid not in candidates[qid]})
+    scores = dense_scores(encoded_queries, passages, candidates)
+    sampling = TripleSampling(per_query=settings.distill_triples_per_query)
+    triples, margins = teacher_triples(scores, sampling, seed)
+    return DistillationSet(queries, scores, triples, margins, seconds)

@@ -1,0 +1,66 @@
+"""Chapter 2's teacher-labelled training set on a real slice: no test query, teacher scores, seeded triples."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.chapters.distillation_set import build_distillation_set, training_queries
+from lib.core.profiles import get_profile
+from lib.core.types import ranking_from_run
+from lib.data import load_collection, load_queries, load_run
+from lib.first_stage.lucene import build_index
+from lib.models.bi_encoder import BiEncoder
+from lib.representations.bert import WordPieceTokenizer
+from lib.representations.pretrained import minilm_folder
+from tests.first_stage.test_lucene import write_collection
+
+pytestmark = pytest.mark.usefixtures("converted", "one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, str]:
+    """The book passages BM25 ranks in its top 5 for the first 40 DL19 and DL20 queries (a real slice)."""
+    passages = load_collection("v1")
+    chosen = {pid for name in ("dl19", "dl20") for qid, run in list(load_run(name, "bm25").items())[:40]
+              for pid in ranking_from_run(run)[:5]}  # fmt: skip
+    return {pid: passages[pid] for pid in sorted(chosen)}
+
+
+@pytest.fixture(scope="module")
+def index(corpus: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("index")
+    return build_index(write_collection(folder / "collection.tsv", corpus), folder / "index", threads=1, progress=False)
+
+
+def test_training_queries_are_dev_small_and_never_a_test_query() -> None:
+    settings = get_profile("book").training.replace(distill_queries=500)
+    queries = training_queries(get_profile("book"), settings)
+    assert len(queries) == 500 and set(queries) <= set(load_queries("dev-small"))
+    for name in ("dl19", "dl20"):
+        test = load_queries(name)
+        assert not set(queries) & set(test)
+        assert not {t.lower() for t in queries.values()} & {t.lower() for t in test.values()}
+
+
+def test_the_set_holds_teacher_scores_of_bm25_and_teacher_candidates_and_seeded_triples(
+    corpus: dict[str, str], index: Path, tmp_path: Path
+) -> None:
+    profile = get_profile("smoke")
+    settings = profile.training.replace(distill_queries=6, distill_bm25_depth=8, distill_teacher_depth=3,
+                                        distill_triples_per_query=4)  # fmt: skip
+    teacher, tokenizer = BiEncoder(minilm_folder()), WordPieceTokenizer.from_vocab()
+    first = build_distillation_set(profile, settings, teacher, tokenizer, index, tmp_path, 7, False, corpus)
+    assert set(first.teacher) == set(first.queries) and len(first.queries) == 6
+    assert all(8 <= len(candidates) <= 11 for candidates in first.teacher.values() if len(candidates) >= 8)
+    assert all(-1.0 <= score <= 1.0 for run in first.teacher.values() for score in run.values())
+    assert len(first.triples) == len(first.margins) > 0 and all(margin >= 0 for margin in first.margins)
+    assert {qid for qid, _, _ in first.triples} <= set(first.queries)
+    started = time.perf_counter()
+    again = build_distillation_set(profile, settings, teacher, tokenizer, index, tmp_path, 7, False, corpus)
+    assert (again.triples, again.margins) == (first.triples, first.margins), "the same seed, the same triples"
+    assert again.seconds["teacher encoding"] < first.seconds["teacher encoding"], "encodings are cached"
+    assert time.perf_counter() - started < 60
+    assert (tmp_path / "teacher-passages.ids.txt").read_text().split("\n") == sorted(corpus)
