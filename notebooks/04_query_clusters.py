@@ -209,7 +209,7 @@ display(Markdown(line))
 #
 # The first two principal components of the query vectors, coloured by cluster, with each cluster's
 # id at its median point; the TREC DL queries are drawn larger, outlined in black. Two components
-# keep only part of the variance of 300 dimensions (the axis labels say how much), so clusters that
+# keep only part of the variance of all dimensions (the axis labels say how much), so clusters that
 # overlap here may well be apart in the full space.
 
 # %%
