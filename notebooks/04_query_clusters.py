@@ -35,7 +35,6 @@
 profile = "book"  # smoke | book | paper
 device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
-cluster_fold = "dl19"  # the TK-2 whose vectors are clustered: the one trained for this test year
 # None keeps the profile's default (lib.core.profiles, section `clusters`)
 dev_queries = None  # how many MS MARCO dev-small queries to cluster (None in the book profile: all of them)
 ks = None  # the k of the elbow curve
@@ -66,7 +65,7 @@ from lib.models import registry
 from lib.representations.text import tokenize
 
 CHAPTER = "04_query_clusters"
-TEST_SETS = ["dl19", "dl20"]  # each re-ranked by the models of its own fold (chapter 2)
+TEST_SETS = ["dl19", "dl20"]  # both re-ranked by chapter 2's models (one per architecture)
 TK2, BERT_CAT = registry.label("tk2"), registry.label("bert-cat")  # the rank tables' columns
 SYSTEMS = {"BM25": None, TK2: "tk2", BERT_CAT: "bert-cat"}
 
@@ -83,10 +82,11 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 #
 # TK contextualises the query on its own (eq. 1–3), before it ever sees a passage, so a query has a
 # representation of its own: the hybrid vectors $\hat q_1, \dots, \hat q_n$ of its terms. Following
-# the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use the TK-2
-# trained for the DL19 fold (trained on DL20 and DL21). Its training queries include the DL20 queries
-# that are clustered here; the clustering uses no relevance label, so this only means that those
-# queries were seen in training, not that the analysis peeks at a test result.
+# the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use
+# chapter 2's TK-2, which learned from the teacher's labels of MS MARCO dev-small queries and was
+# validated on DL21. Most of the clustered dev-small queries were therefore seen in training (with
+# the teacher's labels, not MS MARCO's); no DL19 or DL20 query was, and the clustering itself uses
+# no relevance label.
 
 # %%
 queries = query_clusters.load_cluster_queries()
@@ -95,8 +95,8 @@ if dev_queries is not None:  # a slice of dev-small, the first queries in sorted
     dev = dev.assign(key=[query_order(q) for q in dev["qid"]]).sort_values("key").head(dev_queries)
     queries = pd.concat([queries.loc[dev.index], queries[queries["query_set"] != "dev-small"]])
 queries = queries.reset_index(drop=True)
-tk = trained_model(profile, cluster_fold, "tk2", device=device)
-print(f"TK-2 of fold {cluster_fold}: {paths.shown(tk.path)}")
+tk = trained_model(profile, "tk2", device=device)
+print(f"TK-2: {paths.shown(tk.path)}")
 start = time.perf_counter()
 vectors = mean_query_vectors(tk.model, tk.tokenizer, dict(zip(queries["qid"], queries["text"], strict=True)))
 vector_seconds = time.perf_counter() - start

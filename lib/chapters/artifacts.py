@@ -4,14 +4,15 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
 "Chapters"):
 
 - chapter 1 (``01_data_and_first_stage``): :func:`book_index` (the Lucene index of the book corpus);
-- chapter 2 (``02_training``): :func:`trained_model` (the best weights of model X for test fold Y,
-  rebuilt with :func:`lib.chapters.experiments.build_model`; a zero-shot model as it is),
+- chapter 2 (``02_training``): :func:`trained_model` (the best weights of model X — one per
+  architecture, tested on DL19 and DL20 — rebuilt with :func:`lib.chapters.experiments.build_model`;
+  a zero-shot model as it is),
   :func:`training_settings`, :func:`small_bert` and
   :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
   :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2);
 - chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture).
 
-Chapter 2 keeps its models as CPU state dicts in ``artifacts/<profile>/02_training/checkpoints/<fold>/<name>/best.pt``
+Chapter 2 keeps its models as CPU state dicts in ``artifacts/<profile>/02_training/checkpoints/<name>/best.pt``
 and the representations they started from in ``…/02_training/representations/`` (``vocabulary.txt``, the
 word-embedding matrix, ``small-bert/``). :func:`trained_model` **never trains anything**: the word-embedding
 matrix it builds the model with is a zero matrix of the checkpoint's shape (the checkpoint's trained
@@ -53,7 +54,6 @@ class TrainedModel:
     """A trained model in eval mode, the tokenizer it scores with, and where its weights came from."""
 
     name: str
-    fold: str
     model: torch.nn.Module
     tokenizer: Any
     path: Path
@@ -79,9 +79,9 @@ def book_index(profile: str) -> Path:
     return _required(folder, "the Lucene index of the book corpus", FIRST_STAGE_CHAPTER, profile)
 
 
-def checkpoint_path(profile: str, fold: str, name: str) -> Path:
-    """``artifacts/<profile>/02_training/checkpoints/<fold>/<name>/best.pt`` (it may not exist)."""
-    return _folder(profile, TRAINING_CHAPTER) / "checkpoints" / fold / name / BEST_NAME
+def checkpoint_path(profile: str, name: str) -> Path:
+    """``artifacts/<profile>/02_training/checkpoints/<name>/best.pt`` (it may not exist)."""
+    return experiments.checkpoint_folder(profile, TRAINING_CHAPTER, name) / BEST_NAME
 
 
 def small_bert(profile: str) -> Path:
@@ -109,8 +109,8 @@ def training_settings(profile: str) -> dict[str, Any]:
     return json.loads(_required(path, "its settings", TRAINING_CHAPTER, profile).read_text(encoding="utf-8"))
 
 
-def trained_model(profile: str, fold: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:
-    """Chapter 2's model ``name`` (a :data:`lib.models.registry.MODELS` name) for test fold ``fold``.
+def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:
+    """Chapter 2's model ``name`` (a :data:`lib.models.registry.MODELS` name), the one tested on every test year.
 
     The model is moved to ``device`` (``"auto"``: CUDA when available, :func:`lib.core.device.resolve_device`)
     and put in eval mode. A BERT model starts from the BERT chapter 2 used (its ``settings.json``); a
@@ -132,10 +132,8 @@ def trained_model(profile: str, fold: str, name: str, device: str | torch.device
         )
     if spec.zero_shot:
         model, tokenizer = experiments.build_model(name, representations, seed=0)
-        return TrainedModel(name, fold, model.to(resolve_device(device)).eval(), tokenizer, representations.bert_path)
-    path = _required(
-        checkpoint_path(profile, fold, name), f"the trained {name} of fold {fold}", TRAINING_CHAPTER, profile
-    )
+        return TrainedModel(name, model.to(resolve_device(device)).eval(), tokenizer, representations.bert_path)
+    path = _required(checkpoint_path(profile, name), f"the trained {name}", TRAINING_CHAPTER, profile)
     state = torch.load(path, map_location="cpu", weights_only=True)
     if spec.family == "word":
         words = vocabulary(profile)
@@ -148,7 +146,7 @@ def trained_model(profile: str, fold: str, name: str, device: str | torch.device
     model, tokenizer = experiments.build_model(name, representations, seed=0)
     model.load_state_dict(state)
     model.to(resolve_device(device)).eval()
-    return TrainedModel(name=name, fold=fold, model=model, tokenizer=tokenizer, path=path)
+    return TrainedModel(name=name, model=model, tokenizer=tokenizer, path=path)
 
 
 def candidate_scores(profile: str, query_set: str, model: str) -> dict[str, dict[str, float]]:

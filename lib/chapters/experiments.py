@@ -5,13 +5,17 @@
    fastText trained on the book corpus; the BERT that BERT-cat fine-tunes (all-MiniLM-L6-v2 by
    default, or the book's small BERT); and the small BERT pre-trained by masked LM on the book corpus
    (chapter 6's TILDE starts from it). Each is cached in the chapter's artifacts and reused.
-2. :func:`prepare_fold` — a cross-year fold of :mod:`lib.data.splits`: training pairs from the graded
-   labels of the training years (BM25 top-100 candidates + judged passages, unjudged = 0), a held-out
-   validation slice of the training queries, and the test year's official BM25 top-100.
-3. :func:`run_model` — train one model (early stopping on validation MRR@10, as the paper; a
-   zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), score the test
-   candidates once, write the per-candidate scores, the run at the tuned depth and the run re-ranking
-   all candidates (``<set>__<model>-all.trec``), evaluate, and measure documents per millisecond.
+2. :func:`prepare_protocol` — the distillation protocol (Hofstätter et al. 2020, Margin-MSE): training
+   triples labelled by the teacher on MS MARCO dev-small queries over the book corpus
+   (:mod:`lib.chapters.distillation_set`), a held-out slice of those queries whose triples are never
+   trained on (student-vs-teacher margins), validation on DL21's graded judgments (its BM25 top
+   candidates), and the two test years DL19 and DL20 (their official BM25 top-100). No DL19/DL20
+   query or judgment enters training or validation (:func:`lib.data.splits.check_disjoint_from_tests`).
+3. :func:`run_model` — train one model once (Margin-MSE, early stopping on validation MRR@10, as the
+   paper; a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
+   each test year score the candidates once, write the per-candidate scores, the run at the tuned
+   depth and the run re-ranking all candidates (``<set>__<model>-all.trec``), evaluate, and measure
+   documents per millisecond.
 """
 
 from __future__ import annotations
@@ -25,16 +29,19 @@ from typing import Any
 import pandas as pd
 import torch
 
+from lib.chapters.distillation_set import DistillationSet, build_distillation_set
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import book_texts, load_qrels, load_queries, load_run
-from lib.data.splits import FOLDS, train_validation_split
+from lib.data.splits import TEST_SETS, check_disjoint_from_tests, train_validation_split
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
+from lib.evaluation.interpolation import interpolate, tune_interpolation
+from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
 from lib.representations.pretrained import glove_6b_50d, minilm_folder
@@ -48,8 +55,9 @@ from lib.representations.word_vectors import (
     train_word_vectors,
 )
 from lib.reranking.scoring import rerank, score_candidates
+from lib.training.distillation import Triple
 from lib.training.masked_lm import pretrain_mlm
-from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train, training_pairs
+from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train
 
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
 FIRST_STAGE = "bm25"
@@ -59,6 +67,12 @@ WORD_VECTORS: tuple[str, ...] = ("glove-6b-50d", "word2vec", "fasttext")
 BERT_CAT_STARTS: tuple[str, ...] = ("minilm", "small-bert", "bert-base-uncased")
 #: Suffix of the run that re-ranks all candidates (``<set>__<model>-all.trec``).
 ALL_CANDIDATES = "-all"
+#: Suffix of the run that interpolates the model with BM25 (``<set>__<model>-with-bm25.trec``).
+INTERPOLATED = "-with-bm25"
+#: The judged year that validates (early stopping, depth tuning): never a test year.
+VALIDATION_SET = "dl21"
+#: The share of the teacher-labelled queries held out: their triples are never trained on.
+HELD_OUT_FRACTION = 0.05
 
 
 @dataclass
@@ -79,34 +93,65 @@ class Representations:
 
 
 @dataclass
-class FoldData:
-    """Everything one cross-year fold needs (see :func:`prepare_fold`)."""
+class QuerySet:
+    """One judged year: its (profile's slice of) queries, every judgment, and the BM25 candidates to re-rank."""
 
-    fold: str
-    pairs: list[tuple[str, str, str]]
+    name: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    run: dict[str, dict[str, float]]
+
+
+@dataclass
+class Protocol:
+    """Everything chapter 2 trains, validates and tests on (see :func:`prepare_protocol`).
+
+    ``triples`` / ``margins`` are the teacher-labelled training triples and the teacher's margins;
+    ``held_out`` / ``held_out_margins`` the triples of the held-out queries, never trained on;
+    ``queries`` the texts of every teacher-labelled query; ``distillation`` the full set (its teacher
+    scores and timings).
+    """
+
+    distillation: DistillationSet
+    triples: list[Triple]
+    margins: list[float]
+    held_out: list[Triple]
+    held_out_margins: list[float]
     queries: dict[str, str]
     texts: dict[str, str]
     validation: ValidationSet
-    test_queries: dict[str, str]
-    test_qrels: dict[str, dict[str, int]]
-    test_run: dict[str, dict[str, float]]
-    train_qids: list[str]
+    tests: dict[str, QuerySet]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for the chapter's table: training, held-out, validation and test queries."""
+        return {
+            **self.distillation.summary(),
+            "training triples": len(self.triples),
+            "held-out queries": len({qid for qid, _, _ in self.held_out}),
+            "held-out triples": len(self.held_out),
+            f"validation queries ({VALIDATION_SET})": len(self.validation.queries),
+            **{f"test queries ({name})": len(test.queries) for name, test in self.tests.items()},
+        }
 
 
 @dataclass
 class ModelResult:
-    """One model on one fold: its metrics (tuned depth and all candidates, per query too), speed and training history.
+    """One model on one test year: metrics (tuned depth and all candidates, per query too), speed, training history.
 
-    ``training`` is ``None`` for a zero-shot model.
+    ``training`` is ``None`` for a zero-shot model. ``weight`` is the interpolation weight λ of the
+    model against BM25 tuned on validation (:mod:`lib.evaluation.interpolation`), with its metrics.
     """
 
     model: str
-    fold: str
+    query_set: str
     tuned_depth: int
     metrics_at_tuned_depth: dict[str, float]
     metrics_at_full_depth: dict[str, float]
     per_query: pd.DataFrame
     per_query_all: pd.DataFrame
+    weight: float
+    metrics_interpolated: dict[str, float]
+    per_query_interpolated: pd.DataFrame
     docs_per_ms: float
     history: pd.DataFrame
     best_step: int
@@ -115,11 +160,13 @@ class ModelResult:
     def row(self) -> dict[str, Any]:
         """The Table 2 row of this result (metrics at the tuned depth, and nDCG@10 re-ranking all candidates)."""
         return {
-            "set": self.fold,
+            "set": self.query_set,
             "model": self.model,
             **self.metrics_at_tuned_depth,
             "depth": self.tuned_depth,
             "nDCG@10 (all)": self.metrics_at_full_depth["nDCG@10"],
+            "nDCG@10 (+BM25)": self.metrics_interpolated["nDCG@10"],
+            "λ": self.weight,
             "docs/ms": self.docs_per_ms,
             "best step": self.best_step,
         }
@@ -200,48 +247,52 @@ def prepare_representations(profile: str, settings: TrainingSettings, seed: int,
     return Representations(vocabulary, embeddings, bert_path, wordpiece, settings.bert_cat_layers, small_bert, filled)
 
 
-def prepare_fold(fold: str, profile: Profile, settings: TrainingSettings, seed: int) -> FoldData:
-    """The training pairs, validation set and test data of one cross-year fold (:data:`lib.data.splits.FOLDS`)."""
-    if fold not in FOLDS:
-        raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
-    spec = FOLDS[fold]
-    texts = book_texts()
-    queries: dict[str, str] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    candidates: dict[str, dict[str, float]] = {}
-    for train_set in spec.train:
-        queries.update(load_queries(train_set))
-        qrels.update(load_qrels(train_set))
-        candidates.update(load_run(train_set, FIRST_STAGE))
-    train_qids, validation_qids = train_validation_split(list(queries), seed=seed)
-    validation_qids = limit_queries(validation_qids, profile)
-    if profile.query_limit is not None:  # the smoke slice: a few training queries too
-        train_qids = train_qids[: 4 * profile.query_limit]
-    pairs = training_pairs(
-        {q: qrels.get(q, {}) for q in train_qids},
-        {q: candidates[q] for q in train_qids if q in candidates},
-        texts,
-        seed=seed,
-        max_pairs_per_query=settings.max_pairs_per_query,
+def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
+    """The profile's slice of judged year ``name`` with its judgments and official BM25 top ``depth``."""
+    queries = load_queries(name)
+    chosen = limit_queries(list(queries), profile)
+    return QuerySet(
+        name=name,
+        queries={q: queries[q] for q in chosen},
+        qrels=load_qrels(name),
+        run=top_of_run(load_run(name, FIRST_STAGE), depth, chosen),
     )
-    validation = ValidationSet(
-        queries={q: queries[q] for q in validation_qids},
-        qrels={q: qrels[q] for q in validation_qids if q in qrels},
-        run=top_of_run(candidates, settings.candidate_depth, validation_qids),
+
+
+def prepare_protocol(
+    profile: Profile, settings: TrainingSettings, seed: int, index_dir: Path, folder: Path, progress: bool = True
+) -> Protocol:
+    """The distillation protocol (module docstring, step 2); the teacher's encodings are cached in ``folder``.
+
+    The teacher is the zero-shot all-MiniLM-L6-v2 bi-encoder; ``index_dir`` is chapter 1's BM25 index
+    of the book corpus. :data:`HELD_OUT_FRACTION` of the teacher-labelled queries (a seeded hash
+    split, :func:`lib.data.splits.train_validation_split`) are held out: their triples measure how
+    well a student learned the teacher's margins on queries it never saw. Validation re-ranks DL21's
+    BM25 top ``candidate_depth`` with its graded judgments; the check that no training or validation
+    query is a DL19/DL20 query runs here too, whatever the data.
+    """
+    teacher = BiEncoder(minilm_folder())
+    distillation = build_distillation_set(
+        profile, settings, teacher, load_tokenizer(minilm_folder()), index_dir, folder, seed, progress
     )
-    test_queries = load_queries(spec.test)
-    chosen = limit_queries(list(test_queries), profile)
-    test_run = top_of_run(load_run(spec.test, FIRST_STAGE), settings.candidate_depth, chosen)
-    return FoldData(
-        fold=fold,
-        pairs=pairs,
-        queries={q: queries[q] for q in train_qids},
-        texts=texts,
-        validation=validation,
-        test_queries={q: test_queries[q] for q in chosen},
-        test_qrels=load_qrels(spec.test),
-        test_run=test_run,
-        train_qids=train_qids,
+    _, held_out_qids = train_validation_split(list(distillation.queries), HELD_OUT_FRACTION, seed)
+    held = set(held_out_qids)
+    kept = [i for i, (qid, _, _) in enumerate(distillation.triples) if qid not in held]
+    out = [i for i, (qid, _, _) in enumerate(distillation.triples) if qid in held]
+    validation = query_set(VALIDATION_SET, profile, settings.candidate_depth)
+    tests = {name: query_set(name, profile, settings.candidate_depth) for name in TEST_SETS}
+    judged = {q: validation.qrels[q] for q in validation.queries if q in validation.qrels}
+    check_disjoint_from_tests({**distillation.queries, **validation.queries}, {n: load_queries(n) for n in TEST_SETS})
+    return Protocol(
+        distillation=distillation,
+        triples=[distillation.triples[i] for i in kept],
+        margins=[distillation.margins[i] for i in kept],
+        held_out=[distillation.triples[i] for i in out],
+        held_out_margins=[distillation.margins[i] for i in out],
+        queries=distillation.queries,
+        texts=book_texts(),
+        validation=ValidationSet(queries=validation.queries, qrels=judged, run=validation.run),
+        tests=tests,
     )
 
 
@@ -256,13 +307,18 @@ def build_model(name: str, representations: Representations, seed: int) -> tuple
 
 
 def training_config(name: str, settings: TrainingSettings, seed: int, device: str) -> TrainingConfig:
-    """The training configuration of model ``name`` under ``settings``."""
+    """The training configuration of model ``name`` under ``settings``.
+
+    ``settings.word_learning_rate`` (when set) replaces both of a word model's Adam rates, the
+    embeddings' 10⁻⁴ and the rest's 10⁻³ (TK paper §4.3): a deviation the book states where it uses it.
+    """
     spec = model_spec(name)
     bert = spec.family == "wordpiece"
+    rate = settings.word_learning_rate
     return TrainingConfig(
         batch_size=settings.bert_cat_batch_size if bert else settings.batch_size,
         max_steps=settings.bert_cat_max_steps if bert else settings.max_steps,
-        validate_every=settings.validate_every,
+        validate_every=settings.bert_cat_validate_every if bert else settings.validate_every,
         patience=settings.patience,
         metric="MRR@10",
         max_query_length=QUERY_MAX_LENGTH,
@@ -271,6 +327,7 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         device=device,
         rerank_depth=settings.validation_depth,
         eval_batch_size=spec.eval_batch_size,
+        learning_rates={} if bert or rate is None else {"embedding_lr": rate, "other_lr": rate},
     )
 
 
@@ -281,7 +338,7 @@ def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:
 
 def run_model(
     name: str,
-    fold: FoldData,
+    protocol: Protocol,
     representations: Representations,
     settings: TrainingSettings,
     profile: str,
@@ -290,14 +347,19 @@ def run_model(
     device: str = "auto",
     progress: bool = True,
     variant: str | None = None,
-) -> ModelResult:
-    """Train ``name`` on ``fold`` (resuming from its checkpoint), tune its depth, score and evaluate the test year.
+) -> dict[str, ModelResult]:
+    """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
 
-    A zero-shot model (:attr:`lib.models.registry.ModelSpec.zero_shot`) skips training: its history is
-    empty and its best step 0. Writes the scores of every test candidate (:func:`scores_path`), the run
-    at the tuned depth (``<set>__<name>.trec``) and the run re-ranking all candidates
-    (``<set>__<name>-all.trec``) in the profile's runs folder. ``variant`` names a run of the same
-    architecture on other representations (``tk2-word2vec``): its checkpoint, scores and runs use that name.
+    Training minimises Margin-MSE against the teacher's margins (:mod:`lib.training.distillation`),
+    validated and early-stopped on DL21. A zero-shot model (:attr:`lib.models.registry.ModelSpec.zero_shot`)
+    skips training: its history is empty and its best step 0. The re-ranking depth is tuned once, on
+    the validation queries, and so is the weight λ of its interpolation with BM25
+    (:mod:`lib.evaluation.interpolation`). For each test year it writes the scores of every candidate
+    (:func:`scores_path`), the run at the tuned depth (``<set>__<name>.trec``), the run re-ranking
+    all candidates (``<set>__<name>-all.trec``) and the interpolated run (``<set>__<name>-with-bm25.trec``)
+    in the profile's runs folder, and returns one
+    :class:`ModelResult` per test year. ``variant`` names a run of the same architecture on other
+    representations (``tk2-word2vec``): its checkpoint, scores and runs use that name.
     """
     run_name = name if variant is None else f"{name}-{variant}"
     model, tokenizer = build_model(name, representations, seed)
@@ -306,51 +368,90 @@ def run_model(
         model = model.to(resolve_device(device)).eval()
         history, best_step, result = pd.DataFrame(columns=["step", "epoch", "train_loss", "MRR@10"]), 0, None
     else:
-        checkpoint_dir = paths.chapter_dir(profile, chapter) / "checkpoints" / fold.fold / run_name
+        checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
         result = train(
-            model, tokenizer, fold.pairs, fold.queries, fold.texts, fold.validation, config, checkpoint_dir, progress
-        )
+            model, tokenizer, protocol.triples, protocol.queries, protocol.texts, protocol.validation, config,
+            checkpoint_dir, progress, margins=protocol.margins,
+        )  # fmt: skip
         model, history, best_step = result.model, result.history, result.best_step
     score = dict(
         tokenizer=tokenizer,
-        texts=fold.texts,
+        texts=protocol.texts,
         max_query_length=QUERY_MAX_LENGTH,
         max_doc_length=DOC_MAX_LENGTH,
         batch_size=config.eval_batch_size,
         depth=None,
     )
-    validation_scores = score_candidates(model, queries=fold.validation.queries, run=fold.validation.run, **score)
-    depth, _curve = tune_depth(fold.validation.run, validation_scores, fold.validation.qrels, metric="MRR@10")
-    test_scores = score_candidates(model, queries=fold.test_queries, run=fold.test_run, **score)
-    evaluation.write_trec_run(test_scores, scores_path(profile, chapter, fold.fold, run_name), tag=run_name)
-    reranked = rerank(fold.test_run, test_scores, depth)
-    evaluation.write_trec_run(reranked, paths.run_path(profile, fold.fold, run_name), tag=run_name)
-    everything = rerank(fold.test_run, test_scores, settings.candidate_depth)
-    all_path = paths.run_path(profile, fold.fold, run_name + ALL_CANDIDATES)
-    evaluation.write_trec_run(everything, all_path, tag=run_name)
-    per_query = evaluation.per_query(reranked, fold.test_qrels)
-    return ModelResult(
-        model=run_name,
-        fold=fold.fold,
-        tuned_depth=depth,
-        metrics_at_tuned_depth={k: float(v) for k, v in per_query.mean().items()},
-        metrics_at_full_depth=evaluation.evaluate(everything, fold.test_qrels),
-        per_query=per_query,
-        per_query_all=evaluation.per_query(everything, fold.test_qrels),
-        docs_per_ms=_throughput(model, tokenizer, fold, settings, name),
-        history=history,
-        best_step=best_step,
-        training=result,
+    validation = protocol.validation
+    validation_scores = score_candidates(model, queries=validation.queries, run=validation.run, **score)
+    depth, _curve = tune_depth(validation.run, validation_scores, validation.qrels, metric="MRR@10")
+    weight, _weights = tune_interpolation(validation.run, validation_scores, validation.qrels, metric="MRR@10")
+    docs_per_ms = _throughput(model, tokenizer, next(iter(protocol.tests.values())), protocol.texts, settings, name)
+    results = {}
+    for test in protocol.tests.values():
+        test_scores = score_candidates(model, queries=test.queries, run=test.run, **score)
+        evaluation.write_trec_run(test_scores, scores_path(profile, chapter, test.name, run_name), tag=run_name)
+        reranked = rerank(test.run, test_scores, depth)
+        evaluation.write_trec_run(reranked, paths.run_path(profile, test.name, run_name), tag=run_name)
+        everything = rerank(test.run, test_scores, settings.candidate_depth)
+        evaluation.write_trec_run(everything, paths.run_path(profile, test.name, run_name + ALL_CANDIDATES), run_name)
+        fused = interpolate(test.run, test_scores, weight)
+        evaluation.write_trec_run(fused, paths.run_path(profile, test.name, run_name + INTERPOLATED), run_name)
+        per_query = evaluation.per_query(reranked, test.qrels)
+        results[test.name] = ModelResult(
+            model=run_name,
+            query_set=test.name,
+            tuned_depth=depth,
+            metrics_at_tuned_depth={k: float(v) for k, v in per_query.mean().items()},
+            metrics_at_full_depth=evaluation.evaluate(everything, test.qrels),
+            per_query=per_query,
+            per_query_all=evaluation.per_query(everything, test.qrels),
+            weight=weight,
+            metrics_interpolated=evaluation.evaluate(fused, test.qrels),
+            per_query_interpolated=evaluation.per_query(fused, test.qrels),
+            docs_per_ms=docs_per_ms,
+            history=history,
+            best_step=best_step,
+            training=result,
+        )
+    return results
+
+
+def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:
+    """Where model ``run_name``'s training checkpoint, best weights and history live (one model per architecture)."""
+    return paths.chapter_dir(profile, chapter) / "checkpoints" / run_name
+
+
+def held_out_margins(model: torch.nn.Module, tokenizer: Any, protocol: Protocol, limit: int = 2000) -> pd.DataFrame:
+    """The student's and the teacher's margin on (the first ``limit``) held-out triples, never trained on.
+
+    One row per triple: ``teacher`` (the scaled teacher margin, ≥ 0) and ``student`` ``s(q, d⁺) − s(q, d⁻)``,
+    scored with :func:`lib.reranking.scoring.score_candidates` (eval mode, no gradients).
+    """
+    triples = protocol.held_out[:limit]
+    run: dict[str, dict[str, float]] = {}
+    for qid, positive, negative in triples:
+        run.setdefault(qid, {}).update({positive: 0.0, negative: 0.0})
+    queries = {qid: protocol.queries[qid] for qid in run}
+    scores = score_candidates(
+        model, tokenizer, queries, protocol.texts, run, depth=None,
+        max_query_length=QUERY_MAX_LENGTH, max_doc_length=DOC_MAX_LENGTH,
+    )  # fmt: skip
+    return pd.DataFrame(
+        {
+            "teacher": protocol.held_out_margins[:limit],
+            "student": [scores[q][p] - scores[q][n] for q, p, n in triples],
+        }
     )
 
 
-def _throughput(model: torch.nn.Module, tokenizer: Any, fold: FoldData, settings: TrainingSettings, name: str) -> float:
+def _throughput(
+    model: torch.nn.Module, tokenizer: Any, test: QuerySet, texts: dict[str, str], settings: TrainingSettings, name: str
+) -> float:
     """Documents per millisecond on real test candidates (scoring only; see :mod:`lib.evaluation.efficiency`)."""
-    pairs = [
-        (fold.test_queries[qid], fold.texts[pid])
-        for qid in fold.test_run
-        for pid in ranking_from_run(fold.test_run[qid])
-    ][: settings.throughput_documents]
+    pairs = [(test.queries[qid], texts[pid]) for qid in test.run for pid in ranking_from_run(test.run[qid])][
+        : settings.throughput_documents
+    ]
     device = next(model.parameters()).device
     query_ids, query_mask = tokenizer.encode([q for q, _ in pairs], QUERY_MAX_LENGTH)
     doc_ids, doc_mask = tokenizer.encode([d for _, d in pairs], DOC_MAX_LENGTH)

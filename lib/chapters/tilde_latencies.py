@@ -44,11 +44,10 @@ def latency_table(
     model: Tilde,
     texts: Mapping[str, str],
     profile: str,
-    fold: str,
     candidates: Sequence[int],
     repetitions: int,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Milliseconds per query of TILDE and of chapter 2's :data:`RERANKERS` for ``fold``, each for every count
+    """Milliseconds per query of TILDE and of chapter 2's :data:`RERANKERS`, each for every count
     of ``candidates`` of ``run`` (repeated when a query has fewer: column ``repeated``).
 
     TILDE is timed over all of ``run``'s queries (``model`` for TILDE-QDL's query pass); the re-rankers on the
@@ -79,7 +78,7 @@ def latency_table(
     try:
         for name, label, batch_size in RERANKERS:
             try:
-                reranker = artifacts.trained_model(profile, fold, name, device="cpu")
+                reranker = artifacts.trained_model(profile, name, device="cpu")
             except FileNotFoundError as missing:
                 left_out.append(f"{label} left out: {missing}")
                 continue

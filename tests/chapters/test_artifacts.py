@@ -28,7 +28,7 @@ def artifacts_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "artifacts"
 
 
-def _save_trained(profile: str, fold: str, name: str) -> tuple[torch.nn.Module, Vocabulary]:
+def _save_trained(profile: str, name: str) -> tuple[torch.nn.Module, Vocabulary]:
     """A seeded model of ``name`` with random 8-d embeddings, saved as chapter 2 saves its best weights."""
     vocabulary = Vocabulary.from_token_streams([t.split() for t in TEXTS], min_count=1)
     folder = paths.chapter_dir(profile, "02_training") / "representations"
@@ -42,7 +42,7 @@ def _save_trained(profile: str, fold: str, name: str) -> tuple[torch.nn.Module, 
     with torch.no_grad():  # move every weight away from its initial value, as training would
         for parameter in model.parameters():
             parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
-    path = checkpoint_path(profile, fold, name)
+    path = checkpoint_path(profile, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({key: value.cpu() for key, value in model.state_dict().items()}, path)
     return model.eval(), vocabulary
@@ -50,9 +50,9 @@ def _save_trained(profile: str, fold: str, name: str) -> tuple[torch.nn.Module, 
 
 @pytest.mark.parametrize("name", ["tk2", "tk1", "knrm", "conv-knrm"])
 def test_trained_model_gives_back_the_saved_weights_and_scores(artifacts_root: Path, name: str) -> None:
-    saved, vocabulary = _save_trained("smoke", "dl19", name)
-    loaded = trained_model("smoke", "dl19", name)
-    assert loaded.path == artifacts_root / "smoke" / "02_training" / "checkpoints" / "dl19" / name / "best.pt"
+    saved, vocabulary = _save_trained("smoke", name)
+    loaded = trained_model("smoke", name)
+    assert loaded.path == artifacts_root / "smoke" / "02_training" / "checkpoints" / name / "best.pt"
     assert loaded.tokenizer == vocabulary
     assert not loaded.model.training
     assert type(loaded.model) is type(saved)
@@ -68,19 +68,19 @@ def test_a_missing_checkpoint_names_chapter_2(artifacts_root: Path) -> None:
         FileNotFoundError,
         match=r"best\.pt: missing .*chapter 2 \(02_training\).*make chapter CH=02_training PROFILE=smoke",
     ):
-        trained_model("smoke", "dl19", "tk2")
+        trained_model("smoke", "tk2")
 
 
 def test_a_missing_vocabulary_names_chapter_2(artifacts_root: Path) -> None:
-    _save_trained("smoke", "dl20", "tk2")
+    _save_trained("smoke", "tk2")
     (paths.chapter_dir("smoke", "02_training") / "representations" / "vocabulary.txt").unlink()
     with pytest.raises(FileNotFoundError, match=r"vocabulary\.txt: missing .*chapter 2"):
-        trained_model("smoke", "dl20", "tk2")
+        trained_model("smoke", "tk2")
 
 
 def test_an_unknown_model_is_refused(artifacts_root: Path) -> None:
     with pytest.raises(ValueError, match="unknown model 'monobert'"):
-        trained_model("smoke", "dl19", "monobert")
+        trained_model("smoke", "monobert")
 
 
 def test_candidate_scores_read_back_what_chapter_2_wrote(artifacts_root: Path) -> None:
@@ -117,10 +117,10 @@ def test_bert_cat_comes_back_on_the_bert_and_layers_chapter_2_used(artifacts_roo
     saved = BertCat(minilm_folder(), num_layers=1)
     with torch.no_grad():
         saved.score.weight.add_(1.0)
-    path = checkpoint_path("smoke", "dl19", "bert-cat")
+    path = checkpoint_path("smoke", "bert-cat")
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(saved.state_dict(), path)
-    loaded = trained_model("smoke", "dl19", "bert-cat")
+    loaded = trained_model("smoke", "bert-cat")
     assert len(loaded.model.bert.encoder.layer) == 1
     assert torch.equal(loaded.model.score.weight, saved.score.weight)
     assert loaded.tokenizer.vocab_size == 30522
@@ -128,6 +128,6 @@ def test_bert_cat_comes_back_on_the_bert_and_layers_chapter_2_used(artifacts_roo
 
 def test_the_zero_shot_bi_encoder_needs_no_checkpoint(artifacts_root: Path) -> None:
     _write_chapter2_settings("smoke")
-    loaded = trained_model("smoke", "dl20", "bi-encoder")
+    loaded = trained_model("smoke", "bi-encoder")
     assert loaded.path == minilm_folder() and not loaded.model.training
     assert len(loaded.model.bert.encoder.layer) == 6, "the bi-encoder is MiniLM as it is"

@@ -1,6 +1,9 @@
-"""The book-scale protocol of chapter 2: settings, folds on the real data, model construction."""
+"""The book-scale protocol of chapter 2: the distillation protocol on real data, settings, model construction."""
 
 from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,38 +11,65 @@ import torch
 from lib.chapters import experiments
 from lib.core import paths
 from lib.core.profiles import get_profile
-from lib.core.types import ranking_from_run
+from lib.core.types import ranking_from_run, top_of_run
 from lib.data import load_queries, read_run
-from lib.data.splits import FOLDS
 from lib.evaluation import measures as evaluation
+from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import load_tokenizer
 from lib.representations.pretrained import glove_6b_50d, minilm_folder
 from lib.representations.text import Vocabulary
 from lib.training.pairwise import ValidationSet
+from tests.chapters.test_distillation_set import corpus, index  # noqa: F401,F811  (the real index slice)
+
+pytestmark = pytest.mark.usefixtures("converted", "one_torch_thread")
 
 
-@pytest.mark.usefixtures("converted")
-@pytest.mark.parametrize("fold", sorted(FOLDS))
-def test_fold_never_trains_or_validates_on_its_test_year(fold):
-    settings = get_profile("smoke").training
-    data = experiments.prepare_fold(fold, get_profile("book"), settings, seed=42)
-    test_qids = set(load_queries(fold))
-    training_qids = {qid for qid, _, _ in data.pairs}
-    assert not training_qids & test_qids
-    assert not set(data.validation.queries) & test_qids
-    assert not set(data.validation.queries) & set(data.train_qids), "validation is held out from training"
-    assert set(data.test_queries) == test_qids, "the book profile tests on every query of the year"
-    assert all(len(candidates) <= settings.candidate_depth for candidates in data.test_run.values())
-    assert training_qids <= set(data.train_qids)
-    assert all(better != worse for _, better, worse in data.pairs)
+@pytest.fixture(scope="module")
+def protocol(
+    index: Path,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> experiments.Protocol:
+    """The smoke profile's protocol over a real slice of the book index (teacher: the MiniLM bi-encoder)."""
+    settings = get_profile("smoke").training.replace(distill_bm25_depth=8, distill_triples_per_query=6)
+    folder = tmp_path_factory.mktemp("teacher")
+    return experiments.prepare_protocol(get_profile("smoke"), settings, 42, index, folder, progress=False)
 
 
-@pytest.mark.usefixtures("converted")
-def test_smoke_profile_takes_a_slice():
+def test_the_protocol_never_trains_or_validates_on_a_test_year(protocol: experiments.Protocol) -> None:
+    tests = {name: set(load_queries(name)) for name in ("dl19", "dl20")}
+    training = {qid for qid, _, _ in protocol.triples}
+    held_out = {qid for qid, _, _ in protocol.held_out}
+    assert training and held_out and not training & held_out, "held-out queries are never trained on"
+    assert training | held_out <= set(load_queries("dev-small"))
+    assert set(protocol.validation.queries) <= set(load_queries("dl21"))
+    for test in tests.values():
+        assert not (training | held_out | set(protocol.validation.queries)) & test
+    assert sorted(protocol.tests) == ["dl19", "dl20"]
     profile = get_profile("smoke")
-    data = experiments.prepare_fold("dl19", profile, get_profile("smoke").training, seed=42)
-    assert len(data.test_queries) == profile.query_limit
-    assert len(data.validation.queries) <= profile.query_limit
+    for name, test in protocol.tests.items():
+        assert len(test.queries) == profile.query_limit and set(test.queries) <= tests[name]
+        assert all(len(candidates) <= profile.training.candidate_depth for candidates in test.run.values())
+    assert all(p in protocol.texts and n in protocol.texts for _, p, n in protocol.triples + protocol.held_out)
+    assert len(protocol.margins) == len(protocol.triples) and len(protocol.held_out_margins) == len(protocol.held_out)
+    summary = protocol.summary()
+    assert summary["training triples"] + summary["held-out triples"] == summary["triples"]
+
+
+def test_the_teacher_scores_its_own_held_out_margins(protocol: experiments.Protocol) -> None:
+    """The bi-encoder is the teacher: scored as a student, its margins are the teacher's divided by the scale."""
+    teacher = BiEncoder(minilm_folder())
+    margins = experiments.held_out_margins(teacher, load_tokenizer(minilm_folder()), protocol)
+    assert len(margins) == len(protocol.held_out)
+    assert (margins["teacher"] >= 0).all()
+    assert margins["student"].to_numpy() * 10 == pytest.approx(margins["teacher"].to_numpy(), abs=1e-3)
+
+
+def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
+    book = get_profile("book").training
+    assert experiments.training_config("tk2", book, 1, "cpu").learning_rates == {"embedding_lr": 1e-3, "other_lr": 1e-3}
+    assert experiments.training_config("bert-cat", book, 1, "cpu").learning_rates == {}
+    paper = experiments.training_config("tk2", dataclasses.replace(book, word_learning_rate=None), 1, "cpu")
+    assert paper.learning_rates == {}, "None keeps the paper's groups"
 
 
 def test_build_model_gives_each_model_with_its_tokenizer(tmp_path):
@@ -80,34 +110,48 @@ def test_bert_cat_starts_from_the_named_bert(tmp_path):
         experiments.bert_cat_folder("roberta", tmp_path)
 
 
-@pytest.mark.usefixtures("converted")
-def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(tmp_path, monkeypatch):
+def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
+    protocol: experiments.Protocol, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
-    profile, settings = get_profile("smoke"), get_profile("smoke").training.replace(candidate_depth=5)
-    data = experiments.prepare_fold("dl19", profile, settings, seed=42)
-    data.test_queries = dict(list(data.test_queries.items())[:2])
-    data.test_run = {qid: data.test_run[qid] for qid in data.test_queries}
-    kept = list(data.validation.queries)[:2]
-    data.validation = ValidationSet(
-        {q: data.validation.queries[q] for q in kept},
-        data.validation.qrels,
-        {q: data.validation.run[q] for q in kept},
+    settings = get_profile("smoke").training.replace(candidate_depth=5)
+    small = dataclasses.replace(
+        protocol,
+        validation=ValidationSet(
+            {q: protocol.validation.queries[q] for q in list(protocol.validation.queries)[:2]},
+            protocol.validation.qrels,
+            {q: top_of_run(protocol.validation.run, 5)[q] for q in list(protocol.validation.queries)[:2]},
+        ),
+        tests={
+            name: dataclasses.replace(
+                test,
+                queries=dict(list(test.queries.items())[:2]),
+                run=top_of_run(test.run, 5, list(test.queries)[:2]),
+            )
+            for name, test in protocol.tests.items()
+        },
     )
     representations = experiments.Representations(
         Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), load_tokenizer(minilm_folder())
     )
-    result = experiments.run_model("bi-encoder", data, representations, settings, "smoke", "02_training", 42)
-    assert result.training is None and result.best_step == 0 and result.history.empty
-    tuned, everything = (
-        read_run(paths.run_path("smoke", "dl19", "bi-encoder")),
-        read_run(paths.run_path("smoke", "dl19", "bi-encoder-all")),
-    )
-    assert set(everything) == set(data.test_queries)
-    assert all(len(everything[q]) == len(data.test_run[q]) for q in everything)
-    scores = read_run(experiments.scores_path("smoke", "02_training", "dl19", "bi-encoder"))
-    for qid in everything:  # the -all run is the candidates in the model's order
-        assert ranking_from_run(everything[qid]) == ranking_from_run(scores[qid])
-    assert set(tuned) == set(everything)
-    assert result.metrics_at_full_depth["nDCG@10"] == pytest.approx(
-        evaluation.evaluate(everything, data.test_qrels)["nDCG@10"]
-    )
+    results = experiments.run_model("bi-encoder", small, representations, settings, "smoke", "02_training", 42)
+    assert sorted(results) == ["dl19", "dl20"]
+    for name, result in results.items():
+        assert result.training is None and result.best_step == 0 and result.history.empty
+        assert result.query_set == name and result.row()["set"] == name
+        tuned = read_run(paths.run_path("smoke", name, "bi-encoder"))
+        everything = read_run(paths.run_path("smoke", name, "bi-encoder-all"))
+        test = small.tests[name]
+        fused = read_run(paths.run_path("smoke", name, "bi-encoder-with-bm25"))
+        assert set(everything) == set(test.queries) == set(tuned) == set(fused)
+        assert 0.0 <= result.weight <= 1.0 and result.row()["λ"] == result.weight
+        assert result.metrics_interpolated["nDCG@10"] == pytest.approx(
+            evaluation.evaluate(fused, test.qrels)["nDCG@10"]
+        )
+        assert all(len(everything[q]) == len(test.run[q]) for q in everything)
+        scores = read_run(experiments.scores_path("smoke", "02_training", name, "bi-encoder"))
+        for qid in everything:  # the -all run is the candidates in the model's order
+            assert ranking_from_run(everything[qid]) == ranking_from_run(scores[qid])
+        assert result.metrics_at_full_depth["nDCG@10"] == pytest.approx(
+            evaluation.evaluate(everything, test.qrels)["nDCG@10"]
+        )

@@ -31,7 +31,7 @@ def test_latency_table_times_ql_and_qdl_and_leaves_out_what_chapter_2_has_not_tr
         tmp_path / "index", list(TEXTS), [(log_probs, vocabulary.terms(tokenizer, list(TEXTS.values())))], vocabulary
     )
     table, left_out = latency_table(
-        load_index(tmp_path / "index"), tokenizer, QUERIES, RUN, tiny_tilde(), TEXTS, "smoke", "dl19", [2, 4], 1
+        load_index(tmp_path / "index"), tokenizer, QUERIES, RUN, tiny_tilde(), TEXTS, "smoke", [2, 4], 1
     )
     assert table[["method", "candidates", "repeated"]].values.tolist() == [
         ["TILDE-QL", 2, True],
