@@ -7,3 +7,9 @@ is the map.
 """
 
 __version__ = "0.1.0"
+
+import warnings
+
+# transformers imports huggingface_hub, which imports tqdm.auto: in a Jupyter kernel without ipywidgets
+# that warns "IProgress not found" on every chapter page. The book's own bars are plain text tqdm.
+warnings.filterwarnings("ignore", message="IProgress not found")

@@ -246,7 +246,7 @@ protocol_seconds = time.perf_counter() - start
 glue("distill_queries", f"{len(protocol.queries):,}", display=False)
 glue("distill_triples", f"{len(protocol.triples):,}", display=False)
 glue("protocol_minutes", f"{protocol_seconds / 60:.1f}", display=False)
-protocol_table = pd.Series(protocol.summary(), name="value").to_frame()
+protocol_table = pd.Series(protocol.summary(), name="value", dtype=object).to_frame()
 write_csv(out / "protocol.csv", protocol_table.reset_index(names="what"))
 protocol_table
 

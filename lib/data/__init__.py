@@ -9,7 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from lib.core import paths
-from lib.data.readers import DataFormatError, read_collection, read_qrels, read_queries, read_run, read_triples
+from lib.data.readers import (
+    DataFormatError,
+    read_collection,
+    read_qrels,
+    read_queries,
+    read_run,
+    read_teacher_scores,
+    read_triples,
+)
 
 __all__ = [
     "DataFormatError",
@@ -23,6 +31,7 @@ __all__ = [
     "read_qrels",
     "read_queries",
     "read_run",
+    "read_teacher_scores",
     "read_triples",
 ]
 

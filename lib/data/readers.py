@@ -141,3 +141,49 @@ def read_triples(path: str | os.PathLike) -> list[tuple[str, str, str]]:
             raise DataFormatError(path, number, "empty column")
         triples.append((fields[0], fields[1], fields[2]))
     return triples
+
+
+def read_teacher_scores(path: str | os.PathLike) -> tuple[list[tuple[str, str, str]], list[float]]:
+    """Read a teacher's scores of training triples: ``(qid, pos_pid, neg_pid)`` triples and their margins.
+
+    The format is that of the teacher files of Hofstätter et al. 2020, *Improving Efficient Neural
+    Ranking Models with Cross-Architecture Knowledge Distillation* (the Margin-MSE paper,
+    :mod:`lib.training.distillation`): one line per triple of MS MARCO's ``triples.train.small``,
+
+        ``pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid``
+
+    the BERT-cat teacher's scores of the positive and the negative passage. The paper's authors
+    publish them on Zenodo, record 4068216:
+    ``bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv`` (T2, the mean of the BERT-Base,
+    BERT-Large and ALBERT-Large BERT-cat scores; MD5 ``4d99696386f96a7f1631076bcc53ac3c`` as
+    published with it; its sha256 is not known to the book, so it is not in the registry) and
+    ``bertbase_cat_msmarcopassage_train_scores_ids.tsv`` (T1, BERT-Base alone). The ids are those of
+    :func:`lib.data.msmarco.export`'s ``collection.tsv`` and ``queries.train.tsv``.
+
+    Returns the triples in file order and the margins ``pos_score − neg_score`` (the Margin-MSE
+    targets), ready for ``lib.training.pairwise.train(pairs=triples, margins=margins)``. Besides the
+    module's tolerances and errors: not 5 tab-separated columns, an empty id, a score that is not a
+    number or not finite (``nan``, ``inf``) are errors naming file and line. A triple may occur twice.
+    """
+    triples: list[tuple[str, str, str]] = []
+    margins: list[float] = []
+    for number, line in _lines(path):
+        fields = line.split("\t")
+        if len(fields) != 5:
+            expected = "expected 5 tab-separated columns (pos_score, neg_score, qid, pos_pid, neg_pid)"
+            raise DataFormatError(path, number, f"{expected}, got {len(fields)}")
+        scores = []
+        for name, value in zip(("pos_score", "neg_score"), fields[:2], strict=True):
+            try:
+                score = float(value)
+            except ValueError:
+                raise DataFormatError(path, number, f"{name} {value!r} is not a number") from None
+            if not math.isfinite(score):
+                raise DataFormatError(path, number, f"{name} {value!r} is not finite")
+            scores.append(score)
+        ids = tuple(field.strip() for field in fields[2:])
+        if not all(ids):
+            raise DataFormatError(path, number, "empty id (qid, pos_pid or neg_pid)")
+        triples.append((ids[0], ids[1], ids[2]))
+        margins.append(scores[0] - scores[1])
+    return triples, margins

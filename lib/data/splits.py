@@ -1,9 +1,13 @@
 """The book-scale splits (ARCHITECTURE.md, "Conventions"), defined here and nowhere else.
 
-There are no MS MARCO training triples here, so the book trains on the judged TREC DL queries in the
-spirit of the cross-validation that small-data neural IR uses on Robust04: each test year is
-re-ranked by models trained on the *other* years, with a held-out slice of the training queries for
-validation (early stopping, depth tuning).
+:data:`TEST_SETS` are the two test years; :func:`check_disjoint_from_tests` refuses any training or
+validation query that is one of their queries (chapter 2's distillation set checks it every time).
+
+The cross-year folds below are what chapter 6 (TILDE) still trains on, in the spirit of the
+cross-validation that small-data neural IR uses on Robust04: each test year is re-ranked by models
+trained on the *other* judged years, with a held-out slice of the training queries for validation
+(early stopping, depth tuning). They let one test year's judgments train the other's model, which
+chapter 2's distillation protocol no longer does.
 
 - fold ``dl19`` (the headline test, re-ranking the official BM25 top-100): train on DL20 + DL21;
 - fold ``dl20`` (the second test, as TILDE does): train on DL19 + DL21.

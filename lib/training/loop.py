@@ -20,6 +20,22 @@ NumPy and torch random states) every ``checkpoint_every`` steps and at the last.
 from a checkpoint ends with exactly the weights of an uninterrupted one. A trainer marks a finished
 run with :func:`write_marker` (parameters and results as JSON, written last) and reuses it with
 :func:`read_marker` instead of training again.
+
+**Several processes** (``torchrun``; :mod:`lib.core.distributed`, README "Paper scale and several
+GPUs"). When torchrun's environment names more than one process, the loop joins their process group
+(NCCL on CUDA, gloo on CPU) and runs each step as the forward pass of a ``DistributedDataParallel``
+module, so that every process's gradients are averaged before the optimizer step and all processes
+keep the same weights. The trainer's ``loss_of_step`` builds only its process's
+:func:`~lib.core.distributed.shard` of the step's global batch (the global batch size does not change)
+and returns that shard's loss on the scale of the global batch's: a mean over examples as it is, a sum
+times the number of processes. The recorded loss of a step is the mean over the processes. Rank 0
+alone reads and writes the checkpoint and the markers and calls ``on_checkpoint`` (validation); the
+other processes wait at a barrier and receive what it read (the checkpoint, a marker, whether the run
+has finished, and at the end the trainer's ``extra`` state), so every process resumes from the same
+checkpoint even where the nodes share no disk. Each process draws its own random numbers (dropout);
+the checkpoint keeps every process's generator states, so a run resumed with the same number of
+processes continues exactly. Without torchrun nothing of this happens: one process runs exactly the
+steps it always ran.
 """
 
 from __future__ import annotations
@@ -40,6 +56,7 @@ import torch
 from torch import nn
 from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
+from lib.core import distributed
 from lib.core.atomic import atomic_write, write_json
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -49,9 +66,15 @@ _FORMAT = 2
 # --- what fixes a step: seeds, batch order, digests ---------------------------------------------------
 
 
-def step_seed(seed: int, step: int) -> int:
-    """The seed of one step: all randomness of step ``step`` (masking, dropout) comes from it."""
-    return int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
+def step_seed(seed: int, step: int, rank: int = 0) -> int:
+    """The seed of one step: all randomness of step ``step`` (masking, dropout) comes from it.
+
+    ``rank``: the process (:func:`lib.core.distributed.rank`) of a distributed run; each process's
+    shard of the batch then draws its own masks and dropout. Rank 0's seed is the undistributed one.
+    """
+    if rank == 0:
+        return int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
+    return int(np.random.SeedSequence([seed, step, rank]).generate_state(1)[0])
 
 
 class BatchOrder:
@@ -122,7 +145,23 @@ def read_marker(path: Path, fingerprint: Mapping[str, Any], mismatch: str = "err
     """The record of a finished run at ``path`` if it has this ``fingerprint``; ``None`` when there is none.
 
     A marker of another run is refused or, with ``mismatch="retrain"``, deleted (see :func:`check_fingerprint`).
+    In a distributed run rank 0 reads (and deletes) it, and every process gets rank 0's answer.
     """
+    if not distributed.is_distributed():
+        return _read_marker(path, fingerprint, mismatch)
+    outcome: tuple[str, Any] | None = None
+    if distributed.is_main():
+        try:
+            outcome = ("record", _read_marker(path, fingerprint, mismatch))
+        except ValueError as error:
+            outcome = ("error", str(error))
+    kind, value = distributed.broadcast_object(outcome)
+    if kind == "error":
+        raise ValueError(value)
+    return value
+
+
+def _read_marker(path: Path, fingerprint: Mapping[str, Any], mismatch: str) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -133,8 +172,13 @@ def read_marker(path: Path, fingerprint: Mapping[str, Any], mismatch: str = "err
 
 
 def write_marker(path: Path, fingerprint: Mapping[str, Any], record: Mapping[str, Any]) -> None:
-    """Mark a run as finished (atomically, after its outputs): its fingerprint and ``record``."""
-    write_json(path, {"params": fingerprint, **record})
+    """Mark a run as finished (atomically, after its outputs): its fingerprint and ``record``.
+
+    In a distributed run rank 0 writes it while the other processes wait.
+    """
+    if distributed.is_main():
+        write_json(path, {"params": fingerprint, **record})
+    distributed.barrier()
 
 
 # --- random states -------------------------------------------------------------------------------------
@@ -221,8 +265,11 @@ def run_loop(
 ) -> LoopState:
     """Train ``model`` from its checkpoint (or afresh) to ``settings.steps`` (module doc); the final state.
 
-    A finished run's checkpoint returns at once with the model holding its last weights.
+    A finished run's checkpoint returns at once with the model holding its last weights. Under
+    torchrun with several processes the run is distributed (module doc): ``model`` must already be
+    on this process's device.
     """
+    distributed.init_from_env()
     fingerprint = as_json(fingerprint)
     state = _resume(model, optimizer, schedule, checkpoint_path, fingerprint, settings)
     if state.finished:
@@ -230,12 +277,16 @@ def run_loop(
     call_began = time.perf_counter()
     start = state.resumed_from = state.step
     end = settings.steps if settings.stop_after is None else min(settings.steps, max(settings.stop_after, start))
+    # Several processes: the whole step is the forward pass of one DDP module, whatever parts of the
+    # model the trainer calls, so that backward averages the gradients of all processes.
+    step_module = distributed.wrap(_Step(model, loss_of_step)) if distributed.is_distributed() else None
     began = time.perf_counter()
-    bar = tqdm(total=settings.steps, initial=start, desc=settings.desc, unit="step", disable=not settings.progress)
+    show = settings.progress and distributed.is_main()
+    bar = tqdm(total=settings.steps, initial=start, desc=settings.desc, unit="step", disable=not show)
     try:
         for step in range(start, end):
             model.train()
-            loss = loss_of_step(step)
+            loss = loss_of_step(step) if step_module is None else step_module(step)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if settings.grad_clip is not None:
@@ -243,7 +294,7 @@ def run_loop(
             optimizer.step()
             if schedule is not None:
                 schedule.step()
-            value = float(loss.detach())
+            value = distributed.mean_over_ranks(loss)
             if not math.isfinite(value):
                 raise FloatingPointError(f"the training loss is {value} at step {step + 1}")
             state.losses.append(value)
@@ -254,16 +305,53 @@ def run_loop(
                 state.elapsed += time.perf_counter() - began
                 began = time.perf_counter()
                 if on_checkpoint is not None:
-                    on_checkpoint(state)
-                state.finished = state.finished or state.step >= settings.steps
+                    _on_main(on_checkpoint, state)
+                state.finished = distributed.broadcast_object(state.finished or state.step >= settings.steps)
                 _save(state, model, optimizer, schedule, checkpoint_path, fingerprint)
                 if state.finished:
                     break
     finally:
         bar.close()
+    if distributed.is_distributed():
+        state.extra, state.elapsed = distributed.broadcast_object((state.extra, state.elapsed))
     state.steps_run = state.step - start
     state.seconds = time.perf_counter() - call_began
     return state
+
+
+class _Step(nn.Module):
+    """One training step as a module: ``forward(step)`` is the trainer's ``loss_of_step(step)``.
+
+    Wrapped in ``DistributedDataParallel``, it lets DDP see the whole step, also where the trainer
+    calls parts of its model (the masked LM's ``model.bert``, TILDE's ``model.logits``) rather than
+    its ``forward``; the parameters are the model's own.
+    """
+
+    def __init__(self, model: nn.Module, loss_of_step: Callable[[int], torch.Tensor]) -> None:
+        super().__init__()
+        self.model = model
+        self.loss_of_step = loss_of_step
+
+    def forward(self, step: int) -> torch.Tensor:
+        return self.loss_of_step(step)
+
+
+def _on_main(hook: Callable[[LoopState], None], state: LoopState) -> None:
+    """Call ``hook(state)`` on rank 0 only; an error there is raised on every process (none waits forever)."""
+    if not distributed.is_distributed():
+        hook(state)
+        return
+    failure = None
+    if distributed.is_main():
+        try:
+            hook(state)
+        except Exception as error:
+            failure = error
+    message = distributed.broadcast_object(None if failure is None else f"{type(failure).__name__}: {failure}")
+    if failure is not None:
+        raise failure
+    if message is not None:
+        raise RuntimeError(f"rank 0 failed at a checkpoint: {message}")
 
 
 def _resume(
@@ -274,8 +362,11 @@ def _resume(
     fingerprint: Mapping[str, Any],
     settings: LoopSettings,
 ) -> LoopState:
-    if path.is_file():
+    saved = None
+    if distributed.is_main() and path.is_file():
         saved = torch.load(path, map_location="cpu", weights_only=True)
+    saved = distributed.broadcast_object(saved)
+    if saved is not None:
         if saved.get("format") != _FORMAT:
             warnings.warn(
                 f"{path}: a checkpoint of an earlier training loop (format {saved.get('format')!r}, "
@@ -287,14 +378,27 @@ def _resume(
             optimizer.load_state_dict(saved["optimizer"])
             if schedule is not None:
                 schedule.load_state_dict(saved["schedule"])
-            _set_rng_state(saved["rng"])
+            _restore_rng(saved, settings)
             return LoopState(saved["step"], list(saved["losses"]), saved["finished"], saved["extra"], saved["elapsed"])
-        path.unlink()
+        if distributed.is_main():
+            path.unlink()
     if settings.seed is not None:
-        seed_everything(settings.seed)
+        seed_everything(distributed.rank_seed(settings.seed, distributed.rank()))
     state = LoopState()
     _save(state, model, optimizer, schedule, path, fingerprint)
     return state
+
+
+def _restore_rng(saved: Mapping[str, Any], settings: LoopSettings) -> None:
+    """This process's generator states from a checkpoint: its own when the checkpoint has one for every
+    process, else rank 0's (and, on the other ranks, a fresh stream seeded by the seed, step and rank)."""
+    by_rank = saved.get("rng_by_rank")
+    if by_rank is not None and len(by_rank) == distributed.world_size():
+        _set_rng_state(by_rank[distributed.rank()])
+        return
+    _set_rng_state(saved["rng"])
+    if distributed.rank() > 0:
+        seed_everything(distributed.rank_seed(step_seed(settings.seed or 0, saved["step"]), distributed.rank()))
 
 
 def _save(
@@ -304,6 +408,23 @@ def _save(
     schedule: torch.optim.lr_scheduler.LRScheduler | None,
     path: Path,
     fingerprint: Mapping[str, Any],
+) -> None:
+    rng = _rng_state()
+    by_rank = distributed.gather_objects(rng) if distributed.is_distributed() else None
+    if distributed.is_main():
+        _write_checkpoint(state, model, optimizer, schedule, path, fingerprint, rng, by_rank)
+    distributed.barrier()
+
+
+def _write_checkpoint(
+    state: LoopState,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler | None,
+    path: Path,
+    fingerprint: Mapping[str, Any],
+    rng: Mapping[str, Any],
+    by_rank: list[Any] | None,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     extra = {key: value for key, value in state.extra.items() if key != "postfix"}
@@ -318,7 +439,9 @@ def _save(
         "model": {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()},
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict() if schedule is not None else None,
-        "rng": _rng_state(),
+        "rng": rng,
     }
+    if by_rank is not None:
+        checkpoint["rng_by_rank"] = by_rank
     with atomic_write(path, "wb") as handle:
         torch.save(checkpoint, handle)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
+from lib.core import distributed
 from lib.core.device import autocast, resolve_device
 from lib.representations.bert import (
     CLS_ID,
@@ -212,6 +213,13 @@ def pretrain_mlm(
     ``pretraining.json`` (parameters and losses) as the completion marker; a complete folder with the
     same parameters is returned without training.
 
+    Under torchrun with several processes (:mod:`lib.core.distributed`) each process masks and
+    scores its share of every step's ``batch_size`` sequences (a multiple of the number of processes),
+    with its own masks and dropout (seeded by seed, step and rank); the gradient is the mean of the
+    processes' gradients of their shards' mean losses (per masked piece), which is not exactly the
+    gradient of the whole batch's mean when the shards hold different numbers of masked pieces. Rank
+    0 alone writes the checkpoint, the model and the marker.
+
     Args:
         config: the BERT shape (default :func:`small_bert_config`); its ``vocab_size`` must be the tokenizer's.
         lr: peak learning rate (1e-3 suits a small BERT and a short schedule; BERT-base used 1e-4).
@@ -243,6 +251,12 @@ def pretrain_mlm(
         raise ValueError(f"config.vocab_size ({config.vocab_size}) differs from the tokenizer's {tokenizer.vocab_size}")
     if seq_len > config.max_position_embeddings:
         raise ValueError(f"parameter 'seq_len' ({seq_len}) exceeds config.max_position_embeddings")
+    distributed.init_from_env()
+    if batch_size % distributed.world_size():
+        raise ValueError(
+            f"parameter 'batch_size' ({batch_size}) must be a multiple of the number of processes "
+            f"({distributed.world_size()})"
+        )
     device = resolve_device(device)
     params = _params(texts, tokenizer, config, steps, batch_size, seq_len, lr, seed, warmup, weight_decay)
     marker = output_dir / MARKER_NAME
@@ -261,8 +275,8 @@ def pretrain_mlm(
 
     def loss_of_step(step: int) -> torch.Tensor:
         nonlocal tokens
-        ids, types, attention = _batch(sequences, first_lengths, order.batch(step))
-        seed_of_step = step_seed(seed, step)
+        ids, types, attention = _batch(sequences, first_lengths, distributed.shard(order.batch(step)))
+        seed_of_step = step_seed(seed, step, distributed.rank())
         masked, labels = mask_tokens(ids, attention, torch.Generator().manual_seed(seed_of_step), config.vocab_size)
         torch.manual_seed(seed_of_step)  # dropout
         masked, labels, types, attention = (t.to(device) for t in (masked, labels, types, attention))
@@ -291,13 +305,16 @@ def pretrain_mlm(
     if not state.finished:
         return result
     model.eval()
-    with staged_folder(output_dir) as staging:
-        model.cpu().save_pretrained(staging)
-        tokenizer.save_files(staging)
+    model.cpu()
+    if distributed.is_main():
+        with staged_folder(output_dir) as staging:
+            model.save_pretrained(staging)
+            tokenizer.save_files(staging)
     write_marker(
         marker, params, {f.name: getattr(result, f.name) for f in fields(result) if f.name not in _NOT_RECORDED}
     )
-    (output_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
+    if distributed.is_main():
+        (output_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
     return result
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from lib.core import distributed
 from lib.core.atomic import atomic_write, write_csv
 from lib.core.device import amp_enabled, autocast, resolve_device
 from lib.core.types import query_order
@@ -430,7 +431,19 @@ def train(
     ``eval_batch_size``) is a ``ValueError``. ``best.pt`` holds the best weights, ``history.csv`` the
     history so far. The global Python, NumPy and torch generators are seeded with ``config.seed``
     at the start (dropout and any other randomness in the model draw from them).
+
+    Under torchrun with several processes (:mod:`lib.core.distributed`, README "Paper scale and
+    several GPUs") each process scores its share of every step's ``batch_size`` pairs (which must be a
+    multiple of the number of processes) on its own GPU, gradients are averaged over the processes,
+    and rank 0 alone validates and writes ``checkpoint.pt``, ``best.pt`` and ``history.csv``; every
+    process returns the same result.
     """
+    distributed.init_from_env()
+    if config.batch_size % distributed.world_size():
+        raise ValueError(
+            f"config.batch_size ({config.batch_size}) must be a multiple of the number of processes "
+            f"({distributed.world_size()}): each process takes an equal share of every batch"
+        )
     device = resolve_device(config.device)
     amp_enabled(device, config.amp)  # validates the value
     checkpoint_dir = Path(checkpoint_dir)
@@ -441,7 +454,7 @@ def train(
     order = _PairOrder(len(pairs), config.seed)
 
     def loss_of_step(step: int) -> torch.Tensor:
-        chosen = order.batch(step * config.batch_size, config.batch_size)
+        chosen = distributed.shard(order.batch(step * config.batch_size, config.batch_size))
         batch_margins = None if margins is None else [margins[i] for i in chosen]
         return _batch_loss(model, tokenizer, [pairs[i] for i in chosen], queries, texts, config, device, batch_margins)
 
@@ -460,8 +473,9 @@ def train(
     model.load_state_dict(extra["best_model"])
     model.eval()
     best_path = checkpoint_dir / BEST_NAME
-    if not best_path.is_file():
+    if distributed.is_main() and not best_path.is_file():
         _save(extra["best_model"], best_path)
+    distributed.barrier()
     return TrainingResult(
         best_step=extra["best_step"],
         best_metric=extra["best_metric"],

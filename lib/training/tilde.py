@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from lib.core import distributed
 from lib.core.device import autocast, resolve_device
 from lib.core.types import query_order
 from lib.data import load_qrels, load_queries
@@ -194,6 +195,11 @@ def train_tilde(
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``; ``amp``: bf16 autocast
             (:func:`lib.training.pairwise.autocast`; ``"auto"`` = on CUDA only).
         stop_after: stop (as an interruption would) after this step, checkpointing it.
+
+    Under torchrun with several processes (:mod:`lib.core.distributed`) each process takes its share
+    of every step's ``batch_size`` pairs (a multiple of the number of processes) with its own dropout;
+    as the loss sums over the pairs, each process's share is scaled by the number of processes, so the
+    averaged gradient is the whole batch's. Rank 0 alone writes the checkpoint, the model and the marker.
     """
     if loss not in LOSSES:
         raise ValueError(f"parameter 'loss' must be one of {list(LOSSES)}, got {loss!r}")
@@ -207,6 +213,12 @@ def train_tilde(
             raise KeyError(f"training pair ({qid!r}, {pid!r}): query {qid!r} has no text in 'queries'")
         if pid not in texts:
             raise KeyError(f"training pair ({qid!r}, {pid!r}): passage {pid!r} has no text in 'texts'")
+    distributed.init_from_env()
+    processes = distributed.world_size()
+    if batch_size % processes:
+        raise ValueError(
+            f"parameter 'batch_size' ({batch_size}) must be a multiple of the number of processes ({processes})"
+        )
     target_vocabulary = TargetVocabulary.named(vocabulary, tokenizer)
     output_dir = Path(output_dir)
     device = resolve_device(device)
@@ -243,10 +255,10 @@ def train_tilde(
     order = BatchOrder(len(pairs), batch_size, seed)
 
     def loss_of_step(step: int) -> torch.Tensor:
-        batch = [pairs[i] for i in order.batch(step)]
+        batch = [pairs[i] for i in distributed.shard(order.batch(step))]
         q_pieces = [query_pieces[q] for q, _ in batch]
         p_pieces = [passage_pieces[p] for _, p in batch]
-        torch.manual_seed(step_seed(seed, step))  # dropout
+        torch.manual_seed(step_seed(seed, step, distributed.rank()))  # dropout
         terms = 0.0
         with autocast(device, amp):
             if loss in ("ql", "biqdl"):
@@ -255,7 +267,8 @@ def train_tilde(
             if loss in ("dl", "biqdl"):
                 y_passage = target_vocabulary.targets(target_vocabulary.clean(ids) for ids in p_pieces).to(device)
                 terms = terms + dl_loss(model.logits(q_pieces, "query"), y_passage, keep)
-        return terms / 2 if loss == "biqdl" else terms  # eq. 8
+        terms = terms / 2 if loss == "biqdl" else terms  # eq. 8
+        return terms * processes if processes > 1 else terms  # a sum over the pairs: the global batch's scale
 
     desc = f"TILDE ({loss}, {vocabulary})"
     settings = LoopSettings(steps, checkpoint_every, stop_after, desc=desc, progress=progress)
@@ -277,9 +290,11 @@ def train_tilde(
     )
     if not state.finished:
         return result
-    model.save(output_dir, tokenizer)
+    if distributed.is_main():
+        model.save(output_dir, tokenizer)
     write_marker(marker, params, {"losses": losses, "seconds": state.seconds, "device": str(device)})
-    checkpoint.unlink(missing_ok=True)
+    if distributed.is_main():
+        checkpoint.unlink(missing_ok=True)
     return result
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from lib.data import DataFormatError, read_collection, read_qrels, read_queries, read_run, read_triples
+from lib.data import (
+    DataFormatError,
+    read_collection,
+    read_qrels,
+    read_queries,
+    read_run,
+    read_teacher_scores,
+    read_triples,
+)
 
 READERS: dict[str, Callable] = {
     "collection": read_collection,
@@ -15,6 +23,7 @@ READERS: dict[str, Callable] = {
     "qrels": read_qrels,
     "run": read_run,
     "triples": read_triples,
+    "teacher_scores": read_teacher_scores,
 }
 
 # (reader, file content, line of the first problem, a fragment of the message)
@@ -52,6 +61,16 @@ MALFORMED = [
     ("triples", "q\tpos\tneg\nq\tpos\n", 2, "expected 3 tab-separated columns"),
     ("triples", "q\tpos\tneg\tmore\n", 1, "got 4"),
     ("triples", "q\tpos\tneg\nq\t \tneg\n", 2, "empty column"),
+    # teacher scores: pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid
+    ("teacher_scores", "1.5\t0.5\t1\t2\t3\n1.5\t0.5\t1\t2\n", 2, "expected 5 tab-separated columns"),
+    ("teacher_scores", "1.5\t0.5\t1\t2\t3\t4\n", 1, "got 6"),
+    ("teacher_scores", "1.5 0.5 1 2 3\n", 1, "got 1"),
+    ("teacher_scores", "1.5\t0.5\t1\t2\t3\nhigh\t0.5\t1\t2\t4\n", 2, "pos_score 'high' is not a number"),
+    ("teacher_scores", "1.5\t\t1\t2\t3\n", 1, "neg_score '' is not a number"),
+    ("teacher_scores", "1.5\t0.5\t1\t2\t3\n\n1.5\tnan\t1\t2\t4\n", 3, "neg_score 'nan' is not finite"),
+    ("teacher_scores", "inf\t0.5\t1\t2\t3\n", 1, "pos_score 'inf' is not finite"),
+    ("teacher_scores", "1.5\t0.5\t1\t \t3\n", 1, "empty id"),
+    ("teacher_scores", b"1.5\t0.5\t1\t2\t\xe93\n", 1, "not UTF-8 text"),
 ]
 
 
@@ -98,6 +117,11 @@ def test_empty_file_is_an_error(reader: str, content: str, tmp_path: Path) -> No
             {"1": {"a": 2.5, "b": -0.001}, "2": {"a": 7.0}},
         ),
         ("triples", ["q one\tpos one\tneg one", "1\t2\t3"], [("q one", "pos one", "neg one"), ("1", "2", "3")]),
+        (
+            "teacher_scores",
+            ["9.5\t-1.25\t1185869\t0\t1234", "2\t3\t1\t2\t3"],
+            ([("1185869", "0", "1234"), ("1", "2", "3")], [10.75, -1.0]),
+        ),
     ],
 )
 @pytest.mark.parametrize("variant", ["plain", "bom", "crlf", "blank-lines", "all"])
@@ -138,3 +162,18 @@ def test_bom_is_not_part_of_the_first_id(tmp_path: Path) -> None:
     path = tmp_path / "queries.tsv"
     path.write_bytes("\ufeff42\tanswer\n".encode())
     assert list(read_queries(path)) == ["42"]
+
+
+def test_teacher_scores_give_triples_and_margins(tmp_path: Path) -> None:
+    """Hofstätter et al.'s format: margins are pos − neg in file order, duplicates kept, exponents read."""
+    path = tmp_path / "bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv"
+    path.write_text(
+        "11.81\t-4.5\t400296\t1540783\t3518497\n"
+        "1e1\t2.5E0\t400296\t1540783\t3518497\n"
+        "-3.0\t-3.0\t662731\t193249\t2975302\n",
+        encoding="utf-8",
+    )
+    triples, margins = read_teacher_scores(path)
+    assert triples == [("400296", "1540783", "3518497")] * 2 + [("662731", "193249", "2975302")]
+    assert margins == pytest.approx([16.31, 7.5, 0.0])
+    assert all(isinstance(margin, float) for margin in margins)

@@ -1,0 +1,281 @@
+"""Distributed training (``lib.core.distributed`` and ``lib.training.loop``): 2 processes = 1 process.
+
+Two CPU processes (gloo on 127.0.0.1, started with ``torch.multiprocessing``, as torchrun would start
+them) train a tiny TK with the pairwise trainer: the same global batch gives the weights, losses
+and validation history of one process, within float rounding (the two halves' gradients are summed
+in another order). A distributed run stopped half-way resumes in both processes from rank 0's
+checkpoint to exactly the weights of an uninterrupted distributed run, and the process of rank 1
+never moves a file into place (rank 0 writes everything). One process still resumes an interrupted
+run to exactly the uninterrupted weights.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+from lib.core import distributed
+from lib.models.tk import TK
+from lib.training import pairwise
+from lib.training.loop import CHECKPOINT_NAME, BatchOrder, LoopSettings, run_loop, step_seed
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+#: 1 process and 2 processes sum the two halves' gradients in another order: float32 rounding.
+TOLERANCE = 1e-6
+#: The attention's key bias has a gradient of exactly 0 (softmax ignores a shift shared by all keys), so
+#: its computed gradient is rounding noise alone, which Adam scales up to steps of the order of its
+#: learning rate: there the two runs agree to 1e-4 only (measured: 4e-5 after 6 steps).
+KEY_BIAS = "contextualiser.layers.0.attention.qkv.bias"
+KEY_BIAS_TOLERANCE = 1e-4
+VOCAB = 60
+
+# --- a tiny synthetic task ------------------------------------------------------------------------
+
+
+class WordTokenizer:
+    """``w17`` → id 18 (0 is padding): the interface of the book's tokenizers."""
+
+    def encode(self, texts: Sequence[str], max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = [[1 + int(word[1:]) for word in text.split()][:max_length] for text in texts]
+        ids = torch.zeros(len(rows), max(1, max(map(len, rows))), dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row)
+        return ids, ids != 0
+
+
+def synthetic_data() -> tuple[list[tuple[str, str, str]], dict, dict, pairwise.ValidationSet]:
+    """Queries of 3 words; the relevant passage holds the first of them among random words."""
+    generator = torch.Generator().manual_seed(5)
+
+    def words(count: int) -> list[str]:
+        return [f"w{int(i)}" for i in torch.randint(0, VOCAB - 1, (count,), generator=generator)]
+
+    queries, texts, qrels, run, pairs = {}, {}, {}, {}, []
+    for q in range(12):
+        qid = str(100 + q)
+        queries[qid] = " ".join(words(3))
+        candidates = {}
+        for d in range(6):
+            pid = f"{qid}-{d}"
+            body = words(8)
+            texts[pid] = " ".join(queries[qid].split()[:1] + body if d == 0 else body)
+            candidates[pid] = float(-d)
+        qrels[qid] = {f"{qid}-0": 2}
+        run[qid] = candidates
+        pairs += [(qid, f"{qid}-0", f"{qid}-{d}") for d in range(1, 6)]
+    validation_ids = [str(100 + q) for q in range(8, 12)]
+    validation = pairwise.ValidationSet(
+        {q: queries[q] for q in validation_ids},
+        {q: qrels[q] for q in validation_ids},
+        {q: run[q] for q in validation_ids},
+    )
+    return [p for p in pairs if p[0] not in validation_ids], queries, texts, validation
+
+
+def tiny_tk() -> TK:
+    torch.manual_seed(0)
+    return TK(torch.randn(VOCAB, 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8)
+
+
+CONFIG = pairwise.TrainingConfig(
+    batch_size=8,
+    max_steps=6,
+    validate_every=3,
+    patience=None,
+    max_query_length=5,
+    max_doc_length=12,
+    seed=3,
+    device="cpu",
+    rerank_depth=6,
+    eval_batch_size=16,
+)
+
+
+def train_pairwise(folder: Path) -> dict[str, Any]:
+    """Train the tiny TK on the synthetic pairs; what the comparison needs."""
+    pairs, queries, texts, validation = synthetic_data()
+    model = tiny_tk()
+    result = pairwise.train(model, WordTokenizer(), pairs, queries, texts, validation, CONFIG, folder, progress=False)
+    saved = torch.load(folder / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
+    return {"last": saved["model"], "best": model.state_dict(), "losses": saved["losses"], "history": result.history}
+
+
+# --- a loop with dropout, for the distributed resume -------------------------------------------------
+
+INPUTS = torch.randn(32, 6, generator=torch.Generator().manual_seed(0))
+TARGETS = INPUTS @ torch.arange(6.0) + 0.5
+
+
+def train_regression(folder: Path, stop_after: int | None = None) -> tuple[nn.Module, Any]:
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.3), nn.Linear(8, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    order = BatchOrder(len(INPUTS), 8, seed=3)
+
+    def loss_of_step(step: int) -> torch.Tensor:
+        rows = distributed.shard(order.batch(step))
+        return ((model(INPUTS[rows]).squeeze(1) - TARGETS[rows]) ** 2).mean()
+
+    settings = LoopSettings(6, checkpoint_every=3, stop_after=stop_after, seed=11, progress=False)
+    return model, run_loop(model, optimizer, loss_of_step, folder / CHECKPOINT_NAME, {"task": "regression"}, settings)
+
+
+# --- the two processes -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _worker(rank: int, world: int, port: int, folder: Path) -> None:
+    """One process of the distributed run: torchrun's variables, then the pairwise run and the resume."""
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        WORLD_SIZE=str(world),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+    )
+    torch.set_num_threads(1)
+    moved: list[str] = []
+    if rank > 0:  # rank 0 writes every file: a rename into place on another rank is an error
+
+        def forbidden(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+            moved.append(str(target))
+            raise PermissionError(f"rank {rank} tried to write {target}")
+
+        os.replace = forbidden
+    assert distributed.init_from_env(backend="gloo")
+    try:
+        assert (distributed.rank(), distributed.world_size()) == (rank, world)
+        outcome: dict[str, Any] = {"pairwise": train_pairwise(folder / "pairwise")}
+        whole, whole_state = train_regression(folder / "whole")
+        train_regression(folder / "cut", stop_after=3)
+        resumed, state = train_regression(folder / "cut")
+        outcome["regression"] = {
+            "whole": whole.state_dict(),
+            "whole_losses": whole_state.losses,
+            "resumed": resumed.state_dict(),
+            "resumed_losses": state.losses,
+            "resumed_from": state.resumed_from,
+        }
+        outcome["moved"] = moved
+    finally:
+        distributed.shutdown()
+    with open(folder / f"outcome.{rank}.pt", "wb") as handle:  # plain write: no rename
+        torch.save(outcome, handle)
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("distributed")
+    mp.spawn(_worker, args=(2, _free_port(), folder), nprocs=2, join=True)
+    return [torch.load(folder / f"outcome.{rank}.pt", weights_only=False) for rank in range(2)]
+
+
+# --- the tests -------------------------------------------------------------------------------------
+
+
+def test_shard_splits_a_batch_into_equal_contiguous_parts() -> None:
+    batch = list(range(8))
+    assert [distributed.shard(batch, r, 2) for r in range(2)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert distributed.shard(batch) == batch  # one process: the whole batch
+    with pytest.raises(ValueError, match="cannot be split evenly over 3 processes"):
+        distributed.shard(batch, 0, 3)
+    with pytest.raises(ValueError, match="not one of 2 parts"):
+        distributed.shard(batch, 2, 2)
+
+
+def test_without_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert not distributed.init_from_env()
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert not distributed.init_from_env()
+    assert (distributed.rank(), distributed.world_size(), distributed.is_main()) == (0, 1, True)
+    assert distributed.broadcast_object({"a": 1}) == {"a": 1}
+    assert distributed.gather_objects(3) == [3]
+    assert distributed.mean_over_ranks(torch.tensor(2.5)) == 2.5
+    module = nn.Linear(2, 1)
+    assert distributed.wrap(module) is module
+    distributed.barrier()
+
+
+def test_a_rank_seed_keeps_rank_0_and_separates_the_others() -> None:
+    assert distributed.rank_seed(42, 0) == 42
+    assert len({distributed.rank_seed(42, r) for r in range(4)}) == 4
+    assert step_seed(42, 5, rank=0) == step_seed(42, 5) != step_seed(42, 5, rank=1)
+
+
+def test_two_processes_train_the_weights_of_one(tmp_path: Path, two_processes: list[dict[str, Any]]) -> None:
+    one = train_pairwise(tmp_path / "one")
+    for outcome in two_processes:
+        two = outcome["pairwise"]
+        assert two["losses"] == pytest.approx(one["losses"], rel=TOLERANCE, abs=TOLERANCE)
+        for weights in ("last", "best"):
+            assert two[weights].keys() == one[weights].keys()
+            for name, tensor in one[weights].items():
+                other = two[weights][name]
+                if name == KEY_BIAS:  # queries, keys, values: only the keys' part is noise
+                    tensor, other = tensor.view(3, -1), other.view(3, -1)
+                    torch.testing.assert_close(other[1], tensor[1], rtol=0, atol=KEY_BIAS_TOLERANCE)
+                    tensor, other = tensor[[0, 2]], other[[0, 2]]
+                torch.testing.assert_close(other, tensor, rtol=TOLERANCE, atol=TOLERANCE, msg=name)
+        assert two["history"][["step", "best"]].equals(one["history"][["step", "best"]])
+        for measure in ("MRR@10", "nDCG@10"):
+            assert two["history"][measure].tolist() == pytest.approx(one["history"][measure].tolist())
+        assert two["history"]["train_loss"].tolist() == pytest.approx(one["history"]["train_loss"].tolist(), TOLERANCE)
+    assert one["losses"][-1] < one["losses"][0]
+
+
+def test_every_process_resumes_a_distributed_run_from_rank_0s_checkpoint(two_processes: list[dict[str, Any]]) -> None:
+    for rank, outcome in enumerate(two_processes):
+        run = outcome["regression"]
+        assert run["resumed_from"] == 3
+        assert run["resumed_losses"] == run["whole_losses"]  # the same mean over the processes, step by step
+        for name, tensor in run["whole"].items():
+            assert torch.equal(run["resumed"][name], tensor), (rank, name)
+    for name, tensor in two_processes[0]["regression"]["whole"].items():
+        assert torch.equal(two_processes[1]["regression"]["whole"][name], tensor)  # DDP keeps the ranks equal
+
+
+def test_only_rank_0_writes_files(two_processes: list[dict[str, Any]]) -> None:
+    assert two_processes[1]["moved"] == []
+
+
+def test_one_process_resumes_an_interrupted_run_to_the_same_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = train_pairwise(tmp_path / "whole")
+
+    class Killed(Exception):
+        """Stands in for the process being killed."""
+
+    batch_loss, calls = pairwise._batch_loss, []
+
+    def dying(*args: Any, **kwargs: Any) -> torch.Tensor:
+        calls.append(1)
+        if len(calls) == 5:  # step 5, after the checkpoint of step 3
+            raise Killed
+        return batch_loss(*args, **kwargs)
+
+    monkeypatch.setattr(pairwise, "_batch_loss", dying)
+    with pytest.raises(Killed):
+        train_pairwise(tmp_path / "cut")
+    monkeypatch.setattr(pairwise, "_batch_loss", batch_loss)
+    assert torch.load(tmp_path / "cut" / CHECKPOINT_NAME, weights_only=True)["step"] == 3
+    resumed = train_pairwise(tmp_path / "cut")
+    assert resumed["losses"] == whole["losses"]
+    for weights in ("last", "best"):
+        for name, tensor in whole[weights].items():
+            assert torch.equal(resumed[weights][name], tensor), name
