@@ -30,7 +30,7 @@ from lib.data.splits import TEST_SETS, check_disjoint_from_tests
 from lib.first_stage import lucene
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-from lib.reranking.dense import cached_encodings, dense_scores, dense_top_k
+from lib.reranking.dense import Encodings, cached_encodings, dense_scores, dense_top_k
 from lib.training.distillation import Triple, TripleSampling, teacher_triples
 
 #: The query set the students learn from.
@@ -39,13 +39,17 @@ TRAINING_QUERIES = "dev-small"
 
 @dataclass
 class DistillationSet:
-    """Training queries, the teacher's score of each candidate, and the sampled triples with their margins."""
+    """Training queries, the teacher's score of each candidate, the sampled triples with their margins.
+
+    ``passages`` are the teacher's cached passage vectors (reused to score other candidates).
+    """
 
     queries: dict[str, str]
     teacher: Run
     triples: list[Triple]
     margins: list[float]
     seconds: dict[str, float]
+    passages: Encodings
 
     def summary(self) -> dict[str, Any]:
         """Counts and timings for the chapter's table."""
@@ -110,4 +114,4 @@ def build_distillation_set(
     scores = dense_scores(encoded_queries, passages, candidates)
     sampling = TripleSampling(per_query=settings.distill_triples_per_query)
     triples, margins = teacher_triples(scores, sampling, seed)
-    return DistillationSet(queries, scores, triples, margins, seconds)
+    return DistillationSet(queries, scores, triples, margins, seconds, passages)

@@ -54,6 +54,7 @@ from lib.representations.word_vectors import (
     save_matrix,
     train_word_vectors,
 )
+from lib.reranking import dense
 from lib.reranking.scoring import rerank, score_candidates
 from lib.training.distillation import Triple
 from lib.training.masked_lm import pretrain_mlm
@@ -374,22 +375,27 @@ def run_model(
             checkpoint_dir, progress, margins=protocol.margins,
         )  # fmt: skip
         model, history, best_step = result.model, result.history, result.best_step
-    score = dict(
-        tokenizer=tokenizer,
-        texts=protocol.texts,
-        max_query_length=QUERY_MAX_LENGTH,
-        max_doc_length=DOC_MAX_LENGTH,
-        batch_size=config.eval_batch_size,
-        depth=None,
-    )
+
+    def scores_of(queries: dict[str, str], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """Every candidate's score; a bi-encoder encodes each text once, reusing the teacher's corpus vectors."""
+        if isinstance(model, BiEncoder):
+            return dense.candidate_scores(
+                model, tokenizer, queries, protocol.texts, run, QUERY_MAX_LENGTH, DOC_MAX_LENGTH,
+                known=protocol.distillation.passages,
+            )  # fmt: skip
+        return score_candidates(
+            model, tokenizer, queries, protocol.texts, run, depth=None, batch_size=config.eval_batch_size,
+            max_query_length=QUERY_MAX_LENGTH, max_doc_length=DOC_MAX_LENGTH,
+        )  # fmt: skip
+
     validation = protocol.validation
-    validation_scores = score_candidates(model, queries=validation.queries, run=validation.run, **score)
+    validation_scores = scores_of(validation.queries, validation.run)
     depth, _curve = tune_depth(validation.run, validation_scores, validation.qrels, metric="MRR@10")
     weight, _weights = tune_interpolation(validation.run, validation_scores, validation.qrels, metric="MRR@10")
     docs_per_ms = _throughput(model, tokenizer, next(iter(protocol.tests.values())), protocol.texts, settings, name)
     results = {}
     for test in protocol.tests.values():
-        test_scores = score_candidates(model, queries=test.queries, run=test.run, **score)
+        test_scores = scores_of(test.queries, test.run)
         evaluation.write_trec_run(test_scores, scores_path(profile, chapter, test.name, run_name), tag=run_name)
         reranked = rerank(test.run, test_scores, depth)
         evaluation.write_trec_run(reranked, paths.run_path(profile, test.name, run_name), tag=run_name)

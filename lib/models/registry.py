@@ -71,6 +71,20 @@ def _tk(num_layers: int) -> Callable[[torch.Tensor], TK]:
     return lambda embeddings: TK(embeddings, num_layers=num_layers, **width_for(embeddings.shape[1]))
 
 
+def _knrm(embeddings: torch.Tensor) -> KNRM:
+    """KNRM as the TK authors' code has it: no tanh and no bias on the score (``use_tanh=False, bias=False``).
+
+    The book trains it by Margin-MSE (:mod:`lib.training.distillation`): a tanh-bounded score cannot
+    reach the teacher's margins (up to about 10), and the saturated tanh stops the gradient.
+    """
+    return KNRM(embeddings, use_tanh=False, bias=False)
+
+
+def _conv_knrm(embeddings: torch.Tensor) -> ConvKNRM:
+    """Conv-KNRM without tanh and bias on the score, for the same reason as :func:`_knrm`."""
+    return ConvKNRM(embeddings, use_tanh=False, bias=False)
+
+
 def _minilm_bi_encoder(_folder: Path | None = None, num_layers: int | None = None) -> BiEncoder:
     """all-MiniLM-L6-v2 as a bi-encoder, whatever BERT the other models start from (zero-shot)."""
     return BiEncoder(minilm_folder())
@@ -78,8 +92,8 @@ def _minilm_bi_encoder(_folder: Path | None = None, num_layers: int | None = Non
 
 MODELS: dict[str, ModelSpec] = {
     "bi-encoder": ModelSpec("bi-encoder", "MiniLM bi-encoder", "wordpiece", _minilm_bi_encoder, 64, 64, None, True),
-    "knrm": ModelSpec("knrm", "KNRM", "word", KNRM, 256, 128, "knrm"),
-    "conv-knrm": ModelSpec("conv-knrm", "Conv-KNRM", "word", ConvKNRM, 256, 128, "conv-knrm"),
+    "knrm": ModelSpec("knrm", "KNRM", "word", _knrm, 256, 128, "knrm"),
+    "conv-knrm": ModelSpec("conv-knrm", "Conv-KNRM", "word", _conv_knrm, 256, 128, "conv-knrm"),
     "tk1": ModelSpec("tk1", "TK-1", "word", _tk(1), 256, 128, "tk1"),
     "tk2": ModelSpec("tk2", "TK-2", "word", _tk(2), 256, 128, "tk2"),
     "tk3": ModelSpec("tk3", "TK-3", "word", _tk(3), 256, 128, "tk3"),

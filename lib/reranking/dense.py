@@ -9,6 +9,8 @@ queries it meets — the property that makes it a cheap *teacher* for distillati
 - :func:`cached_encodings` — the same, kept as ``<name>.npy`` + ``<name>.ids.txt`` and reused when
   the ids match (both written atomically);
 - :func:`dense_scores` — the cosine of each (query, candidate) of a run;
+- :func:`candidate_scores` — a bi-encoder's score of every candidate of a run, each text encoded once
+  (reusing vectors already computed);
 - :func:`dense_top_k` — each query's ``k`` nearest passages (exact search, a matrix product).
 
 :func:`dense_scores` equals :meth:`BiEncoder.forward` on the same pairs up to float rounding (tested).
@@ -118,6 +120,35 @@ def dense_scores(queries: Encodings, passages: Encodings, candidates: Run) -> di
     return scores
 
 
+def candidate_scores(
+    model: BiEncoder,
+    tokenizer: Any,
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    run: Run,
+    max_query_length: int,
+    max_doc_length: int,
+    known: Encodings | None = None,
+) -> dict[str, dict[str, float]]:
+    """The bi-encoder's cosine of every candidate of ``run``, each text encoded once.
+
+    The scores of :func:`lib.reranking.scoring.score_candidates` (every candidate, up to float
+    rounding) at a fraction of its cost: every query and every distinct passage is encoded once, and
+    a passage already in ``known`` (e.g. a teacher's cached corpus vectors) is not encoded again.
+    """
+    wanted = sorted({pid for candidates in run.values() for pid in candidates})
+    rows = {} if known is None else known.rows()
+    missing = [pid for pid in wanted if pid not in rows]
+    vectors = encode(model, tokenizer, texts, missing, max_doc_length).vectors if missing else torch.zeros(0, 1)
+    reuse = [pid for pid in wanted if pid in rows]
+    parts = [vectors] if missing else []
+    if reuse:
+        parts.append(known.vectors[[rows[pid] for pid in reuse]])
+    passages = Encodings(missing + reuse, torch.cat(parts) if parts else torch.zeros(0, 1))
+    encoded_queries = encode(model, tokenizer, queries, sorted(run), max_query_length)
+    return dense_scores(encoded_queries, passages, run)
+
+
 def dense_top_k(queries: Encodings, passages: Encodings, k: int) -> dict[str, dict[str, float]]:
     """Each query's ``k`` passages of highest cosine (exact search): a run ``{qid: {pid: cosine}}``."""
     if k < 1:
@@ -132,4 +163,4 @@ def dense_top_k(queries: Encodings, passages: Encodings, k: int) -> dict[str, di
     return run
 
 
-__all__ = ["Encodings", "cached_encodings", "dense_scores", "dense_top_k", "encode"]
+__all__ = ["Encodings", "cached_encodings", "candidate_scores", "dense_scores", "dense_top_k", "encode"]

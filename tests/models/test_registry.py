@@ -57,3 +57,14 @@ def test_tk_width_follows_the_embeddings_and_keeps_the_papers_sizes_at_300d() ->
 def test_an_unknown_model_is_an_error_listing_the_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown model 'tk9'.*tk2"):
         model_spec("tk9")
+
+
+def test_the_kernel_pooling_baselines_score_without_tanh_so_they_can_reach_a_teachers_margins() -> None:
+    embeddings = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
+    for name in ("knrm", "conv-knrm"):
+        model = model_spec(name).build(embeddings)
+        assert model.use_tanh is False and model.dense.bias is None, name
+        with torch.no_grad():
+            model.dense.weight.fill_(1000.0)
+        ids, mask = torch.tensor([[2, 3, 4]]), torch.ones(1, 3, dtype=torch.bool)
+        assert model(ids, mask, ids, mask).abs().item() > 1.0, f"{name}: the score is not bounded by tanh"

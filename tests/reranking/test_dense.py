@@ -10,7 +10,9 @@ import torch
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.pretrained import minilm_folder
+from lib.reranking import dense
 from lib.reranking.dense import cached_encodings, dense_scores, dense_top_k, encode
+from lib.reranking.scoring import score_candidates
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -64,3 +66,22 @@ def test_encodings_are_cached_and_recomputed_when_the_ids_change(parts, tmp_path
     assert torch.allclose(other.vectors[1], first.vectors[0], atol=1e-6), "p1's vector does not depend on its batch"
     with pytest.raises(KeyError, match="'p7'"):
         encode(model, tokenizer, PASSAGES, ["p7"], 200)
+
+
+def test_candidate_scores_equal_the_pairwise_scores_and_reuse_known_vectors(parts, monkeypatch) -> None:
+    model, tokenizer = parts
+    run = {"q1": {"p1": 3.0, "p2": 2.0, "p3": 1.0}, "q2": {"p2": 1.0, "p3": 0.5}}
+    expected = score_candidates(model, tokenizer, QUERIES, PASSAGES, run, depth=None)
+    fresh = dense.candidate_scores(model, tokenizer, QUERIES, PASSAGES, run, 30, 200)
+    known = encode(model, tokenizer, PASSAGES, ["p1", "p3"], 200)
+    encoded = []
+    real = dense.encode
+    monkeypatch.setattr(
+        dense, "encode", lambda m, t, texts, ids, *a, **k: encoded.append(list(ids)) or real(m, t, texts, ids, *a, **k)
+    )
+    reused = dense.candidate_scores(model, tokenizer, QUERIES, PASSAGES, run, 30, 200, known=known)
+    assert encoded == [["p2"], ["q1", "q2"]], "only the passage not in 'known' is encoded, then the queries"
+    for scores in (fresh, reused):
+        assert set(scores) == set(run)
+        for qid in run:
+            assert scores[qid] == pytest.approx(expected[qid], abs=1e-5)
