@@ -36,11 +36,10 @@
 # `lib.models.tilde`, `lib.training.tilde` and `lib.reranking.tilde_*`;
 # what differs from the paper is listed in {doc}`../reproducing`.
 #
-# **Protocol.** TILDE is still fine-tuned in the cross-year folds of {doc}`../data` — DL19 is tested
-# with a model trained on DL20 and DL21, DL20 with one trained on DL19 and DL21 — on the pairs (query,
-# passage judged ≥ 2). Unlike chapter 2, whose models never see a DL19 or DL20 judgment, this lets
-# one test year's judgments train the other year's TILDE; moving TILDE to chapter 2's
-# teacher-labelled queries is open work. The paper trains on
+# **Protocol.** TILDE is fine-tuned on the pairs (query, passage judged ≥ 2) of DL21, the judged year
+# that is not a test year, for DL19 and DL20 alike: as in chapter 2, no DL19 or DL20 query or
+# judgment trains or validates it. Training it on chapter 2's teacher-labelled MS MARCO queries as
+# well is open work. The paper trains on
 # the 533k MS MARCO training judgments, starting from `bert-base-uncased`; the book starts from the
 # small BERT that {doc}`02_training` pre-trains on the book corpus.
 

@@ -3,17 +3,14 @@
 :data:`TEST_SETS` are the two test years; :func:`check_disjoint_from_tests` refuses any training or
 validation query that is one of their queries (chapter 2's distillation set checks it every time).
 
-The cross-year folds below are what chapter 6 (TILDE) still trains on, in the spirit of the
-cross-validation that small-data neural IR uses on Robust04: each test year is re-ranked by models
-trained on the *other* judged years, with a held-out slice of the training queries for validation
-(early stopping, depth tuning). They let one test year's judgments train the other's model, which
-chapter 2's distillation protocol no longer does.
+The folds below name each test year and the other judged years. Chapter 6 (TILDE) trains on those
+of them that are not test years — DL21 — so no DL19/DL20 judgment trains or validates any model of
+the book; chapter 2 learns from a teacher instead (:mod:`lib.chapters.distillation_set`).
 
-- fold ``dl19`` (the headline test, re-ranking the official BM25 top-100): train on DL20 + DL21;
-- fold ``dl20`` (the second test, as TILDE does): train on DL19 + DL21.
+- fold ``dl19`` (the headline test, re-ranking the official BM25 top-100): other years DL20 + DL21;
+- fold ``dl20`` (the second test, as TILDE does): other years DL19 + DL21.
 
 DL21 uses the MS MARCO v2 corpus; its passages are training text only, never test text.
-:func:`check_disjoint_from_tests` refuses any training or validation query that is a test query.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 The paper fine-tunes ``bert-base-uncased`` with BiQDL on the ~533k (query, relevant passage)
 judgments of the MS MARCO training set: Adam, learning rate 2e-5, batch 128, 10 epochs, no
 validation. The book has no MS MARCO training data (ARCHITECTURE.md, "Conventions"): it trains on
-the judged TREC DL queries of the *other* years of a cross-year fold (:data:`lib.data.splits.FOLDS`:
-DL19 is tested with DL20 + DL21 training, DL20 with DL19 + DL21), the same training queries as the
-other chapters (:func:`lib.data.splits.train_validation_split` holds out the validation slice).
+the judged TREC DL queries of the years that are not test years — DL21 — whichever test year a
+fold names (:func:`fold_training_data`), so no DL19 or DL20 judgment ever trains TILDE
+(:func:`lib.data.splits.train_validation_split` holds out a validation slice of them).
 
 Named choices:
 
@@ -43,7 +43,7 @@ from lib.core import distributed
 from lib.core.device import autocast, resolve_device
 from lib.core.types import query_order
 from lib.data import load_qrels, load_queries
-from lib.data.splits import FOLDS, train_validation_split
+from lib.data.splits import FOLDS, TEST_SETS, train_validation_split
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
@@ -110,16 +110,18 @@ def fold_training_data(
     seed: int = 42,
     max_train_queries: int | None = None,
 ) -> TildeTrainingData:
-    """The training pairs of a cross-year fold: the training years' queries minus the validation slice.
+    """The training pairs of test year ``fold``'s TILDE: the non-test years' queries minus the validation slice.
 
-    ``texts`` are the passages (``lib.data.book_texts()``: v1 and v2); ``max_train_queries``
-    keeps the first training queries only (the smoke profile).
+    The training years are the fold's (:data:`lib.data.splits.FOLDS`) without any test year
+    (:data:`lib.data.splits.TEST_SETS`): DL21 alone, for DL19 and DL20 alike. ``texts`` are the
+    passages (``lib.data.book_texts()``: v1 and v2); ``max_train_queries`` keeps the first training
+    queries only (the smoke profile).
     """
     if fold not in FOLDS:
         raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for train_set in FOLDS[fold].train:
+    for train_set in (name for name in FOLDS[fold].train if name not in TEST_SETS):
         queries.update(load_queries(train_set))
         qrels.update(load_qrels(train_set))
     train_qids, validation_qids = train_validation_split(list(queries), seed=seed)

@@ -57,13 +57,15 @@ def test_relevant_pairs_keep_grades_at_the_threshold_with_text() -> None:
     assert relevant_pairs(qrels, texts, min_relevance=1) == [("2", "a"), ("2", "b"), ("2", "c"), ("10", "d")]
 
 
-def test_fold_pairs_come_from_the_training_years_only(converted: Path) -> None:
+def test_fold_pairs_come_from_the_non_test_years_only(converted: Path) -> None:
     texts = {**data.load_collection("v1"), **data.load_collection("v2")}
     fold = fold_training_data("dl19", texts)
     assert FOLDS["dl19"].train == ("dl20", "dl21")
-    test_qids = set(data.load_queries("dl19"))
+    test_qids = set(data.load_queries("dl19")) | set(data.load_queries("dl20"))
     train_qids = {qid for qid, _ in fold.pairs}
     assert fold.pairs and not train_qids & test_qids and not train_qids & set(fold.validation_qids)
+    assert train_qids <= set(data.load_queries("dl21")), "no test year's judgment trains TILDE"
+    assert fold_training_data("dl20", texts).pairs == fold.pairs, "both test years train on DL21 alone"
     assert all(fold.qrels[q][p] >= MIN_RELEVANCE and p in texts for q, p in fold.pairs)
     assert len(fold_training_data("dl19", texts, max_train_queries=3).train_qids) == 3
     with pytest.raises(ValueError, match="'fold'"):
