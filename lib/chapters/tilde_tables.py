@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from lib.core.types import Qrels, Run
-from lib.data.splits import FOLDS
 from lib.evaluation import measures as evaluation
 from lib.reranking.tilde_runs import tied_share
 from lib.reranking.tilde_scoring import TildeScores, check_alpha
@@ -126,7 +125,7 @@ def training_data_table(training_data: Mapping[str, TildeTrainingData], steps: i
         [
             {
                 "test set": test_set.upper(),
-                "trained on": " + ".join(s.upper() for s in FOLDS[test_set].train),
+                "trained on": " + ".join(s.upper() for s in data.train_sets),
                 "training queries": len(data.train_qids),
                 "pairs (grade ≥ 2)": len(data.pairs),
                 "epochs": steps * batch_size / len(data.pairs),

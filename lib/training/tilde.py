@@ -90,12 +90,14 @@ class TildeTrainingData:
 
     Attributes:
         fold: the test set (``dl19`` or ``dl20``).
+        train_sets: the judged years the pairs come from (``("dl21",)``: never a test year).
         pairs: ``(qid, pid)`` training pairs of the training queries.
         queries: texts of the training and validation queries; ``qrels``: their judgments.
         train_qids, validation_qids: the split of the training years' queries (as every chapter's).
     """
 
     fold: str
+    train_sets: tuple[str, ...]
     pairs: list[Pair]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
@@ -121,13 +123,14 @@ def fold_training_data(
         raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for train_set in (name for name in FOLDS[fold].train if name not in TEST_SETS):
+    train_sets = tuple(name for name in FOLDS[fold].train if name not in TEST_SETS)
+    for train_set in train_sets:
         queries.update(load_queries(train_set))
         qrels.update(load_qrels(train_set))
     train_qids, validation_qids = train_validation_split(list(queries), seed=seed)
     train_qids = sorted(train_qids, key=query_order)[:max_train_queries]
     pairs = relevant_pairs({q: qrels[q] for q in train_qids if q in qrels}, texts, min_relevance)
-    return TildeTrainingData(fold, pairs, queries, qrels, train_qids, validation_qids)
+    return TildeTrainingData(fold, train_sets, pairs, queries, qrels, train_qids, validation_qids)
 
 
 @dataclass

@@ -160,9 +160,9 @@ def test_marked_ablation_shows_marks_and_p_values() -> None:
 
 
 def test_training_data_table_and_loss_curves() -> None:
-    data = SimpleNamespace(train_qids=["q1", "q2"], pairs=[("q1", "a")] * 8)
+    data = SimpleNamespace(train_sets=("dl21",), train_qids=["q1", "q2"], pairs=[("q1", "a")] * 8)
     table = training_data_table({"dl19": data}, steps=4, batch_size=4)
-    assert table.loc["DL19"].tolist() == ["DL20 + DL21", 2, 8, 2.0]
+    assert table.loc["DL19"].tolist() == ["DL21", 2, 8, 2.0]
     curves = loss_curves({"dl19": {"biqdl": SimpleNamespace(losses=[3.0, 2.0])}})
     assert curves.values.tolist() == [
         ["DL19", VARIANTS["biqdl"].label, 1, 3.0],
