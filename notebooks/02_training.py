@@ -282,9 +282,10 @@ timing_table.set_index("model").round(0)
 # %% [markdown]
 # ## Does pre-training the word vectors matter?
 #
-# The same TK-2, on the same triples and schedule, once more from word2vec vectors trained on the
-# book corpus alone (the book's representation before GloVe was installable): what do a few
-# billion tokens of pre-training buy over thirty thousand passages?
+# The same TK-2, on the same triples and schedule, once more from 50-dimensional word2vec vectors
+# (GloVe's width, so only the vectors differ) trained on the book corpus alone (the book's
+# representation before GloVe was installable): what do a few billion tokens of pre-training buy over
+# thirty thousand passages?
 
 # %%
 comparison_rows = []

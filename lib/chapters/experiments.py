@@ -64,6 +64,9 @@ from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet,
 FIRST_STAGE = "bm25"
 #: The word vectors chapter 2 can start from (``TrainingSettings.embedding_method``).
 WORD_VECTORS: tuple[str, ...] = ("glove-6b-50d", "word2vec", "fasttext")
+#: Width of the vectors trained on the book corpus: GloVe 6B's 50, so that comparing them changes the
+#: vectors and nothing else (TK's width follows the vectors, :func:`lib.models.tk.width_for`).
+BOOK_VECTOR_DIM = 50
 #: The BERTs BERT-cat can start from (``TrainingSettings.bert_cat_start``).
 BERT_CAT_STARTS: tuple[str, ...] = ("minilm", "small-bert", "bert-base-uncased")
 #: Suffix of the run that re-ranks all candidates (``<set>__<model>-all.trec``).
@@ -180,11 +183,12 @@ def word_embeddings(
 
     GloVe rows are the package's vectors; a term GloVe lacks gets a seeded ``N(0, σ²)`` vector, σ the
     standard deviation of the GloVe rows found (:func:`lib.representations.word_vectors.embedding_matrix`),
-    and is then learned like every row. The coverage (how the rows were filled) is kept beside the matrix.
+    and is then learned like every row. Vectors trained on the book corpus have :data:`BOOK_VECTOR_DIM`
+    dimensions. The coverage (how the rows were filled) is kept beside the matrix.
     """
     if method not in WORD_VECTORS:
         raise ValueError(f"parameter 'embedding_method' must be one of {WORD_VECTORS}, got {method!r}")
-    name = method if method == "glove-6b-50d" else f"{method}-{settings.embedding_epochs}ep"
+    name = method if method == "glove-6b-50d" else f"{method}-{BOOK_VECTOR_DIM}d-{settings.embedding_epochs}ep"
     matrix_path = folder / f"{name}-seed{seed}.npy"
     coverage_path = matrix_path.with_suffix(".coverage.json")
     if matrix_path.is_file() and coverage_path.is_file():
@@ -194,7 +198,11 @@ def word_embeddings(
         vectors = glove_6b_50d()
     else:
         vectors = train_word_vectors(
-            list(book_texts().values()), method=method, seed=seed, epochs=settings.embedding_epochs
+            list(book_texts().values()),
+            method=method,
+            dim=BOOK_VECTOR_DIM,
+            seed=seed,
+            epochs=settings.embedding_epochs,
         )
     embeddings = embedding_matrix(vocabulary, vectors, seed=seed)
     filled = coverage(vocabulary, vectors)
