@@ -373,8 +373,8 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 # ## Training curves
 #
 # Validation MRR@10 over the training steps, one line per model (the marker is the step whose
-# weights were kept). Validation re-ranks the BM25 top-20 of DL21's judged queries (the top
-# `validation_depth` of the settings); the dashed line is BM25's own MRR@10 on the same candidates,
+# weights were kept). Validation re-ranks the BM25 top-{glue:text}`validation_depth` of DL21's judged
+# queries (`validation_depth` of the settings); the dashed line is BM25's own MRR@10 on the same candidates,
 # the bar a re-ranker has to clear.
 
 # %%
@@ -383,6 +383,7 @@ curves = pd.concat([results[(test_sets[0], name)].history.assign(model=name) for
 write_csv(out / "training_curves.csv", curves)
 validation = protocol.validation
 validation_top = top_of_run(validation.run, settings.validation_depth)
+glue("validation_depth", f"{settings.validation_depth}", display=False)
 validation_bm25 = evaluation.evaluate(validation_top, validation.qrels, ["MRR@10"])["MRR@10"]
 figure, axis = plt.subplots(figsize=(7, 4))
 axis.axhline(validation_bm25, color="black", linestyle="--", linewidth=1, label="BM25")
