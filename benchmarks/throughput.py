@@ -9,7 +9,11 @@ candidates (:mod:`lib.evaluation.speed_benchmark`), and writes one JSON file. Ex
     python -m benchmarks.throughput --device cuda --dtype float32 bfloat16 float16 \\
         --batch-sizes 64 256 1024 --out benchmarks/results/h100-$(date +%F).json
 
-The data must be converted first (``make data``). GPU results go under ``benchmarks/results/`` with
+Batches are bucketed by passage length (as the book re-ranks; ``--batching rank-order`` times the
+rank-order, fully padded batches too, for a before/after in one run). Each row also gets the model's
+GFLOP per document and the fraction of the machine's matmul peak it reaches in that dtype (a roofline
+reading, :mod:`lib.evaluation.roofline`), and the JSON gets TK-2 / BERT-Base for every setting timing
+both. The data must be converted first (``make data``). Results go under ``benchmarks/results/`` with
 the device and date in the file name; chapter 3 shows every JSON file found there.
 """
 
@@ -54,6 +58,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--max-latency-seconds", type=float, default=60.0, help="longer latencies are estimated")
     parser.add_argument("--compile", action="store_true", help="torch.compile each model (warm-up compiles)")
+    parser.add_argument(
+        "--batching", nargs="+", default=["bucketed"], choices=["bucketed", "rank-order"],
+        help="batches bucketed by passage length (default) and/or in rank order, fully padded",
+    )  # fmt: skip
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--out", type=Path, help="JSON file (default: benchmarks/results/<device>-<date>.json)")
     args = parser.parse_args(argv)
@@ -89,16 +97,21 @@ def main(argv: list[str] | None = None) -> int:
         settings=settings,
         batch_sizes=args.batch_sizes,
         compile_model=args.compile,
+        bucketings=[batching == "bucketed" for batching in args.batching],
     )
     result["inputs"] = {"set": args.set, "first_stage": args.first_stage, "queries": len(first_stage)}
     out = args.out or RESULTS_DIR / f"{_slug(result['device'])}-{dt.date.today().isoformat()}.json"
     write_json(out, result)
     for row in result["results"]:
         estimated = "" if row["latency_1000_measured"] else " (estimated)"
+        batching = "bucketed" if row["bucketed"] else "rank order"
         print(
-            f"{row['label']:<28} {row['dtype']:<9} batch {row['batch_size']:>4}: {row['docs_per_ms']:10.4f} docs/ms, "
+            f"{row['label']:<28} {row['dtype']:<9} batch {row['batch_size']:>4} {batching:<10} {row['execution']}: "
+            f"{row['docs_per_ms']:10.4f} docs/ms ({row['fraction_of_peak']:.0%} of the matmul peak), "
             f"1,000 candidates {row['latency_1000_ms']:10.1f} ms{estimated}"
         )
+    for ratio in result["ratios"]:
+        print(f"TK-2 / BERT-Base, {ratio['dtype']}, batch {ratio['batch_size']}: {ratio['ratio']:.1f}x")
     print(f"written: {out}")
     return 0
 

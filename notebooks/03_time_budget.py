@@ -51,7 +51,7 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import artifacts, experiments
+from lib.chapters import artifacts, experiments, speed_report
 from lib.chapters.prologue import start_chapter
 from lib.chapters.time_budget_figure import plot_budget_curves
 from lib.core import paths
@@ -59,6 +59,7 @@ from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
 from lib.data import book_texts, load_qrels, load_queries, load_run
 from lib.evaluation import time_budget
+from lib.evaluation.precision_effect import precision_effect
 from lib.evaluation.speed_benchmark import run_benchmark
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
@@ -81,7 +82,10 @@ LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
 # beforehand at the paper's caps (30 query and 200 passage tokens) and moved to the device; one
 # warm-up pass is excluded; GPU work is synchronised before every clock read; the median of
 # several repetitions is reported. Batches hold 256 pairs for the non-BERT models (the paper's
-# setting) and 32 for BERT. Padding is part of the cost, as in any real batch.
+# setting) and 32 for BERT, and are **bucketed by passage length** as the book re-ranks: pairs are
+# sorted by passage length and each batch is padded only to its own longest passage (the remaining
+# padding is part of the cost, as in any real batch). TK contextualises each distinct query of a batch
+# once and shares it with all of its passages (`lib.models.tk.TK.forward`).
 #
 # Speed does not depend on trained weights, so besides the book's own models the chapter times the
 # **paper's sizes with random weights**: TK with 1–3 layers and the kernel-pooling baselines at
@@ -190,9 +194,9 @@ display(Markdown(f"TK-2 scores **{ratio:.0f}×** as many documents per milliseco
 # ratio follows from the architectures: a BERT-Base pass over `[CLS] q [SEP] d [SEP]` costs about
 # 2 × 85 M multiply-adds per word piece, while TK-2's contextualisation works on 300-d vectors with
 # two small layers and scores query and passage with one cheap match matrix and kernel pooling.
-# On a CPU both are bound by matrix multiplications, and the ratio comes close to the ratio of their
-# floating-point work; on a GPU small models also pay kernel-launch and memory-traffic costs that
-# large ones hide, which can move the ratio either way.
+# Whether the ratio of time reaches the ratio of floating-point work depends on how well each model
+# keeps the machine busy: small models pay for element-wise work, memory traffic and (on a GPU)
+# kernel launches that large ones hide. The roofline reading below measures exactly that.
 
 # %% [markdown]
 # ### Measurements committed with the book
@@ -204,17 +208,83 @@ display(Markdown(f"TK-2 scores **{ratio:.0f}×** as many documents per milliseco
 
 # %%
 results_dir = paths.REPO_ROOT / "benchmarks" / "results"
-committed = []
+committed, committed_results = [], {}
 for path in sorted(results_dir.glob("*.json")):
-    result = json.loads(path.read_text())
+    result = committed_results[path.name] = json.loads(path.read_text())
     for row in result["results"]:
-        shown = {key: row[key] for key in ("label", "dtype", "batch_size", "docs_per_ms", "latency_1000_ms")}
-        date = result["environment"]["date"][:10]
-        committed.append({"file": path.name, "device": result["device"], "date": date, **shown})
+        committed.append(
+            {
+                "file": path.name,
+                "device": result["device"],
+                "date": result["environment"]["date"][:10],
+                **speed_report.setting_of(row),
+                **{key: row[key] for key in ("model", "label", "docs_per_ms", "latency_1000_ms")},
+            }
+        )
+committed_table = pd.DataFrame(committed)
 if committed:
-    display(pd.DataFrame(committed))
+    display(committed_table)
 else:
     display(Markdown("*No benchmark result is committed under `benchmarks/results/` yet.*"))
+
+# %% [markdown]
+# *"batching": `rank order` pads every batch to the longest passage of all (how the benchmark batched
+# before bucketing); `bucketed` as described above. "execution": eager PyTorch or `torch.compile`.*
+#
+# ### Before and after: TK-2 against BERT-Base in every committed run
+#
+# The paper's "40 times faster" is a ratio, so it is only meaningful between two models timed alike:
+# same machine, same run, same dtype, batching and execution. Every committed file that timed both:
+
+# %%
+ratio_table = speed_report.ratio_table(committed_results)
+write_csv(out / "committed_ratios.csv", ratio_table)
+if ratio_table.empty:
+    display(Markdown("*No committed run timed both TK-2 and BERT-Base.*"))
+else:
+    display(ratio_table)
+    display(Markdown(speed_report.ratio_reading(ratio_table)))
+
+# %% [markdown]
+# ## Where the time goes: a roofline reading
+#
+# A model's speed is bounded by the machine's arithmetic rate. The benchmark measures that roof in
+# practice — a large matrix product in the same dtype — and counts the floating-point work of each
+# model per document on the timed batches (`lib.evaluation.roofline`; matrix products and attention,
+# the work that can run at the roof). Achieved GFLOP/s divided by the roof says how much of the
+# machine a model uses; the rest of its time goes to memory traffic, element-wise operations
+# (kernel pooling, layer norms, masks, softmax) and per-operation overheads.
+
+# %%
+roofline = speed_report.roofline_table(speed["results"])
+write_csv(out / "roofline.csv", roofline.reset_index())
+display(roofline)
+figure = speed_report.plot_roofline(roofline, speed["peak_gflops"])
+save_figure(figure, out / "roofline.png")
+plt.show()
+display(Markdown(speed_report.roofline_reading(roofline)))
+
+# %% [markdown]
+# ### bf16: what the faster number format costs the ranking
+#
+# On GPUs, and on CPUs with bf16 instructions, matrix products in bf16 run about twice as fast as in
+# float32 and move half the bytes. bf16 keeps float32's range but only 2–3 significant digits. The
+# book keeps kernel pooling and scoring in float32 and lets only the Transformer's products run in
+# bf16 (`lib.models.kernels`); what that does to chapter 2's TK-2, re-ranking all 100 candidates of
+# each test year (`lib.evaluation.precision_effect`):
+
+# %%
+tk2 = artifacts.trained_model(profile, "tk2", running_on)
+bf16_rows = {}
+for query_set in sets:
+    bf16_rows[query_set] = precision_effect(
+        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(), load_run(query_set, experiments.FIRST_STAGE),
+        load_qrels(query_set), batch_size=MODELS["tk2"].eval_batch_size,
+    )  # fmt: skip
+bf16_table = pd.DataFrame(bf16_rows).T
+write_csv(out / "bf16_effect.csv", bf16_table.reset_index(names="set"))
+display(bf16_table)
+display(Markdown(speed_report.bf16_reading(bf16_table)))
 
 # %% [markdown]
 # ## Effectiveness at every re-ranking depth

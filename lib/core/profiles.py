@@ -93,6 +93,8 @@ class SpeedSettings(_Replaceable):
     warmup: int = 1
     latency_counts: tuple[int, ...] = (100, 1000)
     max_latency_seconds: float = 20.0
+    #: Batches of similar passage lengths, each cut to its longest (as the book re-ranks); False: rank order.
+    bucketed: bool = True
     architectures: tuple[str, ...] = (
         "knrm",
         "conv-knrm",

@@ -40,6 +40,8 @@ class Throughput:
     device: str
     dtype: str
     torch_version: str
+    #: Whether the batches were bucketed by passage length (:func:`scoring_batches`).
+    bucketed: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -88,18 +90,56 @@ def _dtype_name(model: torch.nn.Module, dtype: torch.dtype | None) -> str:
     return str(dtype or next(model.parameters()).dtype).replace("torch.", "")
 
 
-def _score_in_batches(
-    model: torch.nn.Module, tensors: Tensors, batch_size: int, dtype: torch.dtype | None
-) -> list[torch.Tensor]:
-    """Score every row of ``tensors`` in batches of ``batch_size`` (inference mode, autocast to ``dtype``)."""
+def scoring_batches(tensors: Tensors, batch_size: int, bucketed: bool = True) -> list[tuple[torch.Tensor, Tensors]]:
+    """The batches a re-ranker scores: ``(rows, (query_ids, query_mask, doc_ids, doc_mask))`` per batch.
+
+    ``bucketed`` (the book's re-ranking, :func:`lib.reranking.scoring.score_candidates`): the rows are
+    sorted by passage length and each batch is cut to its own longest query and passage, so little
+    padding is computed. Otherwise the rows stay in first-stage rank order and every batch keeps the
+    padding of the longest passage of all (how the benchmark batched before). The lengths are known
+    from the tokenizer before scoring, so this is done once, outside any timing.
+    """
+    if batch_size < 1:
+        raise ValueError(f"parameter 'batch_size' must be >= 1, got {batch_size}")
     query_ids, query_mask, doc_ids, doc_mask = tensors
-    device = doc_ids.device
-    outputs = []
+    doc_lengths = doc_mask.sum(dim=1).cpu()
+    query_lengths = query_mask.sum(dim=1).cpu()
+    order = torch.argsort(doc_lengths, stable=True) if bucketed else torch.arange(doc_ids.shape[0])
+    batches = []
+    for start in range(0, order.numel(), batch_size):
+        rows = order[start : start + batch_size]
+        if bucketed:
+            longest_query = max(1, int(query_lengths[rows].max()))
+            longest_doc = max(1, int(doc_lengths[rows].max()))
+        else:
+            longest_query, longest_doc = query_ids.shape[1], doc_ids.shape[1]
+        on_device = rows.to(doc_ids.device)
+        batch = (query_ids[on_device], query_mask[on_device], doc_ids[on_device], doc_mask[on_device])
+        batches.append(
+            (
+                on_device,
+                (
+                    batch[0][:, :longest_query].contiguous(),
+                    batch[1][:, :longest_query].contiguous(),
+                    batch[2][:, :longest_doc].contiguous(),
+                    batch[3][:, :longest_doc].contiguous(),
+                ),
+            )
+        )
+    return batches
+
+
+def score_batches(
+    model: torch.nn.Module, batches: Sequence[tuple[torch.Tensor, Tensors]], dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """Score :func:`scoring_batches`' batches (inference mode, autocast to ``dtype``): one score per row, row order."""
+    rows = sum(int(indices.numel()) for indices, _ in batches)
+    device = batches[0][1][2].device
     with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-        for start in range(0, doc_ids.shape[0], batch_size):
-            end = start + batch_size
-            outputs.append(model(query_ids[start:end], query_mask[start:end], doc_ids[start:end], doc_mask[start:end]))
-    return outputs
+        scores = torch.empty(rows, device=device)
+        for indices, batch in batches:
+            scores[indices] = model(*batch).float()
+    return scores
 
 
 def measure_throughput(
@@ -112,29 +152,30 @@ def measure_throughput(
     repetitions: int = 5,
     warmup: int = 1,
     dtype: torch.dtype | None = None,
+    bucketed: bool = True,
 ) -> Throughput:
     """Time ``model`` scoring every row of the given (already tokenised) pairs.
 
     All tensors must already be on the model's device. ``dtype`` (e.g. ``torch.bfloat16``) runs the
-    scoring under autocast; ``None`` keeps the model's own precision.
+    scoring under autocast; ``None`` keeps the model's own precision. ``bucketed``: batches of similar
+    passage lengths, each cut to its longest (:func:`scoring_batches`); else rank order, fully padded.
     """
-    if batch_size < 1:
-        raise ValueError(f"parameter 'batch_size' must be >= 1, got {batch_size}")
     tensors = (query_ids, query_mask, doc_ids, doc_mask)
+    batches = scoring_batches(tensors, batch_size, bucketed)
     device = doc_ids.device
     rows = doc_ids.shape[0]
     model.eval()
-    median_ms = _median_ms(lambda: _score_in_batches(model, tensors, batch_size, dtype), device, repetitions, warmup)
-    batches = -(-rows // batch_size)
+    median_ms = _median_ms(lambda: score_batches(model, batches, dtype), device, repetitions, warmup)
     return Throughput(
         docs_per_ms=rows / median_ms,
-        milliseconds_per_batch=median_ms / batches,
+        milliseconds_per_batch=median_ms / len(batches),
         documents=rows,
         batch_size=batch_size,
         repetitions=repetitions,
         device=device_name(device),
         dtype=_dtype_name(model, dtype),
         torch_version=torch.__version__,
+        bucketed=bucketed,
     )
 
 
@@ -164,20 +205,20 @@ def measure_latency(
     warmup: int = 1,
     dtype: torch.dtype | None = None,
     repeated: bool = False,
+    bucketed: bool = True,
 ) -> Latency:
     """Time re-ranking one query: score every row of ``tensors`` (one query's candidates), then sort the scores.
 
-    The rows are scored in batches of ``batch_size`` (the last one partial) and the scores are
-    sorted on the device, as a re-ranker answering one query does.
+    The rows are scored in batches of ``batch_size`` (:func:`scoring_batches`, bucketed by passage
+    length unless ``bucketed`` is False) and the scores, back in candidate order, are sorted on the
+    device, as a re-ranker answering one query does.
     """
-    if batch_size < 1:
-        raise ValueError(f"parameter 'batch_size' must be >= 1, got {batch_size}")
+    batches = scoring_batches(tensors, batch_size, bucketed)
     device = tensors[2].device
     model.eval()
 
     def rerank_once() -> torch.Tensor:
-        scores = torch.cat(_score_in_batches(model, tensors, batch_size, dtype))
-        return torch.argsort(scores.float(), descending=True)
+        return torch.argsort(score_batches(model, batches, dtype), descending=True)
 
     median_ms = _median_ms(rerank_once, device, repetitions, warmup)
     return Latency(

@@ -31,6 +31,7 @@ from lib.core import paths
 from lib.core.profiles import SpeedSettings
 from lib.core.types import Run
 from lib.evaluation.efficiency import (
+    Tensors,
     candidate_pairs,
     cpu_model,
     device_name,
@@ -38,7 +39,9 @@ from lib.evaluation.efficiency import (
     estimated_latency,
     measure_latency,
     measure_throughput,
+    scoring_batches,
 )
+from lib.evaluation.roofline import flops_per_document, matmul_peak_gflops, roofline_row
 from lib.models.paper_size import architecture, build_timing_model, parameter_count
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import Vocabulary
@@ -71,6 +74,23 @@ def _documents_to_time(docs_per_ms: float, settings: SpeedSettings) -> int:
     return max(settings.min_documents, min(settings.max_documents, wanted))
 
 
+def _compiled_or_eager(model: torch.nn.Module, compile_model: bool, probe: Tensors) -> tuple[torch.nn.Module, str]:
+    """``torch.compile(model)`` if asked and it compiles and runs on ``probe`` (a batch), else ``model``.
+
+    Returns the model to time and what happened: ``"eager"``, ``"compiled"`` or ``"eager (compile failed: …)"``
+    (no C++ compiler, an unsupported operation, …), so a benchmark never stops on a compiler problem.
+    """
+    if not compile_model:
+        return model, "eager"
+    compiled = torch.compile(model, dynamic=True)
+    try:
+        with torch.inference_mode():
+            compiled(*probe)
+    except Exception as error:  # noqa: BLE001 — any compiler failure falls back to eager, recorded in the row
+        return model, f"eager (compile failed: {type(error).__name__})"
+    return compiled, "compiled"
+
+
 def time_architecture(
     name: str,
     first_stage: Run,
@@ -82,10 +102,13 @@ def time_architecture(
     settings: SpeedSettings | None = None,
     compile_model: bool = False,
     seed: int = 0,
+    peak_gflops: float | None = None,
 ) -> dict[str, Any]:
     """One row of the benchmark: architecture ``name``'s throughput and latencies (see the module docstring).
 
-    ``tokenizers`` maps a tokenizer family (``word``, ``wordpiece``) to its tokenizer.
+    ``tokenizers`` maps a tokenizer family (``word``, ``wordpiece``) to its tokenizer. With
+    ``peak_gflops`` (the machine's matmul peak in ``dtype``, :func:`lib.evaluation.roofline.matmul_peak_gflops`)
+    the row also gets the model's GFLOP per document, its achieved GFLOP/s and their fraction of the peak.
     """
     settings = settings or SpeedSettings()
     if dtype not in DTYPES:
@@ -94,28 +117,38 @@ def time_architecture(
     tokenizer = tokenizers[spec.family]
     model = build_timing_model(name, vocab_size=len(tokenizer), seed=seed).to(device)
     parameters = parameter_count(model)
-    runnable = torch.compile(model) if compile_model else model
     batch_size = settings.batch_sizes[spec.family]
     autocast_dtype = DTYPES[dtype]
 
-    def throughput(count: int):
+    def encoded(count: int) -> Tensors:
         pairs, _repeated = candidate_pairs(first_stage, queries, texts, count)
-        tensors = encode_pairs(tokenizer, pairs, device)
+        return encode_pairs(tokenizer, pairs, device)
+
+    probe_tensors = encoded(settings.probe_documents)
+    with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+        runnable, how = _compiled_or_eager(model, compile_model, probe_tensors)
+
+    def throughput(tensors: Tensors):
         return measure_throughput(
             runnable, *tensors, batch_size=batch_size, repetitions=settings.repetitions, warmup=settings.warmup,
-            dtype=autocast_dtype,
+            dtype=autocast_dtype, bucketed=settings.bucketed,
         )  # fmt: skip
 
-    probe = throughput(settings.probe_documents)
+    probe = throughput(probe_tensors)
     documents = _documents_to_time(probe.docs_per_ms, settings)
-    result = throughput(documents) if documents != settings.probe_documents else probe
+    timed = encoded(documents) if documents != settings.probe_documents else probe_tensors
+    result = throughput(timed) if documents != settings.probe_documents else probe
     row: dict[str, Any] = {
         "model": name,
         "label": spec.label,
         "parameters": parameters,
-        "compiled": compile_model,
+        "compiled": how == "compiled",
+        "execution": how,
         **result.as_dict(),
     }
+    if peak_gflops is not None:
+        flops = flops_per_document(model, scoring_batches(timed, batch_size, settings.bucketed), autocast_dtype)
+        row.update(roofline_row(flops, result.docs_per_ms, peak_gflops))
     first_query = next(iter(first_stage))
     timed_runs = settings.repetitions + settings.warmup
     for count in settings.latency_counts:
@@ -124,7 +157,7 @@ def time_architecture(
             tensors = encode_pairs(tokenizer, pairs, device)
             latency = measure_latency(
                 runnable, tensors, batch_size=batch_size, repetitions=settings.repetitions, warmup=settings.warmup,
-                dtype=autocast_dtype, repeated=repeated,
+                dtype=autocast_dtype, repeated=repeated, bucketed=settings.bucketed,
             )  # fmt: skip
         else:
             latency = estimated_latency(count, result, repeated=repeated)
@@ -140,6 +173,47 @@ def default_tokenizers(texts: Sequence[str]) -> dict[str, Any]:
     return {"word": Vocabulary.build(texts), "wordpiece": WordPieceTokenizer.from_vocab()}
 
 
+def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str = "bert-base") -> list[dict[str, Any]]:
+    """``fast``'s docs/ms over ``slow``'s for every setting (dtype, bucketing, execution) that timed both.
+
+    TK paper §3.3: "TK with 2 layers [is] 40 times faster than BERT-Base" — measured here in one run.
+    Rows of equal batch size are paired; a setting with one row per model pairs those two, whatever
+    their batch sizes (each family has its own default: 256 word pairs, 32 BERT pairs). ``batch_size``
+    of a ratio is then ``"256/32"``. Rows without ``bucketed`` / ``execution`` (older files) count as
+    rank order and eager (or compiled, if ``compiled``).
+    """
+
+    def setting(row: Mapping[str, Any]) -> tuple:
+        execution = row.get("execution", "compiled" if row.get("compiled") else "eager")
+        return row["dtype"], bool(row.get("bucketed", False)), execution
+
+    ratios = []
+    settings = dict.fromkeys(setting(row) for row in rows)
+    for key in settings:
+        by_model = {
+            model: {
+                row["batch_size"]: row["docs_per_ms"] for row in rows if row["model"] == model and setting(row) == key
+            }
+            for model in (fast, slow)
+        }
+        shared = sorted(set(by_model[fast]) & set(by_model[slow]))
+        if shared:
+            pairs = [(size, by_model[fast][size], by_model[slow][size]) for size in shared]
+        elif len(by_model[fast]) == 1 and len(by_model[slow]) == 1:
+            [(fast_size, fast_speed)] = by_model[fast].items()
+            [(slow_size, slow_speed)] = by_model[slow].items()
+            pairs = [(f"{fast_size}/{slow_size}", fast_speed, slow_speed)]
+        else:
+            pairs = []
+        dtype, bucketed, execution = key
+        ratios.extend(
+            {"fast": fast, "slow": slow, "dtype": dtype, "batch_size": size, "bucketed": bucketed,
+             "execution": execution, "ratio": fast_speed / slow_speed}
+            for size, fast_speed, slow_speed in pairs
+        )  # fmt: skip
+    return ratios
+
+
 def run_benchmark(
     names: Sequence[str],
     first_stage: Run,
@@ -151,31 +225,52 @@ def run_benchmark(
     batch_sizes: Sequence[int] | None = None,
     compile_model: bool = False,
     progress: bool = True,
+    bucketings: Sequence[bool] | None = None,
+    roofline: bool = True,
 ) -> dict[str, Any]:
-    """Time every architecture of ``names`` under every dtype (and batch size, when given for all families).
+    """Time every architecture of ``names`` under every dtype (and batch size, when given for all families,
+    and bucketing of ``bucketings``, default the settings' own).
 
-    Returns ``{"environment": …, "device": …, "settings": …, "results": [row, …]}`` (JSON-ready).
+    Returns ``{"environment", "device", "settings", "peak_gflops", "results": [row, …], "ratios"}``
+    (JSON-ready): with ``roofline``, the matmul peak of each dtype (:mod:`lib.evaluation.roofline`)
+    and each row's fraction of it; ``ratios`` are TK-2 / BERT-Base where both were timed alike.
     """
     settings = settings or SpeedSettings()
     for name in names:
         architecture(name)
     used = [pid for qid in first_stage for pid in first_stage[qid]]
     tokenizers = default_tokenizers([texts[pid] for pid in used if pid in texts])
-    variants = [settings] if not batch_sizes else [
-        SpeedSettings(**{**asdict(settings), "batch_sizes": {"word": size, "wordpiece": size}})
-        for size in batch_sizes
-    ]  # fmt: skip
+    sizes = (
+        [dict(settings.batch_sizes)] if not batch_sizes else [{"word": size, "wordpiece": size} for size in batch_sizes]
+    )
+    variants = [
+        SpeedSettings(**{**asdict(settings), "batch_sizes": size, "bucketed": bucketed})
+        for size in sizes
+        for bucketed in (bucketings if bucketings is not None else [settings.bucketed])
+    ]
+    peaks = {dtype: matmul_peak_gflops(device, DTYPES[dtype]) for dtype in dtypes} if roofline else {}
     jobs = [(name, dtype, variant) for variant in variants for dtype in dtypes for name in names]
     rows = []
     for name, dtype, variant in tqdm(jobs, desc="timing", disable=not progress):
         rows.append(
             time_architecture(
-                name, first_stage, queries, texts, tokenizers, device, dtype, variant, compile_model=compile_model
-            )
+                name,
+                first_stage,
+                queries,
+                texts,
+                tokenizers,
+                device,
+                dtype,
+                variant,
+                compile_model=compile_model,
+                peak_gflops=peaks.get(dtype),
+            )  # fmt: skip
         )
     return {
         "environment": environment(),
         "device": device_name(device),
         "settings": {**asdict(settings), "batch_sizes": dict(settings.batch_sizes)},
+        "peak_gflops": peaks,
         "results": rows,
+        "ratios": speed_ratios(rows),
     }

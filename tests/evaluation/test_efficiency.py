@@ -13,6 +13,8 @@ from lib.evaluation.efficiency import (
     estimated_latency,
     measure_latency,
     measure_throughput,
+    score_batches,
+    scoring_batches,
 )
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
@@ -37,6 +39,42 @@ def _inputs(rows: int):
     query_ids = torch.randint(1, 50, (rows, 5), generator=generator)
     doc_ids = torch.randint(1, 50, (rows, 20), generator=generator)
     return query_ids, query_ids > 0, doc_ids, doc_ids > 0
+
+
+def _ragged_inputs(rows: int):
+    """Rows of different true lengths, padded to the longest (as a tokenizer pads a list of pairs)."""
+    generator = torch.Generator().manual_seed(1)
+    query_lengths = torch.randint(1, 6, (rows,), generator=generator)
+    doc_lengths = torch.randint(1, 21, (rows,), generator=generator)
+    query_mask = torch.arange(6)[None, :] < query_lengths[:, None]
+    doc_mask = torch.arange(21)[None, :] < doc_lengths[:, None]
+    query_ids = torch.randint(1, 50, (rows, 6), generator=generator) * query_mask
+    doc_ids = torch.randint(1, 50, (rows, 21), generator=generator) * doc_mask
+    return query_ids, query_mask, doc_ids, doc_mask
+
+
+def test_bucketed_batches_are_cut_to_their_longest_and_give_the_rank_order_scores():
+    from lib.models.tk import TK
+
+    tensors = _ragged_inputs(29)
+    bucketed = scoring_batches(tensors, batch_size=8, bucketed=True)
+    rank_order = scoring_batches(tensors, batch_size=8, bucketed=False)
+    assert sorted(torch.cat([rows for rows, _ in bucketed]).tolist()) == list(range(29))
+    assert [rows.tolist() for rows, _ in rank_order] == [list(range(i, min(i + 8, 29))) for i in range(0, 29, 8)]
+    for rows, (query_ids, _, doc_ids, doc_mask) in bucketed:
+        assert doc_ids.shape[1] == int(tensors[3][rows].sum(1).max()) == int(doc_mask.sum(1).max())
+        assert query_ids.shape[1] == int(tensors[1][rows].sum(1).max())
+    lengths = [int(batch[3].sum(1).max()) for _, batch in bucketed]
+    assert lengths == sorted(lengths) and lengths[0] < 21
+    assert all(batch[2].shape[1] == 21 for _, batch in rank_order)
+    torch.manual_seed(0)
+    embeddings = torch.randn(50, 8)
+    embeddings[0] = 0
+    model = TK(embeddings, num_heads=2, head_dim=4, ff_dim=8).eval()
+    scores = score_batches(model, bucketed)
+    assert torch.allclose(scores, score_batches(model, rank_order), rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        assert torch.allclose(scores, model(*tensors), rtol=1e-5, atol=1e-6)
 
 
 def test_throughput_is_positive_and_finite_and_scores_every_document_per_pass():

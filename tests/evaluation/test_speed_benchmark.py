@@ -9,7 +9,8 @@ import torch
 
 from lib import data
 from lib.core.profiles import SpeedSettings
-from lib.evaluation.speed_benchmark import run_benchmark
+from lib.evaluation import speed_benchmark
+from lib.evaluation.speed_benchmark import run_benchmark, speed_ratios
 
 TINY = SpeedSettings(
     probe_documents=2, min_documents=2, max_documents=8, target_seconds=0.01, repetitions=1, warmup=0,
@@ -28,7 +29,8 @@ def test_rows_are_complete_positive_and_finite(slice_of_dl19) -> None:
     first_stage, queries, texts = slice_of_dl19
     result = run_benchmark(["knrm", "bert-cat-book"], first_stage, queries, texts, torch.device("cpu"),
                            settings=TINY, progress=False)  # fmt: skip
-    assert set(result) == {"environment", "device", "settings", "results"}
+    assert set(result) == {"environment", "device", "settings", "peak_gflops", "results", "ratios"}
+    assert result["peak_gflops"]["float32"] > 0 and result["ratios"] == []
     assert result["environment"]["torch"] == torch.__version__ and "CPU" in result["device"]
     rows = result["results"]
     assert [row["model"] for row in rows] == ["knrm", "bert-cat-book"]
@@ -37,6 +39,9 @@ def test_rows_are_complete_positive_and_finite(slice_of_dl19) -> None:
         assert 2 <= row["documents"] <= 8
         assert row["latency_3_ms"] > 0 and row["latency_3_measured"] and not row["latency_3_repeated"]
         assert row["latency_150_repeated"], "a query has 100 candidates: 150 repeats them"
+        assert row["bucketed"] and row["execution"] == "eager" and not row["compiled"]
+        assert row["gflop_per_document"] > 0 and row["peak_gflops"] == result["peak_gflops"]["float32"]
+        assert row["fraction_of_peak"] == pytest.approx(row["achieved_gflops"] / row["peak_gflops"])
     assert rows[0]["batch_size"] == 256 and rows[1]["batch_size"] == 32
 
 
@@ -60,3 +65,49 @@ def test_bad_settings_and_names_are_refused(slice_of_dl19) -> None:
     first_stage, queries, texts = slice_of_dl19
     with pytest.raises(ValueError, match="unknown architecture"):
         run_benchmark(["bert-huge"], first_stage, queries, texts, torch.device("cpu"), progress=False)
+
+
+def test_rank_order_and_bucketed_rows_and_the_tk2_bert_base_ratio(slice_of_dl19) -> None:
+    first_stage, queries, texts = slice_of_dl19
+    result = run_benchmark(["tk2", "bert-base"], first_stage, queries, texts, torch.device("cpu"), settings=TINY,
+                           batch_sizes=[4], bucketings=[False, True], roofline=False, progress=False)  # fmt: skip
+    assert [(row["model"], row["bucketed"]) for row in result["results"]] == [
+        ("tk2", False),
+        ("bert-base", False),
+        ("tk2", True),
+        ("bert-base", True),
+    ]
+    assert result["peak_gflops"] == {} and "fraction_of_peak" not in result["results"][0]
+    speeds = {(row["model"], row["bucketed"]): row["docs_per_ms"] for row in result["results"]}
+    assert [(ratio["bucketed"], ratio["ratio"]) for ratio in result["ratios"]] == [
+        (False, speeds[("tk2", False)] / speeds[("bert-base", False)]),
+        (True, speeds[("tk2", True)] / speeds[("bert-base", True)]),
+    ]
+
+
+def test_ratios_pair_only_rows_timed_alike() -> None:
+    def row(model: str, dtype: str, docs_per_ms: float) -> dict:
+        return {"model": model, "dtype": dtype, "batch_size": 8, "bucketed": True, "execution": "eager",
+                "docs_per_ms": docs_per_ms}  # fmt: skip
+
+    rows = [row("tk2", "float32", 4.0), row("bert-base", "float32", 0.1), row("tk2", "bfloat16", 8.0)]
+    assert [(ratio["dtype"], ratio["ratio"]) for ratio in speed_ratios(rows)] == [("float32", pytest.approx(40.0))]
+    defaults = [{**rows[0], "batch_size": 256}, {**rows[1], "batch_size": 32}]  # each family's default batch
+    assert [(ratio["batch_size"], ratio["ratio"]) for ratio in speed_ratios(defaults)] == [("256/32", 40.0)]
+    sweep = [{**rows[0], "batch_size": size} for size in (64, 256)] + [{**rows[1], "batch_size": 64}]
+    assert [ratio["batch_size"] for ratio in speed_ratios(sweep)] == [64]
+
+
+def test_a_compiler_failure_falls_back_to_eager(monkeypatch) -> None:
+    def broken_compile(model, **_):
+        def fail(*_args):
+            raise RuntimeError("no C++ compiler")
+
+        return fail
+
+    monkeypatch.setattr(speed_benchmark.torch, "compile", broken_compile)
+    model = torch.nn.Linear(2, 1)
+    probe = (torch.ones(1, 2),)
+    runnable, how = speed_benchmark._compiled_or_eager(model, True, probe)
+    assert runnable is model and how == "eager (compile failed: RuntimeError)"
+    assert speed_benchmark._compiled_or_eager(model, False, probe) == (model, "eager")

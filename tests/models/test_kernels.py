@@ -110,6 +110,21 @@ def test_rbf_kernels_shape_and_values() -> None:
     assert values[0, 0, 1, 5].item() == pytest.approx(math.exp(-0.01 / 0.02))  # cosine 0 at μ = 0.1, σ = 0.1
 
 
+def test_kernel_sums_equal_the_summed_rbf_tensor_of_eq_5() -> None:
+    """The kernel-by-kernel reduction equals summing eq. 5's full ``[B, Lq, Ld, K]`` tensor over real terms."""
+    torch.manual_seed(0)
+    match = torch.rand(3, 4, 9) * 2 - 1
+    query_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0]], dtype=torch.bool)
+    doc_mask = torch.arange(9)[None, :] < torch.tensor([[9], [4], [1]])
+    for exact_match in (False, True):
+        mus, sigmas = kernel_mus(), kernel_sigmas(exact_match=exact_match)
+        full = rbf_kernels(match, mus, sigmas) * (query_mask[:, :, None] & doc_mask[:, None, :])[..., None]
+        sums = kernel_sums(match, query_mask, doc_mask, mus, sigmas)
+        assert sums.shape == (3, 4, 11)
+        assert torch.allclose(sums, full.sum(dim=2), rtol=1e-5, atol=1e-6)
+    assert (sums[0, 3] == 0).all() and (sums[2, 1:] == 0).all()
+
+
 def test_padding_fires_no_kernel() -> None:
     """Extra padded positions (cosine 0 would fire the ±0.1 kernels) change nothing."""
     torch.manual_seed(0)

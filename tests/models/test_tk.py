@@ -140,6 +140,35 @@ def test_explanation_shapes_and_exact_decomposition() -> None:
     assert torch.allclose(model.contextualise(q_ids, q_mask), parts.query_vectors)
 
 
+@pytest.mark.parametrize("settings", VARIANTS)
+def test_forward_shares_each_distinct_query_and_equals_explain(settings: dict) -> None:
+    """A re-ranking batch: two queries, their rows interleaved; forward (one pass per distinct query) == explain."""
+    model = make_model(**settings)
+    queries, docs = random_pairs([(3, 7), (5, 2), (3, 11), (4, 6), (5, 9), (3, 1)])
+    queries = [queries[0], queries[1], queries[0], queries[1], queries[1], queries[0]]
+    q_ids, q_mask = pad(queries, 6)
+    distinct_ids, distinct_mask, rows = tk.distinct_queries(q_ids, q_mask)
+    assert distinct_ids.shape[0] == 2
+    assert torch.equal(distinct_ids[rows], q_ids) and torch.equal(distinct_mask[rows], q_mask.bool())
+    with torch.no_grad():
+        fast = model(q_ids, q_mask, *pad(docs))
+        reference = model.explain(q_ids, q_mask, *pad(docs)).s
+    assert torch.allclose(fast, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_position_table_equals_the_sinusoids_and_longer_inputs_compute_theirs() -> None:
+    model = make_model()
+    table = model.contextualiser.position_table
+    assert table.shape == (tk.POSITION_TABLE, DIM)
+    assert "contextualiser.position_table" not in model.state_dict()  # checkpoints stay as they were
+    assert torch.equal(table, sinusoidal_encoding(torch.arange(tk.POSITION_TABLE)[None, :], DIM)[0])
+    queries, docs = random_pairs([(3, 7)])
+    long_ids = torch.randint(1, VOCAB, (1, tk.POSITION_TABLE + 5))
+    long_mask = torch.ones_like(long_ids, dtype=torch.bool)
+    with torch.no_grad():
+        assert torch.isfinite(model(*pad(queries), long_ids, long_mask)).all()
+
+
 def test_mixer_input_has_no_positional_encoding() -> None:
     """With α = 1, t̂ is exactly the word embedding (eq. 1): positions enter only the Transformer."""
     model = make_model(alpha_init=1.0)

@@ -1,0 +1,184 @@
+"""Chapter 3's speed tables, roofline figure and generated readings, from benchmark rows.
+
+The rows are those of :func:`lib.evaluation.speed_benchmark.run_benchmark` (this build's run, or the
+JSON files committed under ``benchmarks/results/``). Older files lack the ``bucketed`` and
+``execution`` fields: they were timed in rank order, eager unless ``compiled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from lib.evaluation.speed_benchmark import speed_ratios
+
+#: The TK paper's speed-up of TK-2 over BERT-Base (§3.3, Table 2: 4 against 0.1 documents per ms).
+PAPER_RATIO = 40.0
+FAST, SLOW = "tk2", "bert-base"
+
+
+def setting_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """How a row was timed: ``dtype``, ``batch``, ``batching`` (bucketed / rank order) and ``execution``."""
+    return {
+        "dtype": row["dtype"],
+        "batch": row["batch_size"],
+        "batching": "bucketed" if row.get("bucketed", False) else "rank order",
+        "execution": row.get("execution", "compiled" if row.get("compiled") else "eager"),
+    }
+
+
+def ratio_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """TK-2's and BERT-Base's docs/ms and their ratio, for every setting of every benchmark file that timed both.
+
+    ``results`` maps a file name to its JSON content; the pairs are those of
+    :func:`lib.evaluation.speed_benchmark.speed_ratios`.
+    """
+    records = []
+    for file, result in results.items():
+        speeds = {(row["model"], *setting_key(row)): row["docs_per_ms"] for row in result["results"]}
+        for ratio in speed_ratios(result["results"], FAST, SLOW):
+            batching = "bucketed" if ratio["bucketed"] else "rank order"
+            sizes = str(ratio["batch_size"]).split("/")
+            key = (ratio["dtype"], batching, ratio["execution"])
+            records.append(
+                {
+                    "file": file,
+                    "device": result["device"],
+                    "date": result["environment"]["date"][:10],
+                    "dtype": ratio["dtype"],
+                    "batch": str(ratio["batch_size"]),
+                    "batching": batching,
+                    "execution": ratio["execution"],
+                    "TK-2 docs/ms": speeds[(FAST, *key, int(sizes[0]))],
+                    "BERT-Base docs/ms": speeds[(SLOW, *key, int(sizes[-1]))],
+                    "TK-2 / BERT-Base": ratio["ratio"],
+                }
+            )
+    columns = ["file", "device", "date", "dtype", "batch", "batching", "execution"]
+    if not records:
+        return pd.DataFrame(columns=[*columns, "TK-2 docs/ms", "BERT-Base docs/ms", "TK-2 / BERT-Base"])
+    return pd.DataFrame(records).sort_values(["device", "date", "file", *columns[3:]], ignore_index=True)
+
+
+def setting_key(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
+    """``(dtype, batching, execution, batch size)`` of a benchmark row (:func:`setting_of`)."""
+    setting = setting_of(row)
+    return setting["dtype"], setting["batching"], setting["execution"], setting["batch"]
+
+
+def _setting_text(row: pd.Series) -> str:
+    return f"{row['dtype']}, {row['batching']}, {row['execution']}, batch {row['batch']}"
+
+
+def ratio_reading(table: pd.DataFrame) -> str:
+    """Per device: TK-2 before (rank order, float32, eager) and at its fastest, and the ratios to BERT-Base."""
+    if table.empty:
+        return "*No committed run timed both TK-2 and BERT-Base.*"
+    sentences = []
+    for device, runs in table.groupby("device", sort=True):
+        fastest = runs.loc[runs["TK-2 docs/ms"].idxmax()]
+        best_ratio = runs.loc[runs["TK-2 / BERT-Base"].idxmax()]
+        text = (
+            f"**{device}**: TK-2 at its fastest scores {fastest['TK-2 docs/ms']:.3g} documents per ms "
+            f"({_setting_text(fastest)}; {fastest['TK-2 / BERT-Base']:.0f}× BERT-Base timed alike)"
+        )
+        before = runs[
+            (runs["batching"] == "rank order") & (runs["dtype"] == "float32") & (runs["execution"] == "eager")
+        ]
+        if not before.empty:
+            slowest = before.loc[before["TK-2 docs/ms"].idxmin()]
+            text += (
+                f", {fastest['TK-2 docs/ms'] / slowest['TK-2 docs/ms']:.1f}× its rank-order float32 eager speed "
+                f"({slowest['TK-2 docs/ms']:.3g}, {slowest['TK-2 / BERT-Base']:.0f}× BERT-Base, file {slowest['file']})"
+            )
+        reached = int((runs["TK-2 / BERT-Base"] >= PAPER_RATIO).sum())
+        text += (
+            f". The largest ratio is {best_ratio['TK-2 / BERT-Base']:.0f}× ({_setting_text(best_ratio)}); "
+            f"{reached} of {len(runs)} settings reach the paper's {PAPER_RATIO:.0f}×."
+        )
+        sentences.append(text)
+    return "\n\n".join(sentences)
+
+
+def roofline_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Per timed architecture and dtype: GFLOP per document, docs/ms, achieved GFLOP/s and % of the matmul peak."""
+    records = [
+        {
+            "architecture": row["label"],
+            "model": row["model"],
+            "dtype": row["dtype"],
+            "GFLOP / document": row["gflop_per_document"],
+            "docs/ms": row["docs_per_ms"],
+            "achieved GFLOP/s": row["achieved_gflops"],
+            "matmul peak GFLOP/s": row["peak_gflops"],
+            "% of peak": 100.0 * row["fraction_of_peak"],
+        }
+        for row in rows
+        if "fraction_of_peak" in row
+    ]
+    if not records:
+        raise ValueError("no benchmark row has roofline fields: run the benchmark with roofline=True")
+    return pd.DataFrame(records).set_index("architecture")
+
+
+def plot_roofline(table: pd.DataFrame, peaks: Mapping[str, float]) -> Figure:
+    """Achieved GFLOP/s per architecture (bars, log scale) under the measured matmul peak of each dtype (lines)."""
+    figure, ax = plt.subplots(figsize=(8, 0.45 * len(table) + 1.5))
+    labels = [
+        f"{name} ({dtype})" if table["dtype"].nunique() > 1 else name
+        for name, dtype in zip(table.index, table["dtype"], strict=True)
+    ]
+    ax.barh(labels, table["achieved GFLOP/s"], color="tab:blue")
+    for dtype, peak in peaks.items():
+        ax.axvline(peak, color="black", linestyle="--" if dtype == "float32" else ":", linewidth=1.2)
+        ax.annotate(f"matmul peak, {dtype}", (peak, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                    ha="right", va="top", fontsize=9)  # fmt: skip
+    for y, (achieved, percent) in enumerate(zip(table["achieved GFLOP/s"], table["% of peak"], strict=True)):
+        ax.annotate(
+            f"{percent:.0f} %", (achieved, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=9
+        )
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("achieved GFLOP/s (matrix products and attention; log scale)")
+    ax.set_title("How much of the machine's arithmetic each model uses")
+    return figure
+
+
+def roofline_reading(table: pd.DataFrame) -> str:
+    """Which model comes closest to the roof, and TK-2 against BERT-Base in FLOPs and in time."""
+    closest = table["% of peak"].idxmax()
+    text = f"{closest} comes closest to the roof ({table.loc[closest, '% of peak']:.0f} % of the matmul peak)"
+    if {FAST, SLOW} <= set(table["model"]):
+        fast = table[table["model"] == FAST].iloc[0]
+        slow = table[table["model"] == SLOW].iloc[0]
+        flop_ratio = slow["GFLOP / document"] / fast["GFLOP / document"]
+        time_ratio = fast["docs/ms"] / slow["docs/ms"]
+        text += (
+            f". BERT-Base does {flop_ratio:.0f}× TK-2's floating-point work per document but takes only "
+            f"{time_ratio:.0f}× its time: TK-2 runs at {fast['% of peak']:.0f} % of the peak, BERT-Base at "
+            f"{slow['% of peak']:.0f} %. A small model's matrix products are too small to keep the machine busy, "
+            "and its element-wise work (masks, layer norms, kernel pooling) weighs more, so the speed-up in time "
+            "stays below the speed-up in FLOPs"
+            if time_ratio < flop_ratio
+            else f". BERT-Base does {flop_ratio:.0f}× TK-2's work per document and takes {time_ratio:.0f}× its "
+            "time: TK-2 keeps the machine at least as busy as BERT-Base"
+        )
+    return text + "."
+
+
+def bf16_reading(table: pd.DataFrame, measure: str = "nDCG@10") -> str:
+    """What bf16 did to the scores and the measure, per test set (the rows of :func:`precision_effect`)."""
+    parts = []
+    for query_set, row in table.iterrows():
+        exact, reduced = row[f"{measure} (float32)"], row[f"{measure} (bf16)"]
+        parts.append(
+            f"on {query_set.upper()} the scores move by at most {row['max_abs_difference']:.3g} "
+            f"(mean {row['mean_abs_difference']:.2g}, on a score range of {row['score_range']:.3g}), "
+            f"{100 * row['swapped_fraction']:.2g} % of the candidate pairs of a query swap places, and {measure} "
+            f"goes from {exact:.3f} to {reduced:.3f}"
+        )
+    return "In bf16, " + "; ".join(parts) + "."

@@ -1,0 +1,103 @@
+"""How close a re-ranker comes to the machine's arithmetic limit: a roofline reading of the speed benchmark.
+
+A roofline (Williams, Waterman, Patterson, CACM 2009) bounds a program's speed by the machine's peak
+floating-point rate and its memory bandwidth. The book reads the compute roof only:
+
+- :func:`matmul_peak_gflops` measures the peak that the machine reaches in practice, a large square
+  matrix product in the given dtype (the operation BERT and TK spend their arithmetic in);
+- :func:`flops_per_document` counts the floating-point work a model does per (query, passage) pair
+  on the timed batches themselves (padding included, so bucketing shows), with
+  :class:`torch.utils.flop_counter.FlopCounterMode` (matrix products and attention; element-wise
+  work such as kernel pooling, layer norms and softmax is not counted: it is the part that runs far
+  below the roof);
+- :func:`roofline_row` turns a measured throughput into achieved GFLOP/s and the fraction of the peak.
+
+A model far below the roof spends its time on memory traffic, element-wise operations and overheads
+rather than arithmetic: that is where a faster implementation can gain, and why a small model is not
+as much faster than a large one as their FLOPs say (TK paper §3.3 and Table 2).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode, register_flop_formula, sdpa_flop_count
+
+from lib.evaluation.efficiency import Tensors, score_batches
+
+#: Side of the square matrices whose product measures the peak.
+PEAK_MATRIX_SIZE = 2048
+
+
+def _register_cpu_attention() -> None:
+    """Count the CPU flash-attention kernel as attention (torch registers only the CUDA ones)."""
+    operator = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    if operator in torch.utils.flop_counter.flop_registry:
+        return
+
+    @register_flop_formula(operator)
+    def _cpu_attention_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+_register_cpu_attention()
+
+
+def _synchronise(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak_gflops(
+    device: torch.device, dtype: torch.dtype | None = None, size: int = PEAK_MATRIX_SIZE, repetitions: int = 5
+) -> float:
+    """GFLOP/s of a ``size × size`` matrix product in ``dtype`` (float32 for ``None``): the median of ``repetitions``.
+
+    ``2·size³`` floating-point operations per product (one multiply and one add per term).
+    """
+    if size < 1 or repetitions < 1:
+        raise ValueError(f"parameters 'size' and 'repetitions' must be >= 1, got {size}, {repetitions}")
+    generator = torch.Generator(device=device).manual_seed(0)
+    left = torch.randn(size, size, device=device, generator=generator).to(dtype or torch.float32)
+    right = torch.randn(size, size, device=device, generator=generator).to(dtype or torch.float32)
+    with torch.inference_mode():
+        left @ right
+        _synchronise(device)
+        timings = []
+        for _ in range(repetitions):
+            start = time.perf_counter()
+            left @ right
+            _synchronise(device)
+            timings.append(time.perf_counter() - start)
+    return 2 * size**3 / statistics.median(timings) / 1e9
+
+
+def flops_per_document(
+    model: torch.nn.Module, batches: Sequence[tuple[torch.Tensor, Tensors]], dtype: torch.dtype | None = None
+) -> float:
+    """Floating-point operations per scored row of ``batches`` (:func:`lib.evaluation.efficiency.scoring_batches`).
+
+    Counted by running the batches once under :class:`~torch.utils.flop_counter.FlopCounterMode`.
+    """
+    rows = sum(int(indices.numel()) for indices, _ in batches)
+    if rows == 0:
+        raise ValueError("parameter 'batches' holds no rows")
+    with FlopCounterMode(display=False) as counter:
+        score_batches(model, batches, dtype)
+    return counter.get_total_flops() / rows
+
+
+def roofline_row(flops_per_doc: float, docs_per_ms: float, peak_gflops: float) -> dict[str, float]:
+    """GFLOP per document, achieved GFLOP/s (``flops × docs/ms × 1,000``) and its fraction of ``peak_gflops``."""
+    if peak_gflops <= 0:
+        raise ValueError(f"parameter 'peak_gflops' must be positive, got {peak_gflops}")
+    achieved = flops_per_doc * docs_per_ms * 1e3 / 1e9
+    return {
+        "gflop_per_document": flops_per_doc / 1e9,
+        "achieved_gflops": achieved,
+        "peak_gflops": peak_gflops,
+        "fraction_of_peak": achieved / peak_gflops,
+    }
