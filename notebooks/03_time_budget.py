@@ -92,8 +92,10 @@ LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
 # 300-d (16 heads of 32, FF 100, 11 kernels; the book's chapter-2 models are narrower, on 50-d
 # GloVe) and BERT-cat on BERT-Base (12 layers, 768 wide) and BERT-Large (24, 1,024), which the
 # book cannot train. The speed of the book's own models was measured in chapter 2, right after
-# training, and is shown below the table. How many documents are timed adapts to each model's speed (a probe first), so
-# that BERT-Large on a CPU takes seconds, not hours. The latency of one query re-ranking 1,000
+# training, and is shown below the table. Every architecture is timed on the same candidates; how many
+# of their batches are timed adapts to each model's speed (a probe first), so that BERT-Large on a
+# CPU takes seconds, not hours, and the timed batches are spread evenly over the length-sorted ones,
+# so that a slow model is timed on passages as long as a fast one's. The latency of one query re-ranking 1,000
 # candidates repeats its 100 candidates ten times (the book has 100 per query); a latency that
 # would take longer than the profile allows to measure is estimated from the throughput, and the
 # table says which.

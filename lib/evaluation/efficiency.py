@@ -42,6 +42,8 @@ class Throughput:
     torch_version: str
     #: Whether the batches were bucketed by passage length (:func:`scoring_batches`).
     bucketed: bool = True
+    #: How many rows the timed batches were spread over (:func:`spread_batches`; ``documents`` if all).
+    sampled_from: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -129,17 +131,42 @@ def scoring_batches(tensors: Tensors, batch_size: int, bucketed: bool = True) ->
     return batches
 
 
+def spread_batches(
+    batches: Sequence[tuple[torch.Tensor, Tensors]], documents: int
+) -> list[tuple[torch.Tensor, Tensors]]:
+    """Whole batches holding about ``documents`` rows, spread evenly over ``batches`` (all of them if fewer).
+
+    Bucketed batches are sorted by passage length, so evenly spread batches have the length
+    distribution of all rows: a slow model timed on a few of them costs what it would on all of them.
+    """
+    if documents < 1:
+        raise ValueError(f"parameter 'documents' must be >= 1, got {documents}")
+    size = max(int(batches[0][0].numel()), 1)
+    count = min(len(batches), -(-documents // size))
+    step = len(batches) / count
+    return [batches[int(i * step + step / 2)] for i in range(count)]
+
+
+def timed_batches(
+    tensors: Tensors, batch_size: int, bucketed: bool = True, documents: int | None = None
+) -> list[tuple[torch.Tensor, Tensors]]:
+    """:func:`scoring_batches` of ``tensors``, then :func:`spread_batches` to ``documents`` rows if given."""
+    batches = scoring_batches(tensors, batch_size, bucketed)
+    return batches if documents is None else spread_batches(batches, documents)
+
+
 def score_batches(
     model: torch.nn.Module, batches: Sequence[tuple[torch.Tensor, Tensors]], dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    """Score :func:`scoring_batches`' batches (inference mode, autocast to ``dtype``): one score per row, row order."""
-    rows = sum(int(indices.numel()) for indices, _ in batches)
+    """Score :func:`scoring_batches`' batches (inference mode, autocast to ``dtype``): one score per row, in row order.
+
+    With a sample of the batches (:func:`spread_batches`), the scores of the sampled rows, in row order.
+    """
     device = batches[0][1][2].device
     with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-        scores = torch.empty(rows, device=device)
-        for indices, batch in batches:
-            scores[indices] = model(*batch).float()
-    return scores
+        scores = torch.cat([model(*batch).float() for _, batch in batches])
+        rows = torch.cat([indices for indices, _ in batches])
+        return scores[torch.argsort(rows)]
 
 
 def measure_throughput(
@@ -153,23 +180,27 @@ def measure_throughput(
     warmup: int = 1,
     dtype: torch.dtype | None = None,
     bucketed: bool = True,
+    documents: int | None = None,
 ) -> Throughput:
-    """Time ``model`` scoring every row of the given (already tokenised) pairs.
+    """Time ``model`` scoring the given (already tokenised) pairs.
 
     All tensors must already be on the model's device. ``dtype`` (e.g. ``torch.bfloat16``) runs the
     scoring under autocast; ``None`` keeps the model's own precision. ``bucketed``: batches of similar
-    passage lengths, each cut to its longest (:func:`scoring_batches`); else rank order, fully padded.
+    passage lengths, each cut to its longest (:func:`scoring_batches`); else rank order, every batch
+    padded to the longest passage of all rows. ``documents``: time only whole batches holding about
+    that many rows, spread evenly over all (:func:`spread_batches`); ``None``: every row.
     """
     tensors = (query_ids, query_mask, doc_ids, doc_mask)
-    batches = scoring_batches(tensors, batch_size, bucketed)
+    batches = timed_batches(tensors, batch_size, bucketed, documents)
     device = doc_ids.device
-    rows = doc_ids.shape[0]
+    rows = sum(int(indices.numel()) for indices, _ in batches)
     model.eval()
     median_ms = _median_ms(lambda: score_batches(model, batches, dtype), device, repetitions, warmup)
     return Throughput(
         docs_per_ms=rows / median_ms,
         milliseconds_per_batch=median_ms / len(batches),
         documents=rows,
+        sampled_from=int(doc_ids.shape[0]),
         batch_size=batch_size,
         repetitions=repetitions,
         device=device_name(device),

@@ -3,11 +3,15 @@
 For each architecture of :mod:`lib.models.paper_size` (random weights, the paper's sizes) this measures,
 with :mod:`lib.evaluation.efficiency`,
 
-- **documents per millisecond** (TK paper Table 2, "Docs./ms") over real (query, passage) pairs of a
-  first-stage run in rank order, at the paper's caps (30 / 200 tokens). How many documents are timed
-  adapts to the model's speed: a probe on ``probe_documents`` estimates it, then enough documents for
-  about ``target_seconds`` per repetition are timed (at least ``min_documents``, at most
-  ``max_documents``), so that BERT-Large on a CPU takes seconds rather than hours;
+- **documents per millisecond** (TK paper Table 2, "Docs./ms") over the same real (query, passage)
+  pairs for every model: the first ``max_documents`` of a first-stage run in rank order, at the
+  paper's caps (30 / 200 tokens), in batches bucketed by passage length (or in rank order, padded to
+  the longest of all; ``bucketed``). How many of them are timed adapts to the model's speed: a probe
+  on one batch estimates it, then whole batches holding enough documents for about
+  ``target_seconds`` per repetition (at least ``min_documents``), spread evenly over all batches so
+  that they keep the length distribution of all pairs
+  (:func:`lib.evaluation.efficiency.spread_batches`): BERT-Large on a CPU takes seconds rather
+  than hours, and a slow model is not timed on shorter (or longer) passages than a fast one;
 - the **latency of re-ranking one query** (scoring and sorting) for each count of ``latency_counts``
   (100 and 1,000): the candidates of the run's first query, repeated when it has fewer (flagged).
   A latency whose measurement would take longer than ``max_latency_seconds`` is estimated from the
@@ -39,7 +43,7 @@ from lib.evaluation.efficiency import (
     estimated_latency,
     measure_latency,
     measure_throughput,
-    scoring_batches,
+    timed_batches,
 )
 from lib.evaluation.roofline import flops_per_document, matmul_peak_gflops, roofline_row
 from lib.models.paper_size import architecture, build_timing_model, parameter_count
@@ -120,24 +124,21 @@ def time_architecture(
     batch_size = settings.batch_sizes[spec.family]
     autocast_dtype = DTYPES[dtype]
 
-    def encoded(count: int) -> Tensors:
-        pairs, _repeated = candidate_pairs(first_stage, queries, texts, count)
-        return encode_pairs(tokenizer, pairs, device)
-
-    probe_tensors = encoded(settings.probe_documents)
+    pairs, _repeated = candidate_pairs(first_stage, queries, texts, settings.max_documents)
+    tensors = encode_pairs(tokenizer, pairs, device)
     with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-        runnable, how = _compiled_or_eager(model, compile_model, probe_tensors)
+        probe_batch = timed_batches(tensors, batch_size, settings.bucketed, settings.probe_documents)[0][1]
+        runnable, how = _compiled_or_eager(model, compile_model, probe_batch)
 
-    def throughput(tensors: Tensors):
+    def throughput(documents: int):
         return measure_throughput(
             runnable, *tensors, batch_size=batch_size, repetitions=settings.repetitions, warmup=settings.warmup,
-            dtype=autocast_dtype, bucketed=settings.bucketed,
+            dtype=autocast_dtype, bucketed=settings.bucketed, documents=documents,
         )  # fmt: skip
 
-    probe = throughput(probe_tensors)
+    probe = throughput(settings.probe_documents)
     documents = _documents_to_time(probe.docs_per_ms, settings)
-    timed = encoded(documents) if documents != settings.probe_documents else probe_tensors
-    result = throughput(timed) if documents != settings.probe_documents else probe
+    result = throughput(documents)
     row: dict[str, Any] = {
         "model": name,
         "label": spec.label,
@@ -147,7 +148,9 @@ def time_architecture(
         **result.as_dict(),
     }
     if peak_gflops is not None:
-        flops = flops_per_document(model, scoring_batches(timed, batch_size, settings.bucketed), autocast_dtype)
+        flops = flops_per_document(
+            model, timed_batches(tensors, batch_size, settings.bucketed, documents), autocast_dtype
+        )
         row.update(roofline_row(flops, result.docs_per_ms, peak_gflops))
     first_query = next(iter(first_stage))
     timed_runs = settings.repetitions + settings.warmup

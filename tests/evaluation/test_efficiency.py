@@ -15,6 +15,7 @@ from lib.evaluation.efficiency import (
     measure_throughput,
     score_batches,
     scoring_batches,
+    spread_batches,
 )
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
@@ -75,6 +76,22 @@ def test_bucketed_batches_are_cut_to_their_longest_and_give_the_rank_order_score
     assert torch.allclose(scores, score_batches(model, rank_order), rtol=1e-5, atol=1e-6)
     with torch.no_grad():
         assert torch.allclose(scores, model(*tensors), rtol=1e-5, atol=1e-6)
+
+
+def test_spread_batches_sample_the_whole_length_range_and_throughput_counts_the_sampled_rows():
+    tensors = _ragged_inputs(80)
+    batches = scoring_batches(tensors, batch_size=8)  # 10 batches, sorted by passage length
+    sample = spread_batches(batches, 20)  # 3 whole batches: the 2nd, 5th and 8th (start, middle, end)
+    assert [rows.tolist() for rows, _ in sample] == [batches[i][0].tolist() for i in (1, 5, 8)]
+    assert spread_batches(batches, 10_000) == batches
+    with pytest.raises(ValueError, match="documents"):
+        spread_batches(batches, 0)
+    model = CountingScorer()
+    result = measure_throughput(model, *tensors, batch_size=8, repetitions=1, warmup=0, documents=20)
+    assert (result.documents, result.sampled_from, model.seen) == (24, 80, 24)
+    rows = torch.cat([rows for rows, _ in sample]).sort().values
+    with torch.no_grad():
+        assert torch.allclose(score_batches(model, sample), model(*(tensor[rows] for tensor in tensors)))
 
 
 def test_throughput_is_positive_and_finite_and_scores_every_document_per_pass():

@@ -36,11 +36,11 @@ def test_flops_per_document_counts_products_and_cpu_attention() -> None:
 
 
 def test_peak_and_roofline_row() -> None:
-    peak = matmul_peak_gflops(torch.device("cpu"), size=64, repetitions=2)
+    peak = matmul_peak_gflops(torch.device("cpu"), sizes=(32, 64), repetitions=2)
     assert peak > 0
     row = roofline_row(flops_per_doc=2e9, docs_per_ms=0.5, peak_gflops=10.0)
     assert row == {"gflop_per_document": 2.0, "achieved_gflops": 1000.0, "peak_gflops": 10.0, "fraction_of_peak": 100.0}
     with pytest.raises(ValueError, match="peak_gflops"):
         roofline_row(1.0, 1.0, 0.0)
-    with pytest.raises(ValueError, match="size"):
-        matmul_peak_gflops(torch.device("cpu"), size=0)
+    with pytest.raises(ValueError, match="sizes"):
+        matmul_peak_gflops(torch.device("cpu"), sizes=(0,))
