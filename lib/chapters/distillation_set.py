@@ -3,8 +3,11 @@
 The protocol of the distillation section (Hofstätter et al. 2020, Margin-MSE; :mod:`lib.training.distillation`):
 
 1. **Queries**: the MS MARCO dev-small queries (6,980; the profile's ``distill_queries`` first in query
-   order), refused if any shares an id or a text with a test year (:func:`lib.data.splits.check_disjoint_from_tests`).
-   Their MS MARCO judgments are not used: the teacher labels.
+   order) and ``distill_pseudo_queries`` pseudo-queries cut from book passages
+   (:mod:`lib.data.pseudo_queries`: on-topic for the book corpus, which most dev-small queries are
+   not), refused if any shares an id or a text with a test year
+   (:func:`lib.data.splits.check_disjoint_from_tests`; a pseudo-query whose words are a test query's is
+   dropped before that check). MS MARCO's judgments are not used: the teacher labels.
 2. **Candidates** per query from the book corpus: BM25's top ``distill_bm25_depth`` from chapter 1's
    index, and the teacher's own top ``distill_teacher_depth`` (exact dense search over every book
    passage; 0 skips it and encodes only the BM25 candidates, as the smoke profile does). The book
@@ -23,10 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import Run
 from lib.data import book_texts, load_collection, load_queries
-from lib.data.splits import TEST_SETS, check_disjoint_from_tests
+from lib.data.pseudo_queries import PSEUDO_PREFIX, pseudo_queries
+from lib.data.splits import TEST_SETS, check_disjoint_from_tests, without_test_queries
 from lib.first_stage import lucene
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
@@ -61,14 +67,28 @@ class DistillationSet:
         }
 
 
-def training_queries(profile: Profile, settings: TrainingSettings) -> dict[str, str]:
-    """The dev-small queries the students learn from, checked to share nothing with the test years."""
+def training_queries(
+    profile: Profile, settings: TrainingSettings, corpus: Mapping[str, str], seed: int
+) -> dict[str, str]:
+    """The queries the students learn from: dev-small's and pseudo-queries cut from ``corpus`` (module docstring).
+
+    The pseudo-queries' count is ``distill_pseudo_queries`` (the smoke profile's query limit caps
+    it too); the whole set is checked to share nothing with the test years.
+    """
+    tests = {name: load_queries(name) for name in TEST_SETS}
     queries = load_queries(TRAINING_QUERIES)
     chosen = limit_queries(list(queries), profile)
     if settings.distill_queries is not None:
         chosen = chosen[: settings.distill_queries]
     selected = {qid: queries[qid] for qid in chosen}
-    check_disjoint_from_tests(selected, {name: load_queries(name) for name in TEST_SETS})
+    pseudo_count = settings.distill_pseudo_queries
+    if profile.query_limit is not None:
+        pseudo_count = min(pseudo_count, profile.query_limit)
+    shortest, longest = settings.distill_pseudo_span
+    selected.update(without_test_queries(pseudo_queries(corpus, pseudo_count, seed, shortest, longest), tests))
+    if not selected:
+        raise ValueError("no training queries: parameters 'distill_queries' and 'distill_pseudo_queries' are both 0")
+    check_disjoint_from_tests(selected, tests)
     return selected
 
 
@@ -85,15 +105,18 @@ def build_distillation_set(
 ) -> DistillationSet:
     """Queries, candidates, teacher scores and triples (module docstring); encodings cached in ``folder``.
 
+    The teacher's vectors of the dev-small queries and of the pseudo-queries are cached apart, so that
+    sets with and without either source reuse them.
+
     ``corpus`` is what ``index_dir`` indexes and the teacher searches (default: the v1 book passages).
     """
     seconds: dict[str, float] = {}
     start = time.perf_counter()
-    queries = training_queries(profile, settings)
+    corpus = load_collection("v1") if corpus is None else corpus
+    queries = training_queries(profile, settings, corpus, seed)
     bm25 = lucene.retrieve(index_dir, queries, "bm25", k=settings.distill_bm25_depth)
     seconds["BM25"] = time.perf_counter() - start
     start = time.perf_counter()
-    corpus = load_collection("v1") if corpus is None else corpus
     texts = {**book_texts(), **corpus}
     if settings.distill_teacher_depth > 0:
         passage_ids = sorted(corpus)
@@ -103,8 +126,18 @@ def build_distillation_set(
         folder / "teacher-passages.npy", teacher, tokenizer, texts, passage_ids, DOC_MAX_LENGTH, progress=progress
     )
     query_ids = sorted(queries)
-    encoded_queries = cached_encodings(
-        folder / "teacher-queries.npy", teacher, tokenizer, queries, query_ids, QUERY_MAX_LENGTH, progress=progress
+    parts = []
+    for cache, chosen in (
+        ("teacher-queries.npy", [qid for qid in query_ids if not qid.startswith(PSEUDO_PREFIX)]),
+        ("teacher-pseudo-queries.npy", [qid for qid in query_ids if qid.startswith(PSEUDO_PREFIX)]),
+    ):
+        if chosen:
+            encoded = cached_encodings(
+                folder / cache, teacher, tokenizer, queries, chosen, QUERY_MAX_LENGTH, progress=progress
+            )
+            parts.append(encoded)
+    encoded_queries = Encodings(
+        [qid for part in parts for qid in part.ids], torch.cat([part.vectors for part in parts])
     )
     seconds["teacher encoding"] = time.perf_counter() - start
     candidates = {qid: dict(bm25[qid]) for qid in query_ids}

@@ -36,6 +36,7 @@ from lib.core.device import resolve_device
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import book_texts, load_qrels, load_queries, load_run
+from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, train_validation_split
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
@@ -268,6 +269,11 @@ def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
     )
 
 
+def dev_small_settings(settings: TrainingSettings) -> TrainingSettings:
+    """``settings`` with every dev-small query and no pseudo-queries as training queries (chapter 2's comparison)."""
+    return dataclasses.replace(settings, distill_queries=None, distill_pseudo_queries=0)
+
+
 def prepare_protocol(
     profile: Profile, settings: TrainingSettings, seed: int, index_dir: Path, folder: Path, progress: bool = True
 ) -> Protocol:
@@ -303,6 +309,27 @@ def prepare_protocol(
         validation=ValidationSet(queries=validation.queries, qrels=judged, run=validation.run),
         tests=tests,
     )
+
+
+def pseudo_query_examples(protocol: Protocol, count: int = 5, width: int = 160) -> list[dict[str, str]]:
+    """The first ``count`` pseudo-queries (by id): each with its source passage and the teacher's first candidate.
+
+    Passages are cut at ``width`` characters (an ellipsis marks the cut).
+    """
+
+    def cut(text: str) -> str:
+        return text if len(text) <= width else text[:width].rstrip() + " …"
+
+    rows = []
+    for qid in sorted(q for q in protocol.queries if q.startswith(PSEUDO_PREFIX))[:count]:
+        top = ranking_from_run(protocol.distillation.teacher[qid])[0]
+        rows.append({
+            "pseudo-query": protocol.queries[qid],
+            "cut from": cut(protocol.texts[qid.removeprefix(PSEUDO_PREFIX)]),
+            "teacher's first candidate": "the same passage" if top == qid.removeprefix(PSEUDO_PREFIX)
+            else cut(protocol.texts[top]),
+        })  # fmt: skip
+    return rows
 
 
 def build_model(name: str, representations: Representations, seed: int) -> tuple[torch.nn.Module, Any]:

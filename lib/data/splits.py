@@ -65,6 +65,13 @@ def _normalised(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def without_test_queries(queries: Mapping[str, str], tests: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """``queries`` minus any sharing an id or a text with a test year (as :func:`check_disjoint_from_tests`)."""
+    test_ids = {qid for test in tests.values() for qid in test}
+    test_texts = {_normalised(text) for test in tests.values() for text in test.values()}
+    return {qid: text for qid, text in queries.items() if qid not in test_ids and _normalised(text) not in test_texts}
+
+
 def check_disjoint_from_tests(queries: Mapping[str, str], tests: Mapping[str, Mapping[str, str]]) -> None:
     """Refuse training or validation ``queries`` that share an id or a text with a test year's queries.
 

@@ -11,6 +11,7 @@ from lib.chapters.distillation_set import build_distillation_set, training_queri
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run
 from lib.data import load_collection, load_queries, load_run
+from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.first_stage.lucene import build_index
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import WordPieceTokenizer
@@ -35,10 +36,14 @@ def index(corpus: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> P
     return build_index(write_collection(folder / "collection.tsv", corpus), folder / "index", threads=1, progress=False)
 
 
-def test_training_queries_are_dev_small_and_never_a_test_query() -> None:
-    settings = get_profile("book").training.replace(distill_queries=500)
-    queries = training_queries(get_profile("book"), settings)
-    assert len(queries) == 500 and set(queries) <= set(load_queries("dev-small"))
+def test_training_queries_are_dev_small_and_pseudo_queries_and_never_a_test_query(corpus: dict[str, str]) -> None:
+    settings = get_profile("book").training.replace(distill_queries=500, distill_pseudo_queries=100)
+    queries = training_queries(get_profile("book"), settings, corpus, seed=42)
+    dev = {qid for qid in queries if not qid.startswith(PSEUDO_PREFIX)}
+    assert len(dev) == 500 and dev <= set(load_queries("dev-small"))
+    pseudo = {qid: text for qid, text in queries.items() if qid.startswith(PSEUDO_PREFIX)}
+    assert len(pseudo) == 100
+    assert all(text.split()[0].strip(".,") in corpus[qid.removeprefix(PSEUDO_PREFIX)] for qid, text in pseudo.items())
     for name in ("dl19", "dl20"):
         test = load_queries(name)
         assert not set(queries) & set(test)
@@ -53,7 +58,7 @@ def test_the_set_holds_teacher_scores_of_bm25_and_teacher_candidates_and_seeded_
                                         distill_triples_per_query=4)  # fmt: skip
     teacher, tokenizer = BiEncoder(minilm_folder()), WordPieceTokenizer.from_vocab()
     first = build_distillation_set(profile, settings, teacher, tokenizer, index, tmp_path, 7, False, corpus)
-    assert set(first.teacher) == set(first.queries) and len(first.queries) == 6
+    assert set(first.teacher) == set(first.queries) and len(first.queries) == 6 + settings.distill_pseudo_queries
     assert all(8 <= len(candidates) <= 11 for candidates in first.teacher.values() if len(candidates) >= 8)
     assert all(-1.0 <= score <= 1.0 for run in first.teacher.values() for score in run.values())
     assert len(first.triples) == len(first.margins) > 0 and all(margin >= 0 for margin in first.margins)
@@ -64,3 +69,9 @@ def test_the_set_holds_teacher_scores_of_bm25_and_teacher_candidates_and_seeded_
     assert again.seconds["teacher encoding"] < first.seconds["teacher encoding"], "encodings are cached"
     assert time.perf_counter() - started < 60
     assert (tmp_path / "teacher-passages.ids.txt").read_text().split("\n") == sorted(corpus)
+
+
+def test_no_training_query_at_all_is_an_error_naming_the_parameters(corpus: dict[str, str]) -> None:
+    settings = get_profile("book").training.replace(distill_queries=0, distill_pseudo_queries=0)
+    with pytest.raises(ValueError, match="distill_pseudo_queries"):
+        training_queries(get_profile("book"), settings, corpus, seed=42)

@@ -13,6 +13,7 @@ from lib.core import paths
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import load_queries, read_run
+from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.evaluation import measures as evaluation
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import load_tokenizer
@@ -40,7 +41,8 @@ def test_the_protocol_never_trains_or_validates_on_a_test_year(protocol: experim
     training = {qid for qid, _, _ in protocol.triples}
     held_out = {qid for qid, _, _ in protocol.held_out}
     assert training and held_out and not training & held_out, "held-out queries are never trained on"
-    assert training | held_out <= set(load_queries("dev-small"))
+    pseudo = {qid for qid in protocol.queries if qid.startswith(PSEUDO_PREFIX)}
+    assert pseudo and training | held_out <= set(load_queries("dev-small")) | pseudo
     assert set(protocol.validation.queries) <= set(load_queries("dl21"))
     for test in tests.values():
         assert not (training | held_out | set(protocol.validation.queries)) & test
@@ -53,6 +55,23 @@ def test_the_protocol_never_trains_or_validates_on_a_test_year(protocol: experim
     assert len(protocol.margins) == len(protocol.triples) and len(protocol.held_out_margins) == len(protocol.held_out)
     summary = protocol.summary()
     assert summary["training triples"] + summary["held-out triples"] == summary["triples"]
+
+
+def test_pseudo_query_examples_show_the_query_its_passage_and_the_teachers_first_candidate(
+    protocol: experiments.Protocol,
+) -> None:
+    rows = experiments.pseudo_query_examples(protocol, count=3, width=40)
+    qids = sorted(q for q in protocol.queries if q.startswith(PSEUDO_PREFIX))[:3]
+    assert [row["pseudo-query"] for row in rows] == [protocol.queries[q] for q in qids]
+    for qid, row in zip(qids, rows, strict=True):
+        source = protocol.texts[qid.removeprefix(PSEUDO_PREFIX)]
+        assert row["cut from"] == source or (row["cut from"].endswith(" …") and source.startswith(row["cut from"][:-2]))
+        assert len(row["cut from"]) <= 42
+
+
+def test_dev_small_settings_take_every_dev_small_query_and_no_pseudo_query() -> None:
+    settings = experiments.dev_small_settings(get_profile("book").training.replace(distill_queries=0))
+    assert settings.distill_queries is None and settings.distill_pseudo_queries == 0
 
 
 def test_the_teacher_scores_its_own_held_out_margins(protocol: experiments.Protocol) -> None:
