@@ -83,10 +83,9 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 # TK contextualises the query on its own (eq. 1–3), before it ever sees a passage, so a query has a
 # representation of its own: the hybrid vectors $\hat q_1, \dots, \hat q_n$ of its terms. Following
 # the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use
-# chapter 2's TK-2, which learned from the teacher's labels of MS MARCO dev-small queries and was
-# validated on DL21. Most of the clustered dev-small queries were therefore seen in training (with
-# the teacher's labels, not MS MARCO's); no DL19 or DL20 query was, and the clustering itself uses
-# no relevance label.
+# chapter 2's TK-2, which learned from the teacher's labels of pseudo-queries cut from book passages
+# and was validated on DL21. None of the clustered queries was a training query of that model, no
+# DL19 or DL20 query was seen, and the clustering itself uses no relevance label.
 
 # %%
 queries = query_clusters.load_cluster_queries()

@@ -27,9 +27,9 @@
 # This chapter builds that view for the TK-2 trained in {doc}`02_training`, for two cases: (a) the
 # paper's own example, the query "androgen receptor define", and (b) a DL19 query where the book's
 # TK-2 moved a relevant passage above BM25's top non-relevant one, picked by a fixed rule. The
-# book's TK-2 is trained at book scale (a short schedule on the teacher's labels of dev-small queries); the
-# reading at the end says what that means for the explanations. The deviations are listed in
-# {doc}`../reproducing`.
+# book's TK-2 is trained at book scale (a short schedule on the teacher's labels of pseudo-queries
+# cut from book passages); the reading at the end says what that means for the explanations. The
+# deviations are listed in {doc}`../reproducing`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper

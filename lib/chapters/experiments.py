@@ -6,11 +6,12 @@
    default, or the book's small BERT); and the small BERT pre-trained by masked LM on the book corpus
    (chapter 6's TILDE starts from it). Each is cached in the chapter's artifacts and reused.
 2. :func:`prepare_protocol` — the distillation protocol (Hofstätter et al. 2020, Margin-MSE): training
-   triples labelled by the teacher on MS MARCO dev-small queries over the book corpus
-   (:mod:`lib.chapters.distillation_set`), a held-out slice of those queries whose triples are never
-   trained on (student-vs-teacher margins), validation on DL21's graded judgments (its BM25 top
-   candidates), and the two test years DL19 and DL20 (their official BM25 top-100). No DL19/DL20
-   query or judgment enters training or validation (:func:`lib.data.splits.check_disjoint_from_tests`).
+   triples labelled by the teacher on pseudo-queries cut from book passages and/or MS MARCO dev-small
+   queries over the book corpus (:mod:`lib.chapters.distillation_set`), a held-out slice of those
+   queries whose triples are never trained on (student-vs-teacher margins), validation on DL21's graded
+   judgments (its BM25 top candidates), and the two test years DL19 and DL20 (their official BM25
+   top-100). No DL19/DL20 query or judgment enters training or validation
+   (:func:`lib.data.splits.check_disjoint_from_tests`).
 3. :func:`run_model` — train one model once (Margin-MSE, early stopping on validation MRR@10, as the
    paper; a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
    each test year score the candidates once, write the per-candidate scores, the run at the tuned
