@@ -124,6 +124,9 @@ class TrainingConfig:
         learning_rates: keyword arguments for ``model.optimizer_groups(**learning_rates)``, to
             override the model's paper learning rates.
         margin: the hinge loss margin.
+        mismatch: what a checkpoint in ``checkpoint_dir`` written with other arguments (other pairs,
+            margins, settings) means: ``"error"`` refuses it, ``"retrain"`` warns and trains afresh
+            (:func:`lib.training.loop.check_fingerprint`).
     """
 
     batch_size: int = 64
@@ -141,6 +144,7 @@ class TrainingConfig:
     eval_batch_size: int = 256
     learning_rates: dict[str, float] = field(default_factory=dict)
     margin: float = 1.0
+    mismatch: str = "error"
 
     def __post_init__(self) -> None:
         positive = (
@@ -176,7 +180,7 @@ class TrainingConfig:
 
 #: Settings that may change between an interrupted run and its resumption (they do not change the
 #: sequence of updates on one device): where it runs, mixed precision, the scoring batch size.
-_RESUMABLE_CHANGES = ("device", "amp", "eval_batch_size")
+_RESUMABLE_CHANGES = ("device", "amp", "eval_batch_size", "mismatch")
 
 
 @dataclass
@@ -465,6 +469,7 @@ def train(
         seed=config.seed,
         desc="train",
         progress=progress,
+        mismatch=config.mismatch,
     )
     validator = _Validator(model, tokenizer, validation, texts, config, device, checkpoint_dir, len(pairs))
     checkpoint_path = checkpoint_dir / CHECKPOINT_NAME

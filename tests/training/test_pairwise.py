@@ -352,6 +352,16 @@ def test_a_checkpoint_of_other_arguments_is_refused(dl19: dict, pairs: list, tmp
     run_training(dl19, pairs, tmp_path, small_config(max_steps=3, eval_batch_size=5))  # allowed to change
 
 
+def test_with_mismatch_retrain_a_checkpoint_of_other_pairs_is_replaced_with_a_warning(
+    dl19: dict, pairs: list, tmp_path: Path
+) -> None:
+    run_training(dl19, pairs, tmp_path, small_config(max_steps=3))
+    with pytest.warns(UserWarning, match="other arguments.*pairs.*training again"):
+        replaced = run_training(dl19, pairs[:-1], tmp_path, small_config(max_steps=3, mismatch="retrain"))
+    fresh = run_training(dl19, pairs[:-1], tmp_path / "fresh", small_config(max_steps=3))
+    assert_same_weights(replaced.model, fresh.model)
+
+
 def test_early_stopping_restores_the_best_weights(
     dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
