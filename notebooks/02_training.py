@@ -309,23 +309,17 @@ timing_table.set_index("model").round(0)
 # thirty thousand passages?
 
 # %%
-comparison_rows = []
+embedding_runs = {}
 if compare_embeddings and compare_embeddings != settings.embedding_method and "tk2" in models:
     other_settings = settings.replace(embedding_method=compare_embeddings)
     other = experiments.prepare_representations(profile, other_settings, seed, out)
-    variants = experiments.run_model(
-        "tk2", protocol, other, other_settings, profile, CHAPTER, seed, device=device, variant=compare_embeddings
-    )
-    for fold in test_sets:
-        for vectors, result in (
-            (settings.embedding_method, results[(fold, "tk2")]),
-            (compare_embeddings, variants[fold]),
-        ):
-            comparison_rows.append(
-                {"set": fold, "vectors": vectors, "nDCG@10": result.metrics_at_tuned_depth["nDCG@10"],
-                 "depth": result.tuned_depth, "nDCG@10 (all)": result.metrics_at_full_depth["nDCG@10"]}
-            )  # fmt: skip
-embedding_comparison = pd.DataFrame(comparison_rows, columns=["set", "vectors", "nDCG@10", "depth", "nDCG@10 (all)"])
+    embedding_runs = {
+        settings.embedding_method: {fold: results[(fold, "tk2")] for fold in test_sets},
+        compare_embeddings: experiments.run_model(
+            "tk2", protocol, other, other_settings, profile, CHAPTER, seed, device=device, variant=compare_embeddings
+        ),
+    }
+embedding_comparison = experiments.variant_comparison("vectors", embedding_runs)
 write_csv(out / "embedding_comparison.csv", embedding_comparison)
 embedding_comparison.pivot(index="vectors", columns="set") if len(embedding_comparison) else "comparison skipped"
 
@@ -337,22 +331,20 @@ embedding_comparison.pivot(index="vectors", columns="set") if len(embedding_comp
 # against made-up queries whose candidates look like test lists.
 
 # %%
-query_rows = []
+query_runs = {}
 if compare_queries and "tk2" in models:
     dev_settings = experiments.dev_small_settings(settings)
     dev_protocol = experiments.prepare_protocol(
         settings_profile, dev_settings, seed, artifacts.book_index(profile), out / "teacher"
     )
-    dev_results = experiments.run_model(
-        "tk2", dev_protocol, representations, dev_settings, profile, CHAPTER, seed, device=device, variant="dev-small"
-    )
-    for fold in test_sets:
-        for source, result in (("pseudo-queries", results[(fold, "tk2")]), ("dev-small", dev_results[fold])):
-            query_rows.append(
-                {"set": fold, "training queries": source, "nDCG@10": result.metrics_at_tuned_depth["nDCG@10"],
-                 "depth": result.tuned_depth, "nDCG@10 (all)": result.metrics_at_full_depth["nDCG@10"]}
-            )  # fmt: skip
-query_comparison = pd.DataFrame(query_rows, columns=["set", "training queries", "nDCG@10", "depth", "nDCG@10 (all)"])
+    query_runs = {
+        "pseudo-queries": {fold: results[(fold, "tk2")] for fold in test_sets},
+        "dev-small": experiments.run_model(
+            "tk2", dev_protocol, representations, dev_settings, profile, CHAPTER, seed, device=device,
+            variant="dev-small",
+        ),
+    }  # fmt: skip
+query_comparison = experiments.variant_comparison("training queries", query_runs)
 write_csv(out / "query_comparison.csv", query_comparison)
 query_reading = "The comparison was skipped (`compare_queries`)."
 if len(query_comparison):

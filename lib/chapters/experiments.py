@@ -460,6 +460,26 @@ def run_model(
     return results
 
 
+def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]]) -> pd.DataFrame:
+    """One row per test year and variant: nDCG@10 at the tuned depth, the depth, nDCG@10 re-ranking all.
+
+    ``runs`` maps a variant's label (the value of ``column``) to its results by test year, as
+    :func:`run_model` returns them; rows follow the test years, then the labels in ``runs``' order.
+    """
+    rows = [
+        {
+            "set": query_set,
+            column: label,
+            "nDCG@10": results[query_set].metrics_at_tuned_depth["nDCG@10"],
+            "depth": results[query_set].tuned_depth,
+            "nDCG@10 (all)": results[query_set].metrics_at_full_depth["nDCG@10"],
+        }
+        for query_set in next(iter(runs.values()), {})
+        for label, results in runs.items()
+    ]
+    return pd.DataFrame(rows, columns=["set", column, "nDCG@10", "depth", "nDCG@10 (all)"])
+
+
 def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:
     """Where model ``run_name``'s training checkpoint, best weights and history live (one model per architecture)."""
     return paths.chapter_dir(profile, chapter) / "checkpoints" / run_name
