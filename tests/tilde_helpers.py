@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import BertForMaskedLM
+from transformers import BertForMaskedLM, BertModel
 
 from lib.models.tilde import Tilde
+from lib.models.tilde_v2 import TildeV2
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import small_bert_config
 from lib.reranking.tilde_index import TildeIndex, load_index, write_index
@@ -39,3 +40,10 @@ def hand_index(folder: Path, seed: int = 0) -> tuple[TildeIndex, np.ndarray, lis
     terms = [np.array([1, 2, 2, 7]), np.array([], dtype=np.int64), np.array([3])]
     write_index(folder, ["p1", "p2", "p3"], [(log_probs[:2], terms[:2]), (log_probs[2:], terms[2:])], vocabulary)
     return load_index(folder), log_probs, terms
+
+
+def tiny_tilde_v2(seed: int = 0) -> TildeV2:
+    """TILDEv2 on a randomly initialised 2-layer, 32-wide BERT encoder over the real vocabulary."""
+    torch.manual_seed(seed)
+    config = small_bert_config(layers=2, hidden=32, heads=2, intermediate=64, max_position=POSITIONS)
+    return TildeV2(BertModel(config, add_pooling_layer=False), max_passage_length=POSITIONS - 2)

@@ -79,6 +79,15 @@ def book_index(profile: str) -> Path:
     return _required(folder, "the Lucene index of the book corpus", FIRST_STAGE_CHAPTER, profile)
 
 
+def teacher_cache(profile: str) -> Path:
+    """Chapter 2's folder of the teacher's cached encodings (the book passages' vectors, the training queries')."""
+    folder = _folder(profile, TRAINING_CHAPTER) / "teacher"
+    _required(
+        folder / "teacher-passages.npy", "the teacher's encodings of the book passages", TRAINING_CHAPTER, profile
+    )
+    return folder
+
+
 def checkpoint_path(profile: str, name: str) -> Path:
     """``artifacts/<profile>/02_training/checkpoints/<name>/best.pt`` (it may not exist)."""
     return experiments.checkpoint_folder(profile, TRAINING_CHAPTER, name) / BEST_NAME

@@ -55,19 +55,17 @@ def plot_alpha_sweep(
     return figure
 
 
-def plot_training_losses(curves: pd.DataFrame, test_sets: Sequence[str], steps: int) -> Figure:
-    """One panel per test set, a line per variant: the loss per pair over the steps (log scale), smoothed by a
-    rolling mean over a twentieth of ``steps``. ``curves`` is :func:`lib.chapters.tilde_tables.loss_curves`."""
-    figure, axes = plt.subplots(1, len(test_sets), figsize=(5.5 * len(test_sets), 3.4), squeeze=False, sharey=True)
-    for axis, test_set in zip(axes[0], test_sets, strict=True):
-        for label, part in curves[curves["test set"] == test_set.upper()].groupby("variant", sort=False):
-            smooth = part["loss"].rolling(max(1, steps // 20), min_periods=1).mean()
-            axis.plot(part["step"], smooth, label=label)
-        axis.set_yscale("log")
-        axis.set_title(f"models tested on {test_set.upper()}")
-        axis.set_xlabel("step")
-    axes[0][0].set_ylabel("loss per pair (smoothed)")
-    axes[0][-1].legend(fontsize="small")
+def plot_training_losses(curves: pd.DataFrame, steps: int) -> Figure:
+    """A line per variant: the loss per pair over the steps (log scale), smoothed by a rolling mean over a
+    twentieth of ``steps``. ``curves`` is :func:`lib.chapters.tilde_tables.loss_curves`."""
+    figure, axis = plt.subplots(figsize=(6.5, 3.4))
+    for label, part in curves.groupby("variant", sort=False):
+        smooth = part["loss"].rolling(max(1, steps // 20), min_periods=1).mean()
+        axis.plot(part["step"], smooth, label=label)
+    axis.set_yscale("log")
+    axis.set_xlabel("step")
+    axis.set_ylabel("loss per pair (smoothed)")
+    axis.legend(fontsize="small")
     return figure
 
 

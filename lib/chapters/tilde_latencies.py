@@ -4,7 +4,8 @@
   split into query processing and re-ranking (:func:`lib.evaluation.tilde_latency.measure_latency`), and
   chapter 2's TK-2 and BERT-cat re-ranking the same first query's candidates on one thread
   (:func:`lib.evaluation.efficiency.measure_latency`: score every candidate, then sort).
-- :func:`latency_of` — one total of that table.
+- :func:`v2_latency_table` — TILDEv2's, in the same columns.
+- :func:`latency_of` — one total of those tables.
 - :func:`paper_size_latencies` — chapter 3's latencies of the paper-size BERT-Base, BERT-Large and TK-2.
 """
 
@@ -22,11 +23,13 @@ from lib.chapters.tilde_tables import SCORINGS
 from lib.core.types import Run, query_order
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs
 from lib.evaluation.efficiency import measure_latency as measure_model_latency
-from lib.evaluation.tilde_latency import measure_latency
+from lib.evaluation.tilde_latency import measure_latency, measure_v2_latency
 from lib.models.registry import model_spec
 from lib.models.tilde import Tilde
+from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import TildeIndex
+from lib.reranking.tilde_v2_index import TildeV2Index
 
 #: Chapter 2's re-rankers timed for the contrast: (model name, label, scoring batch size as chapter 3's).
 RERANKERS: tuple[tuple[str, str, int], ...] = tuple(
@@ -101,6 +104,36 @@ def latency_table(
     finally:
         torch.set_num_threads(threads_before)
     return pd.DataFrame(rows), left_out
+
+
+def v2_latency_table(
+    index: TildeV2Index,
+    tokenizer: WordPieceTokenizer,
+    queries: Mapping[str, str],
+    run: Run,
+    vocabulary: TargetVocabulary,
+    candidates: Sequence[int],
+    repetitions: int,
+) -> pd.DataFrame:
+    """TILDEv2's milliseconds per query (:func:`lib.evaluation.tilde_latency.measure_v2_latency`), in the
+    columns of :func:`latency_table`."""
+    return pd.DataFrame(
+        [
+            {
+                "method": result.method,
+                "candidates": result.candidates,
+                "repeated": result.padded,
+                "query processing ms": result.query_processing_ms,
+                "re-ranking ms": result.reranking_ms,
+                "total ms": result.total_ms,
+                "queries": result.queries,
+                "device": result.device,
+            }
+            for result in measure_v2_latency(
+                index, tokenizer, queries, run, vocabulary, candidates=candidates, repetitions=repetitions
+            )
+        ]
+    )
 
 
 def latency_of(table: pd.DataFrame, method: str, count: int) -> float:

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,19 +23,29 @@ from pathlib import Path
 import numpy as np
 
 from lib.chapters import artifacts
+from lib.chapters.distillation_set import DistillationSet, build_distillation_set
 from lib.chapters.tilde_tables import scoring_runs
 from lib.core import paths
 from lib.core.profiles import Profile, limit_queries
 from lib.core.types import top_of_run
 from lib.data import load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
+from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import label
-from lib.models.tilde import Tilde
+from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID, Tilde
+from lib.models.tilde_v2 import TildeV2
 from lib.models.tilde_vocabulary import TargetVocabulary
-from lib.representations.bert import WordPieceTokenizer, load_tokenizer
+from lib.representations.bert import CLS_ID, WordPieceTokenizer, load_tokenizer
+from lib.representations.pretrained import MINILM_FILES, minilm_folder, pin
 from lib.reranking.scoring import rerank
-from lib.reranking.tilde_runs import IndexSummary, random_order, score_first_stages
-from lib.reranking.tilde_scoring import TildeScores
+from lib.reranking.tilde_index import cast_index, load_index
+from lib.reranking.tilde_runs import IndexSummary, candidate_pids, random_order, score_first_stages
+from lib.reranking.tilde_scoring import TildeScores, score_run
+from lib.reranking.tilde_v2_index import TildeV2Index
+from lib.reranking.tilde_v2_index import build_index as build_tilde_v2_index
+from lib.reranking.tilde_v2_index import score_run as score_v2_run
+from lib.training.tilde import TildeTrainingData
+from lib.training.tilde_v2 import Group, groups
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 
 #: The first stage the ablation, the random order and chapter 2's models re-rank.
@@ -44,35 +56,99 @@ CHAPTER2_MODELS: tuple[tuple[str, str], ...] = tuple((name, label(name)) for nam
 PRECISIONS: tuple[str, ...] = ("float16", "float32")
 
 
+#: The encoders chapter 6 can start TILDE and TILDEv2 from (its ``start`` parameter); ``paper``: BERT-Base.
+STARTS: tuple[str, ...] = ("minilm", "small-bert")
+
+
 @dataclass(frozen=True)
 class StartingBert:
-    """The BERT every variant is fine-tuned from: its folder (or hub name), tokenizer and pre-training record.
+    """The encoder every model is fine-tuned from: its folder (or hub name), tokenizer and TILDE's input choices.
 
-    ``mlm_steps`` and ``mlm_loss`` (mean of the last 20 masked-LM losses, nats per masked piece) describe
-    chapter 2's pre-training; for ``bert-base-uncased`` they are the words the chapter's prose shows instead.
+    ``markers`` are the ids TILDE puts at position 0 of a passage and of a query, ``pooling`` what its
+    head reads (:mod:`lib.models.tilde`); ``description`` says where the weights come from.
     """
 
+    name: str
     path: Path | str
     tokenizer: WordPieceTokenizer
-    mlm_steps: int | str
-    mlm_loss: str
+    markers: tuple[int, int]
+    pooling: str
+    description: str
 
     def __str__(self) -> str:
-        if isinstance(self.path, str):
-            return f"{self.path}, loaded by name"
-        return f"small BERT {paths.shown(self.path)}: {self.mlm_steps} MLM steps, final loss {self.mlm_loss} nats"
+        return self.description
+
+    def tilde(self) -> Tilde:
+        """A new TILDE on these weights (the head as :mod:`lib.models.tilde` initialises it)."""
+        return Tilde(self.path, *self.markers, pooling=self.pooling)
+
+    def tilde_v2(self) -> TildeV2:
+        """A new TILDEv2 on these weights (a new projection)."""
+        return TildeV2(self.path)
 
 
-def starting_bert(profile: str) -> StartingBert:
-    """Chapter 2's small BERT for ``profile`` (an error naming chapter 2 when missing); ``paper``: BERT-Base."""
+def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
+    """The encoder of ``profile``: all-MiniLM-L6-v2 (``start="minilm"``) or chapter 2's small BERT (``"small-bert"``,
+    an error naming chapter 2 when missing); the ``paper`` profile loads ``bert-base-uncased`` by name.
+
+    MiniLM was trained with mean pooling and never saw the ``[unused]`` markers, so its TILDE reads the
+    mean of the output vectors and starts every input with ``[CLS]`` (the paper's text); the small BERT
+    and BERT-Base keep the authors' markers and the first position.
+    """
+    markers = (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
     if profile == "paper":
         return StartingBert(
-            "bert-base-uncased", WordPieceTokenizer.from_vocab(), "the original pre-training's", "(not recorded here)"
-        )
+            "bert-base-uncased", "bert-base-uncased", WordPieceTokenizer.from_vocab(), markers, "first",
+            "bert-base-uncased, loaded by name",
+        )  # fmt: skip
+    if start not in STARTS:
+        raise ValueError(f"parameter 'start' must be one of {list(STARTS)}, got {start!r}")
+    if start == "minilm":
+        folder = minilm_folder()
+        return StartingBert(
+            "minilm", folder, load_tokenizer(folder), (CLS_ID, CLS_ID), "mean",
+            f"all-MiniLM-L6-v2 ({pin(MINILM_FILES[0])}; 6 layers, hidden 384), no masked-LM head",
+        )  # fmt: skip
     path = artifacts.small_bert(profile)
     record = artifacts.small_bert_pretraining(profile)
     loss = float(np.mean(record["losses"][-20:]))
-    return StartingBert(path, load_tokenizer(path), record["params"]["steps"], f"{loss:.2f}")
+    description = (
+        f"chapter 2's small BERT {paths.shown(path)}: {record['params']['steps']} masked-LM steps, "
+        f"final loss {loss:.2f} nats"
+    )
+    return StartingBert("small-bert", path, load_tokenizer(path), markers, "first", description)
+
+
+def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> DistillationSet:
+    """Chapter 2's teacher-labelled queries and the teacher's scores of their candidates (its cached encodings).
+
+    The same set chapter 2's students learn from (:func:`lib.chapters.distillation_set.build_distillation_set`
+    with the profile's training settings), rebuilt from chapter 2's cache: BM25 over chapter 1's index
+    and the teacher's dense search, no teacher pass over the corpus.
+    """
+    folder = artifacts.teacher_cache(profile.name)
+    return build_distillation_set(
+        profile,
+        profile.training,
+        BiEncoder(minilm_folder()),
+        load_tokenizer(minilm_folder()),
+        artifacts.book_index(profile.name),
+        folder,
+        seed,
+        progress=progress,
+    )
+
+
+def judged_groups(data: TildeTrainingData, texts: Mapping[str, str], depth: int) -> list[Group]:
+    """TILDEv2's groups of the judged training queries: each pair's positive against the query's BM25 top
+    ``depth`` that is not judged relevant (grade ≥ 1)."""
+    candidates = {}
+    for train_set in data.train_sets:
+        run = load_run(train_set, BM25)
+        candidates.update({q: {p: s for p, s in run[q].items() if p in texts} for q in data.train_qids if q in run})
+    relevant = {q: {p for p, grade in data.qrels.get(q, {}).items() if grade >= 1} for q in candidates}
+    judged = [(q, p) for q, p in data.pairs if q in candidates]
+    return groups(judged, top_of_run(candidates, depth), exclude=relevant)
 
 
 def check_test_sets(test_sets: Sequence[str], ablation_sets: Sequence[str]) -> None:
@@ -118,26 +194,32 @@ def score_both_precisions(
     vocabulary: TargetVocabulary,
     serve: bool,
 ) -> tuple[dict[str, dict[str, TildeScores]], dict[str, IndexSummary]]:
-    """Index ``year``'s candidates with ``model`` in each of :data:`PRECISIONS` and score every first stage.
+    """Index ``year``'s candidates with ``model`` once and score every first stage from each of :data:`PRECISIONS`.
 
-    Returns ``{precision: {first stage: scores}}`` and ``{precision: index summary}``. The float16 index is
-    kept in ``folder/<year>-float16`` when ``serve`` (the index whose latency is measured); the others are
-    deleted once scored.
+    The model's float32 vectors are written first; the float16 index (the one the paper stores and
+    serves, §3.2) is cast from them, so both hold the same model output. Returns ``{precision: {first
+    stage: scores}}`` and ``{precision: index summary}``. The float16 index is kept in
+    ``folder/<year>-float16`` when ``serve`` (the index whose latency is measured); the float32 copy,
+    a check only, is deleted once scored.
     """
-    scores, summaries = {}, {}
-    for dtype in PRECISIONS:
-        scores[dtype], summaries[dtype] = score_first_stages(
-            model,
-            tokenizer,
-            texts,
-            year.queries,
-            year.runs,
-            folder / f"{year.name}-{dtype}",
-            vocabulary,
-            log_prob_dtype=dtype,
-            keep_index=serve and dtype == "float16",
-        )
-    return scores, summaries
+    full = folder / f"{year.name}-float32"
+    scores = {"float32": {}}
+    scores["float32"], float32 = score_first_stages(
+        model, tokenizer, texts, year.queries, year.runs, full, vocabulary, log_prob_dtype="float32", keep_index=True
+    )
+    served = folder / f"{year.name}-float16"
+    index = cast_index(load_index(full), served, vocabulary, "float16")
+    scores["float16"] = {
+        name: score_run(index, tokenizer, year.queries, run, model=model) for name, run in year.runs.items()
+    }
+    float16 = IndexSummary(
+        len(index), index.bytes_per_passage, index.log_prob_bytes_per_passage, "float16", served if serve else None
+    )
+    del index
+    shutil.rmtree(full)
+    if not serve:
+        shutil.rmtree(served)
+    return scores, {"float16": float16, "float32": dataclasses.replace(float32, folder=None)}
 
 
 def ablation_scores(
@@ -148,7 +230,7 @@ def ablation_scores(
     year: EvaluationYear,
     folder: Path,
 ) -> dict[str, TildeScores]:
-    """Every variant's float32 scores of BM25's candidates; the main variant's are ``main_scores`` (already computed).
+    """Every variant's scores of BM25's candidates from its float16 index; the main variant's are ``main_scores``.
 
     ``models`` maps variant names (:data:`lib.training.tilde_variants.VARIANTS`) to fine-tuned models; each
     scores with its own target vocabulary through an index in ``folder`` that is deleted afterwards.
@@ -163,13 +245,48 @@ def ablation_scores(
             texts,
             year.queries,
             {BM25: year.runs[BM25]},
-            folder / f"{year.name}-{name}-float32",
+            folder / f"{year.name}-{name}-float16",
             TargetVocabulary.named(VARIANTS[name].vocabulary, tokenizer),
-            log_prob_dtype="float32",
+            log_prob_dtype="float16",
             keep_index=False,
         )
         scores[name] = variant_scores[BM25]
     return scores
+
+
+def tilde_v2_scores(
+    model: TildeV2,
+    tokenizer: WordPieceTokenizer,
+    texts: Mapping[str, str],
+    years: Mapping[str, EvaluationYear],
+    folder: Path,
+) -> tuple[dict[str, dict[str, dict[str, float]]], TildeV2Index]:
+    """TILDEv2's scores of every year's BM25 candidates, from one index of them all kept in ``folder``."""
+    pids = candidate_pids({name: year.runs[BM25] for name, year in years.items()})
+    index = build_tilde_v2_index(model.to("cpu").eval(), tokenizer, texts, pids, folder)
+    cleaned = TargetVocabulary.cleaned(tokenizer)
+    return {
+        name: score_v2_run(index, tokenizer, year.queries, year.runs[BM25], cleaned) for name, year in years.items()
+    }, index
+
+
+def run_names(systems: Mapping[str, object]) -> dict[str, str]:
+    """The run-file names of this chapter's re-rankings among Table 2's ``systems`` (``<first stage> + <model>``).
+
+    BM25's re-rankings are named by the model alone (``BM25 + TILDE-QL`` → ``tilde-ql``), another first
+    stage's carry its name first (``SPLADE++ + TILDE-QL`` → ``splade-pp-tilde-ql``); chapter 2's rows and the
+    first stages themselves are not this chapter's and get none.
+    """
+    names = {}
+    for system in systems:
+        stage, _, model = system.partition(" + ")
+        if not model or "chapter 2" in model:
+            continue
+        slug = model.lower()
+        if stage != "BM25":
+            slug = f"{stage.lower().replace('++', '-pp').replace(' ', '-')}-{slug}"
+        names[system] = slug
+    return names
 
 
 def table2_systems(
@@ -179,13 +296,15 @@ def table2_systems(
     profile: str,
     seed: int,
     depth: int,
+    bm25_rerankers: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str], list[str]]:
     """The runs of Table 2 for ``year``, each system's baseline (the first stage it re-ranks), and what is left out.
 
     ``scores`` holds the main model's float32 scores per first stage. Per first stage (in ``year.runs``'
     order): the first stage itself (labelled by ``stage_labels``, default its name), for BM25 also its
     candidates in random order (:func:`lib.reranking.tilde_runs.random_order` with ``seed``), then the
-    first stage re-ranked by TILDE-QL and TILDE-QDL; last, BM25 re-ranked to ``depth`` by chapter 2's
+    first stage re-ranked by TILDE-QL and TILDE-QDL; then BM25 re-ranked by each of ``bm25_rerankers``
+    (``{label: scores of BM25's candidates}``, e.g. TILDEv2); last, BM25 re-ranked to ``depth`` by chapter 2's
     :data:`CHAPTER2_MODELS`. A chapter-2 model whose scores are missing is left out, and the returned
     messages say so.
     """
@@ -202,6 +321,9 @@ def table2_systems(
                 systems[f"{label} + {scoring}"], baseline_of[f"{label} + {scoring}"] = run, label
     left_out = []
     bm25 = year.runs[BM25]
+    for reranker, reranker_scores in (bm25_rerankers or {}).items():
+        system = f"BM25 + {reranker}"
+        systems[system], baseline_of[system] = rerank(bm25, {q: dict(reranker_scores[q]) for q in bm25}, depth), "BM25"
     for model, model_label in CHAPTER2_MODELS:
         try:
             stored = artifacts.candidate_scores(profile, year.name, model)

@@ -1,6 +1,6 @@
 """Chapter 6's result tables: Table 2 and the ablation (TILDE paper Table 3), the α sweep (Figure 2), index size (§3.2).
 
-- :func:`training_data_table` and :func:`loss_curves` — what each test year's models learn from, and how.
+- :func:`training_data_table` and :func:`loss_curves` — what the models learn from, and how.
 - :func:`effectiveness_table` — Table 2: each system's mean measures and whether it differs significantly
   from the first stage it re-ranks (paired t-test, Bonferroni over that first stage's rows);
   :func:`marked_table2` and :func:`marked_ablation` show the values with a † where significant.
@@ -11,11 +11,12 @@
   paper's significance tests (:func:`lib.evaluation.measures.significance`).
 - :func:`alpha_sweep` and :func:`best_alpha` — eq. 6 for every α of a grid, from one scoring pass, and the
   best α per test set and first stage.
-- :func:`index_size` — bytes per passage and what they make for a whole collection.
+- :func:`index_size` — bytes per passage (TILDE's and TILDEv2's) and what they make for a whole collection.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -96,52 +97,40 @@ def alpha_sweep(
     return pd.DataFrame(rows)
 
 
-def index_size(bytes_per_passage: float, log_prob_bytes_per_passage: int, passages: int) -> pd.DataFrame:
-    """Bytes per passage, and gigabytes for the book's indexed ``passages`` and for all of MS MARCO."""
-    if passages < 0 or bytes_per_passage < 0:
+def index_size(bytes_per_passage: Mapping[str, float], passages: int) -> pd.DataFrame:
+    """Per model (``{label: bytes per passage}``): bytes per passage, and gigabytes for the book's indexed
+    ``passages`` and for all of MS MARCO passage (8.8M)."""
+    if passages < 0 or any(value < 0 for value in bytes_per_passage.values()):
         raise ValueError("the passage count and bytes per passage must not be negative")
-    rows = [
-        ("the book's index", passages),
-        ("MS MARCO passage (8.8M)", MS_MARCO_PASSAGES),
-    ]
     return pd.DataFrame(
         [
             {
-                "collection": name,
-                "passages": count,
-                "bytes per passage": bytes_per_passage,
-                "of which log-probabilities": log_prob_bytes_per_passage,
-                "GB": count * bytes_per_passage / 1e9,
+                "model": label,
+                "bytes per passage": value,
+                "GB, the book's index": passages * value / 1e9,
+                "GB, MS MARCO passage (8.8M)": MS_MARCO_PASSAGES * value / 1e9,
             }
-            for name, count in rows
+            for label, value in bytes_per_passage.items()
         ]
-    )
+    ).set_index("model")
 
 
-def training_data_table(training_data: Mapping[str, TildeTrainingData], steps: int, batch_size: int) -> pd.DataFrame:
-    """Per test year: the years it is trained on, its training queries and pairs (grade ≥ 2), and the epochs
-    that ``steps`` batches of ``batch_size`` pairs make."""
+def training_data_table(data: TildeTrainingData, steps: int, batch_size: int) -> pd.DataFrame:
+    """Per source of training pairs (``data.sources``): its pairs, and the whole set's epochs that ``steps``
+    batches of ``batch_size`` pairs make."""
+    rows = [{"source": source, "pairs": count} for source, count in data.sources.items()]
+    rows.append({"source": "all", "pairs": len(data.pairs)})
+    table = pd.DataFrame(rows).set_index("source")
+    table["epochs"] = [math.nan] * (len(rows) - 1) + [steps * batch_size / max(1, len(data.pairs))]
+    return table
+
+
+def loss_curves(trained: Mapping[str, TildeTrainingResult]) -> pd.DataFrame:
+    """Every variant's loss per step, long format: ``variant`` (its label), ``step`` (from 1), ``loss``."""
     return pd.DataFrame(
         [
-            {
-                "test set": test_set.upper(),
-                "trained on": " + ".join(s.upper() for s in data.train_sets),
-                "training queries": len(data.train_qids),
-                "pairs (grade ≥ 2)": len(data.pairs),
-                "epochs": steps * batch_size / len(data.pairs),
-            }
-            for test_set, data in training_data.items()
-        ]
-    ).set_index("test set")
-
-
-def loss_curves(trained: Mapping[str, Mapping[str, TildeTrainingResult]]) -> pd.DataFrame:
-    """Every model's loss per step, long format: ``test set``, ``variant`` (its label), ``step`` (from 1), ``loss``."""
-    return pd.DataFrame(
-        [
-            {"test set": test_set.upper(), "variant": VARIANTS[name].label, "step": step + 1, "loss": loss}
-            for test_set, results in trained.items()
-            for name, result in results.items()
+            {"variant": VARIANTS[name].label, "step": step + 1, "loss": loss}
+            for name, result in trained.items()
             for step, loss in enumerate(result.losses)
         ]
     )

@@ -131,17 +131,26 @@ class ClusterSettings(_Replaceable):
 
 @dataclass(frozen=True)
 class TildeSettings(_Replaceable):
-    """Chapter 6's knobs: TILDE's fine-tuning schedule and the latency repetitions.
+    """Chapter 6's knobs: TILDE's and TILDEv2's fine-tuning schedules and the latency repetitions.
 
-    ``lr``: the paper's Adam rate for bert-base-uncased is 2e-5 (TILDE §4.3, the ``paper`` profile);
-    the book's small BERT and few pairs need 1e-3 (in a sweep of 1e-4, 3e-4, 1e-3 and 3e-3 — 300
-    steps of 16 pairs, DL19 fold — it reached the lowest training loss). The paper's schedule: batch
-    128, 10 epochs of MS MARCO's 533k pairs, about 42k steps.
+    TILDE: ``steps`` of ``batch_size`` pairs, Adam at ``lr`` for the encoder and ``head_lr`` for the
+    new masked-LM head (``None``: ``lr``), ``trainable_layers`` the encoder's top layers fine-tuned
+    (``None``: all). The paper's rate for bert-base-uncased is 2e-5 on everything, batch 128, 10 epochs
+    of MS MARCO's 533k pairs (about 42k steps; the ``paper`` profile). The book fine-tunes MiniLM's top
+    layers and the head on two CPU cores (sweep on DL21's validation queries; chapter 6 names it).
+    TILDEv2: ``v2_steps`` of ``v2_batch_size`` groups of ``v2_group_size`` passages, Adam at ``v2_lr``
+    (the book's choice; the same ``trainable_layers``).
     """
 
     steps: int = 300
     batch_size: int = 16
-    lr: float = 1e-3
+    lr: float = 1e-4
+    head_lr: float | None = 1e-3
+    trainable_layers: int | None = 2
+    v2_steps: int = 300
+    v2_batch_size: int = 4
+    v2_group_size: int = 8
+    v2_lr: float = 1e-4
     latency_repetitions: int = 5
 
 
@@ -185,7 +194,7 @@ PROFILES: dict[str, Profile] = {
             architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-base"),
         ),
         clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
-        tilde=TildeSettings(steps=4, batch_size=4, latency_repetitions=2),
+        tilde=TildeSettings(steps=4, batch_size=4, v2_steps=2, v2_batch_size=2, v2_group_size=4, latency_repetitions=2),
     ),
     "book": Profile(
         "book",
@@ -215,7 +224,9 @@ PROFILES: dict[str, Profile] = {
         ),
         speed=SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
         clusters=ClusterSettings(ks=tuple(range(2, 61, 2)), n_init=10),
-        tilde=TildeSettings(steps=42_000, batch_size=128, lr=2e-5),
+        tilde=TildeSettings(
+            steps=42_000, batch_size=128, lr=2e-5, head_lr=None, trainable_layers=None, v2_steps=50_000, v2_lr=2e-5
+        ),
     ),
 }  # fmt: skip
 

@@ -35,6 +35,7 @@ from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import TildeIndex
 from lib.reranking.tilde_scoring import check_alpha, dl_scores, qdl_scores, ql_scores, query_log_probs, query_terms
+from lib.reranking.tilde_v2_index import TildeV2Index
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _median_ms(function: Callable[[], object], repetitions: int, warmup: int) ->
     return statistics.median(timings), result
 
 
-def _candidates(index: TildeIndex, scores: Mapping[str, float], count: int) -> tuple[list[str], bool]:
+def _candidates(index: TildeIndex | TildeV2Index, scores: Mapping[str, float], count: int) -> tuple[list[str], bool]:
     """The first ``count`` indexed candidates of a query, repeated cyclically when there are fewer."""
     pids = [pid for pid in ranking_from_run(scores) if pid in index.row_of]
     if not pids:
@@ -169,4 +170,64 @@ def measure_latency(
         torch.set_num_threads(previous)
 
 
-__all__ = ["TildeLatency", "measure_latency"]
+def measure_v2_latency(
+    index: TildeV2Index,
+    tokenizer: WordPieceTokenizer,
+    queries: Mapping[str, str],
+    run: Run,
+    vocabulary: TargetVocabulary,
+    candidates: Sequence[int] = (100, 1000),
+    repetitions: int = 5,
+    warmup: int = 1,
+) -> list[TildeLatency]:
+    """TILDEv2's per-query latency on one core, as :func:`measure_latency` measures TILDE-QL's.
+
+    Query processing is the tokenizer and the cleaning of the query's pieces; re-ranking looks up each
+    candidate's stored weights (:meth:`lib.reranking.tilde_v2_index.TildeV2Index.score`) and sorts.
+    """
+    if repetitions < 1 or warmup < 0 or not candidates or min(candidates) < 1:
+        raise ValueError(
+            "'repetitions' must be >= 1, 'warmup' >= 0 and 'candidates' a non-empty list of positive counts"
+        )
+
+    def process(query: str) -> np.ndarray:
+        return np.asarray(vocabulary.clean(tokenizer.pieces([query])[0]), dtype=np.int64)
+
+    def rerank(pids: list[str], terms: np.ndarray) -> list[str]:
+        return [pids[i] for i in np.argsort(-index.score(terms, pids), kind="stable")]
+
+    results = []
+    for count in candidates:
+        processing, reranking, padded_any = [], [], False
+        for qid, scores in run.items():
+            pids, padded = _candidates(index, scores, count)
+            if qid not in queries or not pids:
+                continue
+            padded_any |= padded
+            ms, terms = _median_ms(lambda query=queries[qid]: process(query), repetitions, warmup)
+            processing.append(ms)
+            ms, _ = _median_ms(lambda p=pids, t=terms: rerank(p, t), repetitions, warmup)
+            reranking.append(ms)
+        if not processing:
+            raise ValueError("no query of 'run' has text in 'queries' and a candidate in the index")
+        results.append(
+            TildeLatency(
+                method="TILDEv2",
+                alpha=1.0,
+                candidates=count,
+                padded=padded_any,
+                queries=len(processing),
+                repetitions=repetitions,
+                query_processing_ms=statistics.fmean(processing),
+                reranking_ms=statistics.fmean(reranking),
+                total_ms=statistics.fmean(p + r for p, r in zip(processing, reranking, strict=True)),
+                threads=1,
+                device=device_name(torch.device("cpu")),
+                torch_version=torch.__version__,
+                numpy_version=np.__version__,
+            )
+        )
+    return results
+
+
+__all__ = ["TildeLatency", "measure_latency", "measure_v2_latency"]

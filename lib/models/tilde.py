@@ -4,8 +4,17 @@ TILDE maps a text — a passage *or* a query, alone — to a likelihood for ever
 vocabulary: BERT encodes the text, and the masked-LM head (transform + decoder tied to the word
 embeddings) applied to the output vector at position 0 gives one logit ``z_t`` per piece ``t``.
 The same network gives ``P(t|d)`` from a passage (used by TILDE-QL, eq. 4) and ``P(t|q)`` from a
-query (used by TILDE-DL, eq. 5). It starts from the book's small pre-trained BERT (a folder of
-:func:`lib.training.masked_lm.pretrain_mlm`) or, in the ``paper`` profile, from ``bert-base-uncased``.
+query (used by TILDE-DL, eq. 5). The book starts it from all-MiniLM-L6-v2
+(:func:`lib.representations.pretrained.minilm_folder`; its vocabulary is bert-base-uncased's), the
+``paper`` profile from ``bert-base-uncased``, and the book's small pre-trained BERT (a folder of
+:func:`lib.training.masked_lm.pretrain_mlm`) remains a named alternative.
+
+**The head of an encoder without one.** all-MiniLM-L6-v2 ships its encoder only. Loading it as a
+``BertForMaskedLM`` adds BERT's masked-LM head: the transform (dense 384 → 384, GELU, LayerNorm)
+initialised as transformers initialises new BERT weights (normal, σ = 0.02; LayerNorm 1 and 0), the
+decoder *tied* to the input word-piece embeddings (so it starts as "similarity of the output vector
+to each piece's embedding") and a zero bias. Fine-tuning (:mod:`lib.training.tilde`) trains the head
+with the encoder; :meth:`Tilde.train_only_top` limits it to the top layers for CPU budgets.
 
 Choices the paper leaves open (named here, constructor arguments where an alternative is plausible):
 
@@ -46,6 +55,8 @@ PASSAGE_MARKER_ID = 1
 QUERY_MARKER_ID = 2
 #: The two input directions: a passage predicts query terms (QL), a query predicts passage terms (DL).
 DIRECTIONS: tuple[str, ...] = ("passage", "query")
+#: What the head reads: the output vector at position 0 (the paper) or the mean over the input's tokens.
+POOLINGS: tuple[str, ...] = ("first", "mean")
 #: The settings file that :meth:`Tilde.save` writes beside the BERT checkpoint.
 SETTINGS_NAME = "tilde.json"
 
@@ -68,8 +79,11 @@ class Tilde(nn.Module):
         max_passage_length: int = DOC_MAX_LENGTH,
         max_query_length: int = QUERY_MAX_LENGTH,
         sep_id: int = SEP_ID,
+        pooling: str = "first",
     ) -> None:
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"parameter 'pooling' must be one of {list(POOLINGS)}, got {pooling!r}")
         if isinstance(bert, str | os.PathLike):
             bert = load_bert(bert, lm_head=True)
         if not isinstance(bert, BertForMaskedLM):
@@ -88,6 +102,7 @@ class Tilde(nn.Module):
         self.markers = {"passage": passage_marker_id, "query": query_marker_id}
         self.max_lengths = {"passage": max_passage_length, "query": max_query_length}
         self.sep_id = sep_id
+        self.pooling = pooling
 
     @property
     def vocab_size(self) -> int:
@@ -97,9 +112,31 @@ class Tilde(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def settings(self) -> dict[str, int]:
+    def train_only_top(self, layers: int | None) -> list[nn.Parameter]:
+        """Freeze all but the top ``layers`` Transformer layers and the head; the parameters left to train.
+
+        ``None`` (or the model's depth) trains everything. When ``layers`` is smaller, the word-piece
+        embeddings freeze with the lower layers, and with them the decoder tied to them: the head
+        then learns its transform and bias. Freezing saves the backward pass through the frozen layers.
+        """
+        depth = len(self.bert.bert.encoder.layer)
+        if layers is not None and not 1 <= layers <= depth:
+            raise ValueError(f"parameter 'layers' must be in [1, {depth}] or None, got {layers}")
+        frozen = 0 if layers is None else depth - layers
+        for parameter in self.parameters():
+            parameter.requires_grad = frozen == 0
+        for layer in self.bert.bert.encoder.layer[frozen:]:
+            for parameter in layer.parameters():
+                parameter.requires_grad = True
+        for parameter in self.bert.cls.predictions.transform.parameters():
+            parameter.requires_grad = True
+        self.bert.cls.predictions.bias.requires_grad = True
+        return [parameter for parameter in self.parameters() if parameter.requires_grad]
+
+    def settings(self) -> dict[str, int | str]:
         """The constructor arguments besides ``bert`` (what :meth:`save` records)."""
         return {
+            "pooling": self.pooling,
             "passage_marker_id": self.markers["passage"],
             "query_marker_id": self.markers["query"],
             "max_passage_length": self.max_lengths["passage"],
@@ -122,9 +159,14 @@ class Tilde(nn.Module):
         return input_ids, attention
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The vocabulary logits ``z`` at position 0, ``FloatTensor[B, vocab]`` (fp32 also under autocast)."""
-        hidden = self.bert.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, 0]
-        return self.bert.cls(hidden).float()
+        """The vocabulary logits ``z`` of the pooled output, ``FloatTensor[B, vocab]`` (fp32 also under autocast)."""
+        hidden = self.bert.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        if self.pooling == "first":
+            pooled = hidden[:, 0]
+        else:
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+        return self.bert.cls(pooled).float()
 
     def logits(self, pieces: Sequence[Sequence[int]], direction: str) -> torch.Tensor:
         """:meth:`forward` on word-piece lists (moved to the model's device)."""
@@ -175,4 +217,4 @@ class Tilde(nn.Module):
         return cls(load_bert(path, lm_head=True), **json.loads(settings.read_text(encoding="utf-8")))
 
 
-__all__ = ["DIRECTIONS", "PASSAGE_MARKER_ID", "QUERY_MARKER_ID", "SETTINGS_NAME", "Tilde"]
+__all__ = ["DIRECTIONS", "PASSAGE_MARKER_ID", "POOLINGS", "QUERY_MARKER_ID", "SETTINGS_NAME", "Tilde"]

@@ -245,7 +245,10 @@ def build_index(
     metadata: Mapping[str, Any] | None = None,
     log_prob_dtype: str = "float16",
 ) -> TildeIndex:
-    """Run TILDE once over every passage of ``pids`` (in the given order, duplicates dropped) and write the index.
+    """Run TILDE once over every passage of ``pids`` (duplicates dropped) and write the index.
+
+    Passages go through the model in batches of similar length; the index's rows follow that order
+    (``TildeIndex.pids``), which scoring never depends on.
 
     The model runs where it is, in eval mode, under ``torch.inference_mode()``; log-probabilities
     are stored as ``log_prob_dtype`` (float16 as the paper, or float32). A pid without text in
@@ -260,10 +263,13 @@ def build_index(
     if batch_size < 1:
         raise ValueError(f"parameter 'batch_size' must be at least 1, got {batch_size}")
 
+    pieces_of = dict(zip(order, tokenizer.pieces([texts[pid] for pid in order]), strict=True))
+    order.sort(key=lambda pid: len(pieces_of[pid]))  # length-sorted batches pad little; rows follow this order
+
     def blocks() -> Iterable[tuple[np.ndarray, list[np.ndarray]]]:
         bar = tqdm(total=len(order), desc="TILDE index", unit="passage", disable=not progress)
         for start in range(0, len(order), batch_size):
-            pieces = tokenizer.pieces([texts[pid] for pid in order[start : start + batch_size]])
+            pieces = [pieces_of[pid] for pid in order[start : start + batch_size]]
             log_probs = model.piece_log_probs(pieces, "passage", batch_size=batch_size)
             yield log_probs.numpy(), [vocabulary.clean(ids) for ids in pieces]
             bar.update(len(pieces))
@@ -271,6 +277,26 @@ def build_index(
 
     info = {"model_settings": model.settings(), **dict(metadata or {})}
     write_index(folder, order, blocks(), vocabulary, info, log_prob_dtype)
+    return load_index(folder)
+
+
+def cast_index(
+    source: TildeIndex, folder: str | os.PathLike, vocabulary: TargetVocabulary, log_prob_dtype: str = "float16"
+) -> TildeIndex:
+    """A copy of ``source`` in ``folder`` with its log-probabilities stored as ``log_prob_dtype``: no model pass.
+
+    Casting the model's float32 vectors gives exactly what :func:`build_index` would store in float16.
+    ``vocabulary`` must be the one ``source`` was built with.
+    """
+    source.check_vocabulary(vocabulary)
+
+    def blocks(rows: int = 1024) -> Iterable[tuple[np.ndarray, list[np.ndarray]]]:
+        for start in range(0, len(source), rows):
+            stop = min(start + rows, len(source))
+            pieces = [source.terms[source.offsets[i] : source.offsets[i + 1]] for i in range(start, stop)]
+            yield np.asarray(source.log_probs[start:stop]), pieces
+
+    write_index(folder, source.pids, blocks(), vocabulary, source.header["metadata"], log_prob_dtype)
     return load_index(folder)
 
 
@@ -283,6 +309,7 @@ __all__ = [
     "TERMS_NAME",
     "TildeIndex",
     "build_index",
+    "cast_index",
     "load_index",
     "term_dtype",
     "write_index",

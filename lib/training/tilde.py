@@ -31,6 +31,7 @@ folder of *other* parameters is a ``ValueError`` naming the differences.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
@@ -103,6 +104,33 @@ class TildeTrainingData:
     qrels: dict[str, dict[str, int]]
     train_qids: list[str]
     validation_qids: list[str]
+    sources: dict[str, int] = field(default_factory=dict)
+
+
+def teacher_pairs(teacher: Mapping[str, Mapping[str, float]]) -> list[Pair]:
+    """``(qid, the teacher's first passage)`` of every teacher-labelled query with candidates, in query order."""
+    return [(qid, max(teacher[qid], key=teacher[qid].get)) for qid in sorted(teacher, key=query_order) if teacher[qid]]
+
+
+def with_teacher_pairs(
+    data: TildeTrainingData, teacher: Mapping[str, Mapping[str, float]], queries: Mapping[str, str]
+) -> TildeTrainingData:
+    """``data`` plus one pair per teacher-labelled query: the query and the passage the teacher ranks first.
+
+    ``teacher`` is the teacher's scores of each query's candidates (chapter 2's distillation set,
+    :mod:`lib.chapters.distillation_set`), ``queries`` their texts. A query that is also one of
+    ``data``'s is a ``ValueError``: the two sources must not overlap.
+    """
+    overlap = sorted(set(teacher) & set(data.queries))
+    if overlap:
+        raise ValueError(f"teacher-labelled queries {overlap[:5]} are also judged training or validation queries")
+    added = teacher_pairs(teacher)
+    return dataclasses.replace(
+        data,
+        pairs=[*data.pairs, *added],
+        queries={**data.queries, **{qid: queries[qid] for qid, _ in added}},
+        sources={**data.sources, "teacher-labelled queries (the teacher's first passage)": len(added)},
+    )
 
 
 def fold_training_data(
@@ -130,7 +158,8 @@ def fold_training_data(
     train_qids, validation_qids = train_validation_split(list(queries), seed=seed)
     train_qids = sorted(train_qids, key=query_order)[:max_train_queries]
     pairs = relevant_pairs({q: qrels[q] for q in train_qids if q in qrels}, texts, min_relevance)
-    return TildeTrainingData(fold, train_sets, pairs, queries, qrels, train_qids, validation_qids)
+    source = f"{' + '.join(s.upper() for s in train_sets)} judged pairs (grade ≥ {min_relevance})"
+    return TildeTrainingData(fold, train_sets, pairs, queries, qrels, train_qids, validation_qids, {source: len(pairs)})
 
 
 @dataclass
@@ -187,6 +216,8 @@ def train_tilde(
     checkpoint_every: int = 50,
     stop_after: int | None = None,
     progress: bool = True,
+    trainable_layers: int | None = None,
+    head_lr: float | None = None,
 ) -> TildeTrainingResult:
     """Fine-tune ``model`` on ``(qid, pid)`` pairs with ``loss`` over ``vocabulary``'s targets (module doc).
 
@@ -200,6 +231,10 @@ def train_tilde(
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``; ``amp``: bf16 autocast
             (:func:`lib.training.pairwise.autocast`; ``"auto"`` = on CUDA only).
         stop_after: stop (as an interruption would) after this step, checkpointing it.
+        trainable_layers: fine-tune only the top this many Transformer layers and the head
+            (:meth:`lib.models.tilde.Tilde.train_only_top`); ``None``: the whole network, as the paper.
+        head_lr: the head's own Adam rate (transform and bias, new weights for an encoder without an
+            MLM head); ``None``: ``lr`` for everything, as the paper.
 
     Under torchrun with several processes (:mod:`lib.core.distributed`) each process takes its share
     of every step's ``batch_size`` pairs (a multiple of the number of processes) with its own dropout;
@@ -239,6 +274,8 @@ def train_tilde(
         "pairs_sha256": texts_fingerprint([f"{q}\t{p}\t{queries[q]}\t{texts[p]}" for q, p in pairs]),
         "initial_weights_sha256": _weights_digest(model),
         "model_settings": model.settings(),
+        "trainable_layers": trainable_layers,
+        "head_lr": head_lr,
     }
     params = as_json(params)
     marker, checkpoint = output_dir / MARKER_NAME, output_dir / CHECKPOINT_NAME
@@ -251,7 +288,13 @@ def train_tilde(
         )
 
     model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    trainable = model.train_only_top(trainable_layers)
+    head = {id(p) for p in model.bert.cls.predictions.transform.parameters()} | {id(model.bert.cls.predictions.bias)}
+    groups = [
+        {"params": [p for p in trainable if id(p) not in head], "lr": lr},
+        {"params": [p for p in trainable if id(p) in head], "lr": lr if head_lr is None else head_lr},
+    ]
+    optimizer = torch.optim.Adam([group for group in groups if group["params"]])
     qids = sorted({q for q, _ in pairs}, key=query_order)
     pids = sorted({p for _, p in pairs})
     query_pieces = dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True))
@@ -311,5 +354,7 @@ __all__ = [
     "TildeTrainingResult",
     "fold_training_data",
     "relevant_pairs",
+    "teacher_pairs",
     "train_tilde",
+    "with_teacher_pairs",
 ]

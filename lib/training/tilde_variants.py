@@ -10,7 +10,7 @@ vocabulary, so that cleaning is ablated for the paper's own loss as well.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +59,7 @@ def check_variants(names: Sequence[str]) -> list[str]:
 
 def train_variants(
     names: Sequence[str],
-    bert: str | os.PathLike,
+    new_model: Callable[[], Tilde],
     tokenizer: WordPieceTokenizer,
     pairs: Sequence[Pair],
     queries: Mapping[str, str],
@@ -71,17 +71,21 @@ def train_variants(
     seed: int,
     device: str | torch.device = "auto",
     progress: bool = True,
+    trainable_layers: int | None = None,
+    head_lr: float | None = None,
 ) -> dict[str, TildeTrainingResult]:
-    """Fine-tune every variant of ``names`` from the BERT at ``bert`` into ``folder/<name>`` (resumable).
+    """Fine-tune every variant of ``names`` from a model of ``new_model()`` into ``folder/<name>`` (resumable).
 
-    Every variant starts from the same weights and sees the same batches (same ``seed``); a folder
-    that already holds a finished run with the same arguments is loaded, not trained again.
+    Every variant starts from the same weights (``new_model`` must build the same ones each call) and
+    sees the same batches (same ``seed``); a folder that already holds a finished run with the same
+    arguments is loaded, not trained again. ``trainable_layers`` and ``head_lr``: see
+    :func:`lib.training.tilde.train_tilde`.
     """
     results: dict[str, TildeTrainingResult] = {}
     for name in check_variants(names):
         variant = VARIANTS[name]
         results[name] = train_tilde(
-            Tilde(bert),
+            new_model(),
             tokenizer,
             pairs,
             queries,
@@ -95,6 +99,8 @@ def train_variants(
             seed=seed,
             device=device,
             progress=progress,
+            trainable_layers=trainable_layers,
+            head_lr=head_lr,
         )
     return results
 

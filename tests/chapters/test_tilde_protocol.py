@@ -7,11 +7,23 @@ from pathlib import Path
 import pytest
 
 from lib.chapters import experiments
-from lib.chapters.tilde_protocol import EvaluationYear, StartingBert, check_test_sets, starting_bert, table2_systems
+from lib.chapters.tilde_protocol import (
+    EvaluationYear,
+    StartingBert,
+    check_test_sets,
+    judged_groups,
+    run_names,
+    starting_bert,
+    table2_systems,
+)
 from lib.core.types import ranking_from_run
+from lib.data import book_texts
 from lib.evaluation import measures as evaluation
+from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID
+from lib.representations.bert import CLS_ID
 from lib.reranking.tilde_runs import random_order
 from lib.reranking.tilde_scoring import TildeScores
+from lib.training.tilde import fold_training_data
 
 FIRST_STAGE = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 2.0, "c": 1.0}}
 OTHER = {"q1": {"c": 5.0, "a": 4.0}, "q2": {"c": 2.0}}
@@ -64,9 +76,35 @@ def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifa
     assert message.startswith("BERT-cat row left out") and "chapter 2 (02_training)" in message
 
 
-def test_the_starting_bert_is_chapter_2s_small_one_or_bert_base_by_name(artifacts_root: Path) -> None:
+def test_the_starting_encoder_is_minilm_the_small_bert_or_bert_base_by_name(artifacts_root: Path) -> None:
+    minilm = starting_bert("smoke")
+    assert minilm.name == "minilm" and minilm.markers == (CLS_ID, CLS_ID) and minilm.pooling == "mean"
+    assert "all-MiniLM-L6-v2" in str(minilm) and minilm.tokenizer.vocab_size == 30522
     with pytest.raises(FileNotFoundError, match=r"small-bert/config\.json: missing .*chapter 2"):
-        starting_bert("smoke")
+        starting_bert("smoke", "small-bert")
+    with pytest.raises(ValueError, match="'start'"):
+        starting_bert("smoke", "bert-large")
     paper = starting_bert("paper")
     assert isinstance(paper, StartingBert) and paper.path == "bert-base-uncased"
-    assert str(paper) == "bert-base-uncased, loaded by name"
+    assert str(paper) == "bert-base-uncased, loaded by name" and paper.markers == (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
+
+
+def test_run_names_name_this_chapters_rerankings_only() -> None:
+    systems = ["BM25", "BM25 in random order", "BM25 + TILDE-QL", "SPLADE++ + TILDE-QDL", "BM25 + TILDEv2",
+               "BM25 + TK-2 (chapter 2)"]  # fmt: skip
+    assert run_names(systems) == {
+        "BM25 + TILDE-QL": "tilde-ql",
+        "SPLADE++ + TILDE-QDL": "splade-pp-tilde-qdl",
+        "BM25 + TILDEv2": "tildev2",
+    }
+
+
+def test_judged_groups_use_bm25_candidates_not_judged_relevant(converted: Path) -> None:
+    texts = book_texts()
+    data = fold_training_data("dl19", texts, max_train_queries=2)
+    made = judged_groups(data, texts, depth=50)
+    assert made and {g.qid for g in made} <= set(data.train_qids)
+    for group in made:
+        assert data.qrels[group.qid][group.positive] >= 2
+        assert all(data.qrels[group.qid].get(pid, 0) < 1 for pid in group.negatives)
+        assert 0 < len(group.negatives) <= 50 and all(pid in texts for pid in group.negatives)

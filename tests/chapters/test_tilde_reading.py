@@ -6,7 +6,10 @@ import pandas as pd
 import pytest
 
 from lib.chapters.tilde_reading import reading, spread_reading
+from lib.chapters.tilde_tables import index_size
 from lib.training.tilde_variants import VARIANTS
+
+SIZES = index_size({"TILDE": 61_150.0, "TILDEv2": 190.0}, 4_000)
 
 
 def _table2(ql: float, qdl: float, bm25: float, random: float) -> pd.DataFrame:
@@ -25,7 +28,7 @@ def _table2(ql: float, qdl: float, bm25: float, random: float) -> pd.DataFrame:
     ],
 )
 def test_the_table2_verdict_compares_ql_with_bm25_and_the_random_order(ql: float, verdict: str) -> None:
-    text = reading(_table2(ql, 0.3, 0.5, 0.4), ["dl19"], {}, 1000, 0.5, 61_000.0, 540.0)
+    text = reading(_table2(ql, 0.3, 0.5, 0.4), ["dl19"], {}, 1000, 0.5, SIZES, 0.01)
     assert f"nDCG@10 {ql:.3f} against BM25's 0.500 and 0.400" in text and verdict in text
     assert "0.300, not above TILDE-QL" in text
 
@@ -40,13 +43,25 @@ def test_latency_index_and_ablation_bullets() -> None:
             "significant nDCG@10": [False, True, False],
         }
     )
-    text = reading(_table2(0.6, 0.7, 0.5, 0.4), ["dl19"], {"dl19": ablation}, 1000, 1.5, 61_150.0, 540.4)
+    text = reading(_table2(0.6, 0.7, 0.5, 0.4), ["dl19"], {"dl19": ablation}, 1000, 1.5, SIZES, 0.2)
     assert "cleaning the vocabulary changes L_QL's TILDE-QL by -0.050" in text
     assert "BiQDL instead of L_QL changes TILDE-QL by +0.100" in text
     assert "1 of the other rows differ significantly" in text
     assert "1,000 candidates in 1.50 ms on one core (above the 1 ms target)" in text
-    assert "61,150 bytes per passage, about 540 GB" in text
-    assert len(text.splitlines()) == 4
+    assert "TILDE: 61,150 bytes per passage, about 540.7 GB" in text and "TILDEv2: 190 bytes per passage" in text
+    assert "20.0% of the candidates share their TILDE-QL score" in text and "(above 5%)" in text
+    assert len(text.splitlines()) == 5
+
+
+def test_the_tilde_v2_sentence_says_whether_it_beats_bm25() -> None:
+    table = _table2(0.6, 0.7, 0.5, 0.4)
+    table.loc["BM25 + TILDEv2", ("DL19", "nDCG@10")] = 0.58
+    table[("DL19", "nDCG@10 †")] = [None, None, None, None, True]
+    assert "TILDEv2 (no expansion) reaches 0.580: significantly above BM25." in reading(
+        table, ["dl19"], {}, 1000, 0.5, SIZES, 0.0
+    )
+    table[("DL19", "nDCG@10 †")] = [None] * 5
+    assert "above BM25, not significantly" in reading(table, ["dl19"], {}, 1000, 0.5, SIZES, 0.0)
 
 
 def test_spread_reading_says_removed_below_a_tenth() -> None:

@@ -95,11 +95,12 @@ def test_alpha_sweep_evaluates_eq6_at_every_alpha() -> None:
 
 
 def test_index_size_scales_bytes_per_passage_to_ms_marco() -> None:
-    table = index_size(61_150.0, 61_044, 4_000)
-    assert table["passages"].tolist() == [4_000, MS_MARCO_PASSAGES]
-    assert table["GB"].tolist() == pytest.approx([4_000 * 61_150 / 1e9, MS_MARCO_PASSAGES * 61_150 / 1e9])
+    table = index_size({"TILDE": 61_150.0, "TILDEv2": 200.0}, 4_000)
+    assert table.index.tolist() == ["TILDE", "TILDEv2"]
+    assert table["GB, the book's index"].tolist() == pytest.approx([4_000 * 61_150 / 1e9, 4_000 * 200 / 1e9])
+    assert table.loc["TILDE", "GB, MS MARCO passage (8.8M)"] == pytest.approx(MS_MARCO_PASSAGES * 61_150 / 1e9)
     with pytest.raises(ValueError, match="negative"):
-        index_size(-1.0, 0, 1)
+        index_size({"TILDE": -1.0}, 1)
 
 
 def test_effectiveness_table_tests_each_system_against_the_first_stage_it_reranks() -> None:
@@ -160,11 +161,9 @@ def test_marked_ablation_shows_marks_and_p_values() -> None:
 
 
 def test_training_data_table_and_loss_curves() -> None:
-    data = SimpleNamespace(train_sets=("dl21",), train_qids=["q1", "q2"], pairs=[("q1", "a")] * 8)
-    table = training_data_table({"dl19": data}, steps=4, batch_size=4)
-    assert table.loc["DL19"].tolist() == ["DL21", 2, 8, 2.0]
-    curves = loss_curves({"dl19": {"biqdl": SimpleNamespace(losses=[3.0, 2.0])}})
-    assert curves.values.tolist() == [
-        ["DL19", VARIANTS["biqdl"].label, 1, 3.0],
-        ["DL19", VARIANTS["biqdl"].label, 2, 2.0],
-    ]
+    data = SimpleNamespace(sources={"DL21 judged pairs": 6, "teacher": 2}, pairs=[("q1", "a")] * 8)
+    table = training_data_table(data, steps=4, batch_size=4)
+    assert table["pairs"].tolist() == [6, 2, 8]
+    assert table.loc["all", "epochs"] == 2.0 and table["epochs"].isna().sum() == 2
+    curves = loss_curves({"biqdl": SimpleNamespace(losses=[3.0, 2.0])})
+    assert curves.values.tolist() == [[VARIANTS["biqdl"].label, 1, 3.0], [VARIANTS["biqdl"].label, 2, 2.0]]

@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from lib.models.tilde_vocabulary import TargetVocabulary
-from lib.reranking.tilde_index import HEADER_NAME, LOG_PROBS_NAME, TERMS_NAME, load_index, term_dtype, write_index
+from lib.reranking.tilde_index import (
+    HEADER_NAME,
+    LOG_PROBS_NAME,
+    TERMS_NAME,
+    cast_index,
+    load_index,
+    term_dtype,
+    write_index,
+)
 from tests.tilde_helpers import hand_index
 
 
@@ -81,6 +89,20 @@ def test_float32_storage_round_trips_too(tmp_path: Path) -> None:
     assert index.log_prob_bytes_per_passage == 8 * 4
     with pytest.raises(ValueError, match="'log_prob_dtype'"):
         write_index(tmp_path, ["a"], [], vocabulary, log_prob_dtype="float64")
+
+
+def test_a_cast_copy_holds_the_float32_vectors_in_float16(tmp_path: Path) -> None:
+    vocabulary = TargetVocabulary("full", np.ones(8, dtype=bool))
+    log_probs = np.log(np.random.default_rng(1).uniform(0.01, 0.99, (3, 8))).astype(np.float32)
+    terms = [np.array([1]), np.array([], dtype=np.int64), np.array([2, 3])]
+    write_index(tmp_path / "f32", ["a", "b", "c"], [(log_probs, terms)], vocabulary, log_prob_dtype="float32")
+    cast = cast_index(load_index(tmp_path / "f32"), tmp_path / "f16", vocabulary, "float16")
+    assert cast.pids == ["a", "b", "c"] and cast.log_probs.dtype == np.float16
+    assert np.array_equal(cast.log_probs, log_probs.astype(np.float16))
+    assert np.array_equal(cast.terms, load_index(tmp_path / "f32").terms) and cast.offsets.tolist() == [0, 1, 1, 3]
+    other = TargetVocabulary("cleaned", np.array([False, *[True] * 7]))
+    with pytest.raises(ValueError, match="built with vocabulary"):
+        cast_index(load_index(tmp_path / "f32"), tmp_path / "bad", other)
 
 
 def test_piece_ids_use_the_smallest_dtype() -> None:

@@ -12,7 +12,14 @@ from lib import data
 from lib.data.splits import FOLDS
 from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer
-from lib.training.tilde import MIN_RELEVANCE, fold_training_data, relevant_pairs, train_tilde
+from lib.training.tilde import (
+    MIN_RELEVANCE,
+    fold_training_data,
+    relevant_pairs,
+    teacher_pairs,
+    train_tilde,
+    with_teacher_pairs,
+)
 from tests.tilde_helpers import tiny_tilde
 
 #: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
@@ -70,6 +77,20 @@ def test_fold_pairs_come_from_the_non_test_years_only(converted: Path) -> None:
     assert len(fold_training_data("dl19", texts, max_train_queries=3).train_qids) == 3
     with pytest.raises(ValueError, match="'fold'"):
         fold_training_data("dl21", texts)
+
+
+def test_teacher_pairs_add_one_pair_per_teacher_labelled_query(converted: Path) -> None:
+    texts = {**data.load_collection("v1"), **data.load_collection("v2")}
+    fold = fold_training_data("dl19", texts, max_train_queries=2)
+    teacher = {"pseudo-b": {"p1": 0.2, "p2": 0.9}, "pseudo-a": {"p3": 0.5}, "pseudo-c": {}}
+    assert teacher_pairs(teacher) == [("pseudo-a", "p3"), ("pseudo-b", "p2")]
+    queries = {"pseudo-a": "alpha words", "pseudo-b": "beta words", "pseudo-c": "gamma"}
+    both = with_teacher_pairs(fold, teacher, queries)
+    assert both.pairs == [*fold.pairs, ("pseudo-a", "p3"), ("pseudo-b", "p2")]
+    assert both.queries["pseudo-b"] == "beta words" and "pseudo-c" not in both.queries
+    assert list(both.sources.values()) == [len(fold.pairs), 2] and fold.sources != both.sources
+    with pytest.raises(ValueError, match="also judged training or validation queries"):
+        with_teacher_pairs(fold, {fold.train_qids[0]: {"p1": 1.0}}, fold.queries)
 
 
 def test_resume_after_an_interruption_ends_with_the_uninterrupted_weights(

@@ -9,6 +9,7 @@ import torch
 from transformers import BertForMaskedLM
 
 from lib import data
+from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.training.tilde import relevant_pairs
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, Variant, check_variants, train_variants
@@ -42,7 +43,7 @@ def test_every_variant_starts_from_the_same_bert_and_a_finished_one_is_reused(co
     arguments = dict(steps=2, batch_size=4, lr=1e-3, seed=1, device="cpu", progress=False)
     results = train_variants(
         ["ql", "biqdl"],
-        tmp_path / "bert",
+        lambda: Tilde(tmp_path / "bert"),
         tokenizer,
         pairs,
         data.load_queries("dl20"),
@@ -55,6 +56,13 @@ def test_every_variant_starts_from_the_same_bert_and_a_finished_one_is_reused(co
     assert (results["biqdl"].params["loss"], results["ql"].params["loss"]) == ("biqdl", "ql")
     assert all((tmp_path / "m" / name / "training.json").is_file() for name in ("biqdl", "ql"))
     again = train_variants(
-        ["biqdl"], tmp_path / "bert", tokenizer, pairs, data.load_queries("dl20"), texts, tmp_path / "m", **arguments
+        ["biqdl"],
+        lambda: Tilde(tmp_path / "bert"),
+        tokenizer,
+        pairs,
+        data.load_queries("dl20"),
+        texts,
+        tmp_path / "m",
+        **arguments,
     )
     assert again["biqdl"].steps_run == 0 and again["biqdl"].losses == results["biqdl"].losses

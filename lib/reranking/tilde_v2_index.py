@@ -1,0 +1,192 @@
+"""TILDEv2's sparse passage index and its query-time scoring (Zhuang & Zuccon 2021, §3.2 and §4).
+
+At indexing time every candidate passage goes through TILDEv2 once; the index keeps, for each
+distinct piece of the passage, the largest weight any of its occurrences got (all that the
+max-pooled exact match of :func:`lib.models.tilde_v2.exact_match_scores` reads), in float16 as
+the authors store it. At query time scoring is a tokenizer, a lookup and a sum: no network.
+
+Layout of an index folder (little-endian, memory-mappable): ``pieces.bin`` (``uint16`` piece ids,
+each passage's sorted, concatenated), ``weights.f16`` (their float16 weights), ``offsets.i64``
+(``int64 [passages + 1]``) and ``index.json`` (format, pids, the size of every file); the header is
+written last, and loading checks every file's size against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from lib.core.atomic import atomic_write, write_json
+from lib.core.types import Run
+from lib.models.tilde_v2 import TildeV2
+from lib.models.tilde_vocabulary import TargetVocabulary
+from lib.representations.bert import WordPieceTokenizer
+
+INDEX_FORMAT = 1
+HEADER_NAME = "index.json"
+FILES = {"pieces": ("pieces.bin", np.dtype("<u2")), "weights": ("weights.f16", np.dtype("<f2"))}
+_OFFSETS = ("offsets.i64", np.dtype("<i8"))
+
+
+@dataclass
+class TildeV2Index:
+    """A loaded index: per passage (row of ``pids``) its sorted distinct ``pieces`` and their ``weights``."""
+
+    folder: Path
+    pids: list[str]
+    row_of: dict[str, int]
+    pieces: np.ndarray
+    weights: np.ndarray
+    offsets: np.ndarray
+    header: dict
+
+    def __len__(self) -> int:
+        return len(self.pids)
+
+    @property
+    def bytes_per_passage(self) -> float:
+        """Bytes on disk per passage: pieces, weights and offsets (the JSON header excluded)."""
+        return sum(self.header["files"].values()) / max(1, len(self))
+
+    def score(self, query_pieces: np.ndarray, pids: Sequence[str]) -> np.ndarray:
+        """``s(q, d)`` of each of ``pids`` for a query's cleaned pieces (duplicates count twice), ``float64``."""
+        out = np.zeros(len(pids), dtype=np.float64)
+        for index, pid in enumerate(pids):
+            try:
+                row = self.row_of[pid]
+            except KeyError:
+                raise KeyError(f"passage {pid!r} is not in the TILDEv2 index {self.folder}") from None
+            pieces = self.pieces[self.offsets[row] : self.offsets[row + 1]]
+            if not len(pieces):
+                continue
+            where = np.searchsorted(pieces, query_pieces).clip(max=len(pieces) - 1)
+            found = pieces[where] == query_pieces
+            weights = self.weights[self.offsets[row] : self.offsets[row + 1]]
+            out[index] = float(weights[where[found]].astype(np.float64).sum())
+        return out
+
+
+def passage_maxima(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct pieces of one passage (sorted) and the largest weight of each."""
+    pieces, inverse = np.unique(ids, return_inverse=True)
+    best = np.zeros(len(pieces), dtype=np.float32)
+    np.maximum.at(best, inverse, weights.astype(np.float32))
+    return pieces, best
+
+
+@torch.inference_mode()
+def build_index(
+    model: TildeV2,
+    tokenizer: WordPieceTokenizer,
+    texts: Mapping[str, str],
+    pids: Sequence[str],
+    folder: str | os.PathLike,
+    batch_size: int = 32,
+    progress: bool = True,
+) -> TildeV2Index:
+    """Run TILDEv2 once over ``pids`` (duplicates dropped; batches of similar length) and write the index."""
+    order = list(dict.fromkeys(str(pid) for pid in pids))
+    missing = [pid for pid in order if pid not in texts]
+    if missing:
+        raise KeyError(f"passages without text in 'texts': {missing[:5]}{' …' if len(missing) > 5 else ''}")
+    pieces_of = dict(zip(order, tokenizer.pieces([texts[pid] for pid in order]), strict=True))
+    order.sort(key=lambda pid: len(pieces_of[pid]))
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / HEADER_NAME).unlink(missing_ok=True)
+    was_training = model.training
+    model.eval()
+    offsets = [0]
+    with (
+        atomic_write(folder / FILES["pieces"][0], "wb") as pieces_file,
+        atomic_write(folder / FILES["weights"][0], "wb") as weights_file,
+        tqdm(total=len(order), desc="TILDEv2 index", unit="passage", disable=not progress) as bar,
+    ):
+        for start in range(0, len(order), batch_size):
+            chunk = [pieces_of[pid] for pid in order[start : start + batch_size]]
+            ids, weights = model.piece_weights(chunk)
+            ids, weights = ids.cpu().numpy(), weights.float().cpu().numpy()
+            for row, piece_list in enumerate(chunk):
+                length = min(len(piece_list), model.max_passage_length)
+                pieces, best = passage_maxima(ids[row, :length], weights[row, :length])
+                pieces_file.write(pieces.astype(FILES["pieces"][1]).tobytes())
+                weights_file.write(best.astype(FILES["weights"][1]).tobytes())
+                offsets.append(offsets[-1] + len(pieces))
+            bar.update(len(chunk))
+    model.train(was_training)
+    with atomic_write(folder / _OFFSETS[0], "wb") as handle:
+        handle.write(np.asarray(offsets, dtype=_OFFSETS[1]).tobytes())
+    files = {
+        FILES["pieces"][0]: offsets[-1] * FILES["pieces"][1].itemsize,
+        FILES["weights"][0]: offsets[-1] * FILES["weights"][1].itemsize,
+        _OFFSETS[0]: len(offsets) * _OFFSETS[1].itemsize,
+    }
+    header = {"format": INDEX_FORMAT, "passages": len(order), "entries": offsets[-1], "files": files, "pids": order}
+    write_json(folder / HEADER_NAME, {**header, "model_settings": model.settings()})
+    return load_index(folder)
+
+
+def load_index(folder: str | os.PathLike) -> TildeV2Index:
+    """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it."""
+    folder = Path(folder)
+    header_path = folder / HEADER_NAME
+    if not header_path.is_file():
+        raise FileNotFoundError(
+            f"{header_path}: no such file: {folder} is no TILDEv2 index, or its build did not finish"
+        )
+    header = json.loads(header_path.read_text(encoding="utf-8"))
+    if header.get("format") != INDEX_FORMAT:
+        raise ValueError(f"{header_path}: index format {header.get('format')!r}, expected {INDEX_FORMAT}")
+    for name, expected in header["files"].items():
+        path = folder / name
+        size = path.stat().st_size if path.is_file() else None
+        if size != expected:
+            raise ValueError(f"{path}: {size} bytes, but {header_path} expects {expected}: rebuild the index")
+    entries = header["entries"]
+
+    def mapped(name: str, dtype: np.dtype) -> np.ndarray:
+        return (
+            np.zeros(0, dtype=dtype)
+            if entries == 0
+            else np.memmap(folder / name, dtype=dtype, mode="r", shape=(entries,))
+        )
+
+    offsets = np.fromfile(folder / _OFFSETS[0], dtype=_OFFSETS[1])
+    pids = header["pids"]
+    return TildeV2Index(
+        folder=folder,
+        pids=pids,
+        row_of={pid: row for row, pid in enumerate(pids)},
+        pieces=mapped(*FILES["pieces"]),
+        weights=mapped(*FILES["weights"]),
+        offsets=offsets,
+        header=header,
+    )
+
+
+def score_run(
+    index: TildeV2Index,
+    tokenizer: WordPieceTokenizer,
+    queries: Mapping[str, str],
+    run: Run,
+    vocabulary: TargetVocabulary,
+) -> dict[str, dict[str, float]]:
+    """TILDEv2's score of every candidate of ``run`` from ``index``, the queries cleaned with ``vocabulary``."""
+    scores = {}
+    for qid, candidates in run.items():
+        if qid not in queries:
+            raise KeyError(f"query {qid!r} of the run has no text in 'queries'")
+        terms = np.asarray(vocabulary.clean(tokenizer.pieces([queries[qid]])[0]), dtype=np.int64)
+        pids = list(candidates)
+        scores[qid] = dict(zip(pids, index.score(terms, pids).tolist(), strict=True))
+    return scores
+
+
+__all__ = ["TildeV2Index", "build_index", "load_index", "passage_maxima", "score_run"]
