@@ -1,15 +1,19 @@
-"""Chapter 6's protocol: what TILDE starts from, which candidates it re-ranks, and the systems it is compared with.
+"""Chapter 6's protocol: what TILDE and TILDEv2 start from and learn from, what they re-rank, and the comparisons.
 
-- :func:`starting_bert` — chapter 2's small BERT (``paper``: ``bert-base-uncased`` by name), the weights
-  every TILDE variant is fine-tuned from (TILDE paper §4.1 starts from BERT-Base).
+- :func:`starting_bert` — all-MiniLM-L6-v2 (or chapter 2's small BERT; ``paper``: ``bert-base-uncased`` by
+  name), the weights every TILDE variant and TILDEv2 are fine-tuned from (TILDE paper §4.1 starts from BERT-Base).
+- :func:`teacher_labelled` — chapter 2's teacher-labelled queries and the teacher's scores of their candidates;
+  :func:`judged_groups` — TILDEv2's groups of the judged DL21 training queries.
 - :func:`check_test_sets` — the chapter's test and ablation years must be folds of the protocol.
 - :func:`evaluation_year` — a test year's queries, judgments and, per first stage, the top-``depth`` candidates
   that have text (the book's queries of the profile, judged ones only).
-- :func:`score_both_precisions` — one model's TILDE-QL/-DL scores of every first stage from a float16 index
-  (the one the paper stores, §3.2) and from a float32 copy (the model's own ranking).
+- :func:`score_both_precisions` — one model pass, TILDE-QL/-DL scores of every first stage from the float16
+  index (the one the paper stores and serves, §3.2) and, as a check, from the float32 vectors.
 - :func:`ablation_scores` — every other variant's scores of BM25's candidates (Table 3).
+- :func:`tilde_v2_scores` — TILDEv2's scores of every year's BM25 candidates from its sparse index.
 - :func:`table2_systems` — the rows of the paper's Table 2 at book scale: each first stage, re-ranked by
-  TILDE-QL and TILDE-QDL, BM25 in a seeded random order, and chapter 2's TK-2 and BERT-cat.
+  TILDE-QL and TILDE-QDL, BM25 in a seeded random order, BM25 re-ranked by TILDEv2 and by chapter 2's TK-2
+  and BERT-cat; :func:`run_names` — the run-file names of this chapter's re-rankings.
 """
 
 from __future__ import annotations

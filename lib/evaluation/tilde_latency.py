@@ -196,6 +196,24 @@ def measure_v2_latency(
     def rerank(pids: list[str], terms: np.ndarray) -> list[str]:
         return [pids[i] for i in np.argsort(-index.score(terms, pids), kind="stable")]
 
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # the device name records the threads; scoring itself is numpy
+    try:
+        return _v2_latencies(index, queries, run, candidates, repetitions, warmup, process, rerank)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _v2_latencies(
+    index: TildeV2Index,
+    queries: Mapping[str, str],
+    run: Run,
+    candidates: Sequence[int],
+    repetitions: int,
+    warmup: int,
+    process: Callable[[str], np.ndarray],
+    rerank: Callable[[list[str], np.ndarray], list[str]],
+) -> list[TildeLatency]:
     results = []
     for count in candidates:
         processing, reranking, padded_any = [], [], False

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from lib.evaluation.tilde_latency import measure_latency
+from lib.evaluation.tilde_latency import measure_latency, measure_v2_latency
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import TildeIndex, load_index, write_index
-from tests.tilde_helpers import tiny_tilde
+from lib.reranking.tilde_v2_index import build_index
+from tests.tilde_helpers import tiny_tilde, tiny_tilde_v2
 
 QUERIES = {"q1": "what is the manhattan project", "q2": "why is the sky blue", "q3": "no candidates"}
 RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"c": 2.0, "zz": 1.0}, "q3": {"zz": 1.0}}
@@ -66,3 +67,18 @@ def test_bad_arguments_are_clear_errors(index: TildeIndex, tokenizer) -> None:
         measure_latency(index, tokenizer, QUERIES, RUN, repetitions=0)
     with pytest.raises(ValueError, match="no query of 'run'"):
         measure_latency(index, tokenizer, QUERIES, {"q3": RUN["q3"]})
+
+
+def test_tilde_v2_latency_is_measured_per_count_on_one_thread(tmp_path: Path) -> None:
+    tokenizer = WordPieceTokenizer.from_vocab()
+    texts = {"a": "cats sit on mats", "b": "dogs run in parks", "c": "a cat and a dog"}
+    index = build_index(tiny_tilde_v2(), tokenizer, texts, list(texts), tmp_path / "v2", progress=False)
+    run = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}, "unknown": {"a": 1.0}}
+    results = measure_v2_latency(
+        index, tokenizer, {"q": "cat mats"}, run, TargetVocabulary.cleaned(tokenizer), candidates=[2, 5], repetitions=2
+    )
+    assert [(r.method, r.candidates, r.padded, r.queries) for r in results] == [
+        ("TILDEv2", 2, False, 1),
+        ("TILDEv2", 5, True, 1),
+    ]
+    assert all(r.total_ms >= r.reranking_ms > 0 and r.threads == 1 and "1 thread" in r.device for r in results)
