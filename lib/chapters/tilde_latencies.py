@@ -23,7 +23,7 @@ from lib.chapters.tilde_tables import SCORINGS
 from lib.core.types import Run, query_order
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs
 from lib.evaluation.efficiency import measure_latency as measure_model_latency
-from lib.evaluation.tilde_latency import measure_latency, measure_v2_latency
+from lib.evaluation.tilde_latency import TildeLatency, measure_latency, measure_v2_latency
 from lib.models.registry import model_spec
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -37,6 +37,20 @@ RERANKERS: tuple[tuple[str, str, int], ...] = tuple(
 )
 #: Chapter 3's paper-size architectures shown beside TILDE.
 PAPER_SIZE_MODELS: tuple[str, ...] = ("bert-base", "bert-large", "tk2")
+
+
+def _row(result: TildeLatency) -> dict[str, Any]:
+    """One row of the latency tables from a :class:`lib.evaluation.tilde_latency.TildeLatency`."""
+    return {
+        "method": result.method,
+        "candidates": result.candidates,
+        "repeated": result.padded,
+        "query processing ms": result.query_processing_ms,
+        "re-ranking ms": result.reranking_ms,
+        "total ms": result.total_ms,
+        "queries": result.queries,
+        "device": result.device,
+    }
 
 
 def latency_table(
@@ -57,23 +71,13 @@ def latency_table(
     first query (by ``(len(qid), qid)``), on one thread. A re-ranker that chapter 2 has not trained is left
     out; the returned messages say so.
     """
-    rows = []
-    for alpha in (1.0, SCORINGS["TILDE-QDL"]):
+    rows = [
+        _row(result)
+        for alpha in (1.0, SCORINGS["TILDE-QDL"])
         for result in measure_latency(
             index, tokenizer, queries, run, model=model, alpha=alpha, candidates=candidates, repetitions=repetitions
-        ):
-            rows.append(
-                {
-                    "method": result.method,
-                    "candidates": result.candidates,
-                    "repeated": result.padded,
-                    "query processing ms": result.query_processing_ms,
-                    "re-ranking ms": result.reranking_ms,
-                    "total ms": result.total_ms,
-                    "queries": result.queries,
-                    "device": result.device,
-                }
-            )
+        )
+    ]
     left_out = []
     threads_before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -117,23 +121,10 @@ def v2_latency_table(
 ) -> pd.DataFrame:
     """TILDEv2's milliseconds per query (:func:`lib.evaluation.tilde_latency.measure_v2_latency`), in the
     columns of :func:`latency_table`."""
-    return pd.DataFrame(
-        [
-            {
-                "method": result.method,
-                "candidates": result.candidates,
-                "repeated": result.padded,
-                "query processing ms": result.query_processing_ms,
-                "re-ranking ms": result.reranking_ms,
-                "total ms": result.total_ms,
-                "queries": result.queries,
-                "device": result.device,
-            }
-            for result in measure_v2_latency(
-                index, tokenizer, queries, run, vocabulary, candidates=candidates, repetitions=repetitions
-            )
-        ]
+    results = measure_v2_latency(
+        index, tokenizer, queries, run, vocabulary, candidates=candidates, repetitions=repetitions
     )
+    return pd.DataFrame([_row(result) for result in results])
 
 
 def latency_of(table: pd.DataFrame, method: str, count: int) -> float:

@@ -130,6 +130,28 @@ def measure_latency(
             scores = qdl_scores(scores, dl_scores(vector, index.terms, index.offsets, rows), alpha)
         return [pids[i] for i in np.argsort(-scores, kind="stable")]
 
+    def timed(pids: list[str], query: str) -> tuple[float, float]:
+        processing, (terms, vector) = _median_ms(lambda: process(query), repetitions, warmup)
+        reranking, _ = _median_ms(lambda: rerank(pids, terms, vector), repetitions, warmup)
+        return processing, reranking
+
+    method = "TILDE-QL" if alpha == 1.0 else "TILDE-QDL"
+    return _latencies(method, alpha, index, queries, run, candidates, repetitions, threads, timed)
+
+
+def _latencies(
+    method: str,
+    alpha: float,
+    index: TildeIndex | TildeV2Index,
+    queries: Mapping[str, str],
+    run: Run,
+    candidates: Sequence[int],
+    repetitions: int,
+    threads: int,
+    timed: Callable[[list[str], str], tuple[float, float]],
+) -> list[TildeLatency]:
+    """One :class:`TildeLatency` per count of ``candidates``: ``timed(pids, query)`` gives one query's median
+    processing and re-ranking milliseconds; run on ``threads`` torch threads."""
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -141,16 +163,14 @@ def measure_latency(
                 if qid not in queries or not pids:
                     continue
                 padded_any |= padded
-                query = queries[qid]
-                ms, (terms, vector) = _median_ms(lambda query=query: process(query), repetitions, warmup)
-                processing.append(ms)
-                ms, _ = _median_ms(lambda p=pids, t=terms, v=vector: rerank(p, t, v), repetitions, warmup)
-                reranking.append(ms)
+                query_ms, rerank_ms = timed(pids, queries[qid])
+                processing.append(query_ms)
+                reranking.append(rerank_ms)
             if not processing:
                 raise ValueError("no query of 'run' has text in 'queries' and a candidate in the index")
             results.append(
                 TildeLatency(
-                    method="TILDE-QL" if alpha == 1.0 else "TILDE-QDL",
+                    method=method,
                     alpha=alpha,
                     candidates=count,
                     padded=padded_any,
@@ -196,56 +216,12 @@ def measure_v2_latency(
     def rerank(pids: list[str], terms: np.ndarray) -> list[str]:
         return [pids[i] for i in np.argsort(-index.score(terms, pids), kind="stable")]
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # the device name records the threads; scoring itself is numpy
-    try:
-        return _v2_latencies(index, queries, run, candidates, repetitions, warmup, process, rerank)
-    finally:
-        torch.set_num_threads(previous)
+    def timed(pids: list[str], query: str) -> tuple[float, float]:
+        processing, terms = _median_ms(lambda: process(query), repetitions, warmup)
+        reranking, _ = _median_ms(lambda: rerank(pids, terms), repetitions, warmup)
+        return processing, reranking
 
-
-def _v2_latencies(
-    index: TildeV2Index,
-    queries: Mapping[str, str],
-    run: Run,
-    candidates: Sequence[int],
-    repetitions: int,
-    warmup: int,
-    process: Callable[[str], np.ndarray],
-    rerank: Callable[[list[str], np.ndarray], list[str]],
-) -> list[TildeLatency]:
-    results = []
-    for count in candidates:
-        processing, reranking, padded_any = [], [], False
-        for qid, scores in run.items():
-            pids, padded = _candidates(index, scores, count)
-            if qid not in queries or not pids:
-                continue
-            padded_any |= padded
-            ms, terms = _median_ms(lambda query=queries[qid]: process(query), repetitions, warmup)
-            processing.append(ms)
-            ms, _ = _median_ms(lambda p=pids, t=terms: rerank(p, t), repetitions, warmup)
-            reranking.append(ms)
-        if not processing:
-            raise ValueError("no query of 'run' has text in 'queries' and a candidate in the index")
-        results.append(
-            TildeLatency(
-                method="TILDEv2",
-                alpha=1.0,
-                candidates=count,
-                padded=padded_any,
-                queries=len(processing),
-                repetitions=repetitions,
-                query_processing_ms=statistics.fmean(processing),
-                reranking_ms=statistics.fmean(reranking),
-                total_ms=statistics.fmean(p + r for p, r in zip(processing, reranking, strict=True)),
-                threads=1,
-                device=device_name(torch.device("cpu")),
-                torch_version=torch.__version__,
-                numpy_version=np.__version__,
-            )
-        )
-    return results
+    return _latencies("TILDEv2", 1.0, index, queries, run, candidates, repetitions, 1, timed)
 
 
 __all__ = ["TildeLatency", "measure_latency", "measure_v2_latency"]
