@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from lib.chapters import artifacts
 from lib.chapters.distillation_set import DistillationSet, build_distillation_set
@@ -60,6 +61,8 @@ CHAPTER2_MODELS: tuple[tuple[str, str], ...] = tuple((name, label(name)) for nam
 PRECISIONS: tuple[str, ...] = ("float16", "float32")
 
 
+#: The seed of the weights a starting encoder lacks (TILDE's new head, TILDEv2's projection).
+INIT_SEED = 0
 #: The encoders chapter 6 can start TILDE and TILDEv2 from (its ``start`` parameter); ``paper``: BERT-Base.
 STARTS: tuple[str, ...] = ("minilm", "small-bert")
 
@@ -83,12 +86,17 @@ class StartingBert:
         return self.description
 
     def tilde(self) -> Tilde:
-        """A new TILDE on these weights (the head as :mod:`lib.models.tilde` initialises it)."""
-        return Tilde(self.path, *self.markers, pooling=self.pooling)
+        """A new TILDE on these weights; a new head is initialised from :data:`INIT_SEED`, so every call
+        (every variant, every re-run) starts from the same weights."""
+        with torch.random.fork_rng():
+            torch.manual_seed(INIT_SEED)
+            return Tilde(self.path, *self.markers, pooling=self.pooling)
 
     def tilde_v2(self) -> TildeV2:
-        """A new TILDEv2 on these weights (a new projection)."""
-        return TildeV2(self.path)
+        """A new TILDEv2 on these weights, its projection initialised from :data:`INIT_SEED`."""
+        with torch.random.fork_rng():
+            torch.manual_seed(INIT_SEED)
+            return TildeV2(self.path)
 
 
 def starting_bert(profile: str, start: str = "minilm") -> StartingBert:

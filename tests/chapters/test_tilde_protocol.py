@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from lib.chapters import experiments
 from lib.chapters.tilde_protocol import (
@@ -87,6 +88,17 @@ def test_the_starting_encoder_is_minilm_the_small_bert_or_bert_base_by_name(arti
     paper = starting_bert("paper")
     assert isinstance(paper, StartingBert) and paper.path == "bert-base-uncased"
     assert str(paper) == "bert-base-uncased, loaded by name" and paper.markers == (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
+
+
+def test_every_new_model_of_a_start_has_the_same_weights() -> None:
+    minilm = starting_bert("smoke")
+    torch.manual_seed(1)
+    first = minilm.tilde().state_dict()
+    torch.manual_seed(2)
+    second = minilm.tilde().state_dict()
+    assert all(torch.equal(first[name], second[name]) for name in first), "a re-run must find the same start"
+    left, right = minilm.tilde_v2(), minilm.tilde_v2()
+    assert torch.equal(left.projection.weight, right.projection.weight)
 
 
 def test_run_names_name_this_chapters_rerankings_only() -> None:
