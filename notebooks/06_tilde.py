@@ -112,7 +112,7 @@ from lib.evaluation import measures as evaluation
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
 from lib.training.tilde import fold_training_data, with_teacher_pairs
-from lib.training.tilde_v2 import teacher_groups, train_tilde_v2
+from lib.training.tilde_v2 import NEGATIVES_FROM, teacher_groups, train_tilde_v2
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
 
 CHAPTER = "06_tilde"
@@ -197,11 +197,12 @@ print(f"TILDE training time this run: {training_seconds:.0f} s (0 when every mod
 #
 # TILDEv2 learns from the same queries with its grouped cross-entropy: each query's positive (the
 # judged or the teacher's first passage) against {glue:text}`v2_negatives` negatives — BM25 candidates
-# not judged relevant, or the teacher's candidates from rank 5 on — and the other queries' passages
-# of the batch (`lib.training.tilde_v2`).
+# not judged relevant, or the teacher's candidates from rank {glue:text}`v2_negatives_from` on — and the
+# other queries' passages of the batch (`lib.training.tilde_v2`).
 
 # %%
 glue("v2_negatives", tilde_settings.v2_group_size - 1, display=False)
+glue("v2_negatives_from", NEGATIVES_FROM, display=False)
 v2_groups = judged_groups(training_data, texts, depth=100) + teacher_groups(teacher.teacher)
 v2_result = train_tilde_v2(
     bert.tilde_v2(),

@@ -233,6 +233,22 @@ def _memmap(path: Path, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r", shape=shape)
 
 
+def length_sorted_pieces(
+    tokenizer: WordPieceTokenizer, texts: Mapping[str, str], pids: Iterable[str]
+) -> tuple[list[str], dict[str, list[int]]]:
+    """``pids`` without duplicates, shortest passage first (batches of similar length pad little), and their pieces.
+
+    A pid without text in ``texts`` is a ``KeyError`` naming it, before any work.
+    """
+    order = list(dict.fromkeys(str(pid) for pid in pids))
+    missing = [pid for pid in order if pid not in texts]
+    if missing:
+        raise KeyError(f"passages without text in 'texts': {missing[:5]}{' …' if len(missing) > 5 else ''}")
+    pieces_of = dict(zip(order, tokenizer.pieces([texts[pid] for pid in order]), strict=True))
+    order.sort(key=lambda pid: len(pieces_of[pid]))
+    return order, pieces_of
+
+
 def build_index(
     model: Tilde,
     tokenizer: WordPieceTokenizer,
@@ -256,15 +272,9 @@ def build_index(
     """
     if vocabulary.vocab_size != model.vocab_size:
         raise ValueError(f"the vocabulary has {vocabulary.vocab_size} pieces, the model {model.vocab_size}")
-    order = list(dict.fromkeys(str(pid) for pid in pids))
-    missing = [pid for pid in order if pid not in texts]
-    if missing:
-        raise KeyError(f"passages without text in 'texts': {missing[:5]}{' …' if len(missing) > 5 else ''}")
     if batch_size < 1:
         raise ValueError(f"parameter 'batch_size' must be at least 1, got {batch_size}")
-
-    pieces_of = dict(zip(order, tokenizer.pieces([texts[pid] for pid in order]), strict=True))
-    order.sort(key=lambda pid: len(pieces_of[pid]))  # length-sorted batches pad little; rows follow this order
+    order, pieces_of = length_sorted_pieces(tokenizer, texts, pids)  # the rows follow this order
 
     def blocks() -> Iterable[tuple[np.ndarray, list[np.ndarray]]]:
         bar = tqdm(total=len(order), desc="TILDE index", unit="passage", disable=not progress)
@@ -310,6 +320,7 @@ __all__ = [
     "TildeIndex",
     "build_index",
     "cast_index",
+    "length_sorted_pieces",
     "load_index",
     "term_dtype",
     "write_index",

@@ -28,6 +28,7 @@ from lib.core.types import Run
 from lib.models.tilde_v2 import TildeV2
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
+from lib.reranking.tilde_index import length_sorted_pieces
 
 INDEX_FORMAT = 1
 HEADER_NAME = "index.json"
@@ -92,12 +93,7 @@ def build_index(
     progress: bool = True,
 ) -> TildeV2Index:
     """Run TILDEv2 once over ``pids`` (duplicates dropped; batches of similar length) and write the index."""
-    order = list(dict.fromkeys(str(pid) for pid in pids))
-    missing = [pid for pid in order if pid not in texts]
-    if missing:
-        raise KeyError(f"passages without text in 'texts': {missing[:5]}{' …' if len(missing) > 5 else ''}")
-    pieces_of = dict(zip(order, tokenizer.pieces([texts[pid] for pid in order]), strict=True))
-    order.sort(key=lambda pid: len(pieces_of[pid]))
+    order, pieces_of = length_sorted_pieces(tokenizer, texts, pids)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / HEADER_NAME).unlink(missing_ok=True)

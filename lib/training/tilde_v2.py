@@ -83,12 +83,14 @@ def teacher_groups(teacher: Run) -> list[Group]:
 
 @dataclass
 class TildeV2TrainingResult:
-    """What :func:`train_tilde_v2` did: the folder, the model (eval mode), per-step losses, timings, parameters."""
+    """What :func:`train_tilde_v2` did: the folder, the model (eval mode), per-step losses, the steps this call
+    ran and the step it resumed from (0: fresh), timings and parameters."""
 
     path: Path
     model: TildeV2 = field(repr=False)
     losses: list[float]
     steps_run: int
+    resumed_from: int
     seconds: float
     params: dict
     device: str
@@ -150,7 +152,7 @@ def train_tilde_v2(
     record = read_marker(marker, params)
     if record is not None:
         return TildeV2TrainingResult(
-            output_dir, TildeV2.load(output_dir).eval(), record["losses"], 0, 0.0, params, str(device)
+            output_dir, TildeV2.load(output_dir).eval(), record["losses"], 0, steps, 0.0, params, str(device)
         )
 
     model.to(device)
@@ -185,7 +187,7 @@ def train_tilde_v2(
     state = run_loop(model, optimizer, loss_of_step, checkpoint, params, settings)
     model.eval()
     result = TildeV2TrainingResult(
-        output_dir, model, list(state.losses), state.steps_run, state.seconds, params, str(device)
+        output_dir, model, list(state.losses), state.steps_run, state.resumed_from, state.seconds, params, str(device)
     )
     if state.finished:
         model.save(output_dir)

@@ -66,6 +66,7 @@ def test_resume_after_an_interruption_ends_with_the_uninterrupted_weights(
         run(material, tmp_path / "cut")
     monkeypatch.setattr(training, "step_seed", original)
     resumed = run(material, tmp_path / "cut")
+    assert (resumed.resumed_from, resumed.steps_run) == (2, 2), "the run went on from its checkpoint"
     assert resumed.losses == whole.losses
     for left, right in zip(resumed.model.state_dict().values(), whole.model.state_dict().values(), strict=True):
         assert torch.equal(left, right)
