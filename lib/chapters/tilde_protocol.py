@@ -2,6 +2,7 @@
 
 - :func:`starting_bert` — all-MiniLM-L6-v2 (or chapter 2's small BERT; ``paper``: ``bert-base-uncased`` by
   name), the weights every TILDE variant and TILDEv2 are fine-tuned from (TILDE paper §4.1 starts from BERT-Base).
+- :func:`trained_part` — what a ``trainable_layers`` setting fine-tunes, in words for the chapter.
 - :func:`teacher_labelled` — chapter 2's teacher-labelled queries and the teacher's scores of their candidates;
   :func:`judged_groups` — TILDEv2's groups of the judged DL21 training queries.
 - :func:`check_test_sets` — the chapter's test and ablation years must be folds of the protocol.
@@ -129,6 +130,15 @@ def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
         f"final loss {loss:.2f} nats"
     )
     return StartingBert("small-bert", path, load_tokenizer(path), markers, "first", description)
+
+
+def trained_part(trainable_layers: int | None) -> str:
+    """What a ``trainable_layers`` setting fine-tunes, in words (:meth:`lib.models.tilde.Tilde.train_only_top`)."""
+    if trainable_layers is None:
+        return "the whole encoder and the head"
+    if trainable_layers == 0:
+        return "the head alone (transform, decoder and bias) on a frozen encoder"
+    return f"the encoder's top {trainable_layers} layer{'s' if trainable_layers > 1 else ''} and the head"
 
 
 def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> DistillationSet:

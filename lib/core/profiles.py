@@ -133,14 +133,16 @@ class ClusterSettings(_Replaceable):
 class TildeSettings(_Replaceable):
     """Chapter 6's knobs: TILDE's and TILDEv2's fine-tuning schedules and the latency repetitions.
 
-    TILDE: ``steps`` of ``batch_size`` pairs, Adam at ``lr`` for the encoder and ``head_lr`` for the
+    TILDE: ``steps`` of ``batch_size`` examples, Adam at ``lr`` for the encoder and ``head_lr`` for the
     new masked-LM head (``None``: ``lr``), ``trainable_layers`` the encoder's top layers fine-tuned
-    (``None``: all). The paper's rate for bert-base-uncased is 2e-5 on everything, batch 128, 10 epochs
-    of MS MARCO's 533k pairs (about 42k steps; the ``paper`` profile). The book fine-tunes MiniLM's top
-    layers and the head on two CPU cores (sweep on DL21's validation queries; chapter 6 names it).
-    TILDEv2: ``v2_steps`` of ``v2_batch_size`` groups of ``v2_group_size`` passages, Adam at ``v2_lr``
-    (the book's choice; the same ``trainable_layers``). ``variants``: the ablation's TILDE models
-    (:data:`lib.training.tilde_variants.VARIANTS`), the paper's Table 3 rows by default.
+    (``None``: all; ``0``: the head alone on a frozen encoder), ``reconstruction`` passages that also
+    learn to predict their own pieces (:func:`lib.training.tilde.with_reconstruction`). The paper's
+    rate for bert-base-uncased is 2e-5 on everything, batch 128, 10 epochs of MS MARCO's 533k pairs
+    (about 42k steps; the ``paper`` profile). On two CPU cores the book trains MiniLM's head alone,
+    with many cheap steps (sweep on DL21's validation queries; chapter 6 names it).
+    TILDEv2: ``v2_steps`` of ``v2_batch_size`` groups of ``v2_group_size`` passages, Adam at ``v2_lr``,
+    the encoder's top ``v2_trainable_layers`` layers fine-tuned. ``variants``: the ablation's TILDE
+    models (:data:`lib.training.tilde_variants.VARIANTS`), the paper's Table 3 rows by default.
     """
 
     steps: int = 300
@@ -148,10 +150,12 @@ class TildeSettings(_Replaceable):
     lr: float = 1e-4
     head_lr: float | None = 1e-3
     trainable_layers: int | None = 2
+    reconstruction: int = 0
     v2_steps: int = 300
     v2_batch_size: int = 4
     v2_group_size: int = 8
     v2_lr: float = 1e-4
+    v2_trainable_layers: int | None = 2
     variants: tuple[str, ...] = ("biqdl", "ql", "dl", "ql-full")
     latency_repetitions: int = 5
 
@@ -196,7 +200,10 @@ PROFILES: dict[str, Profile] = {
             architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-base"),
         ),
         clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
-        tilde=TildeSettings(steps=4, batch_size=4, v2_steps=2, v2_batch_size=2, v2_group_size=4, latency_repetitions=2),
+        tilde=TildeSettings(
+            steps=4, batch_size=4, lr=3e-3, head_lr=None, trainable_layers=0, reconstruction=8,
+            v2_steps=2, v2_batch_size=2, v2_group_size=4, latency_repetitions=2,
+        ),
     ),
     "book": Profile(
         "book",
@@ -216,7 +223,10 @@ PROFILES: dict[str, Profile] = {
         speed=SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),
         # TILDE / TILDEv2 on MiniLM, top 2 layers: 100 TILDEv2 steps reached DL21-validation nDCG@10 0.535
         # (BM25 0.532); the ablation keeps the paper's model and L_QL to fit 2 CPU cores.
-        tilde=TildeSettings(steps=200, v2_steps=200, variants=("biqdl", "ql")),
+        tilde=TildeSettings(
+            steps=4000, batch_size=128, lr=3e-3, head_lr=None, trainable_layers=0, reconstruction=10_000,
+            v2_steps=200, variants=("biqdl", "ql"),
+        ),
     ),
     "paper": Profile(
         "paper",
@@ -230,7 +240,8 @@ PROFILES: dict[str, Profile] = {
         speed=SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
         clusters=ClusterSettings(ks=tuple(range(2, 61, 2)), n_init=10),
         tilde=TildeSettings(
-            steps=42_000, batch_size=128, lr=2e-5, head_lr=None, trainable_layers=None, v2_steps=50_000, v2_lr=2e-5
+            steps=42_000, batch_size=128, lr=2e-5, head_lr=None, trainable_layers=None, v2_steps=50_000, v2_lr=2e-5,
+            v2_trainable_layers=None,
         ),
     ),
 }  # fmt: skip

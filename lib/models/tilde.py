@@ -14,7 +14,11 @@ query (used by TILDE-DL, eq. 5). The book starts it from all-MiniLM-L6-v2
 initialised as transformers initialises new BERT weights (normal, σ = 0.02; LayerNorm 1 and 0), the
 decoder *tied* to the input word-piece embeddings (so it starts as "similarity of the output vector
 to each piece's embedding") and a zero bias. Fine-tuning (:mod:`lib.training.tilde`) trains the head
-with the encoder; :meth:`Tilde.train_only_top` limits it to the top layers for CPU budgets.
+with the encoder; :meth:`Tilde.train_only_top` limits it to the top layers for CPU budgets, or — with
+no layer — to the head alone on a frozen encoder. A frozen encoder freezes the word-piece embeddings,
+and a decoder tied to them could then learn only its bias: so the head-only setting first *unties*
+the decoder (:meth:`Tilde.untie_decoder`: its own copy of the embeddings, trained, saved and loaded
+separately), a stated deviation from BERT's tied head.
 
 Choices the paper leaves open (named here, constructor arguments where an alternative is plausible):
 
@@ -112,16 +116,36 @@ class Tilde(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    @property
+    def decoder_tied(self) -> bool:
+        """Whether the head's decoder is the input word-piece embedding matrix itself (BERT's tied head)."""
+        return self.bert.cls.predictions.decoder.weight is self.bert.bert.embeddings.word_embeddings.weight
+
+    def untie_decoder(self) -> None:
+        """Give the decoder its own copy of the word-piece embeddings (same values), saved and loaded as its own.
+
+        The encoder's input embeddings then stay what they are while the decoder learns (module doc).
+        """
+        if not self.decoder_tied:
+            return
+        decoder = self.bert.cls.predictions.decoder
+        decoder.weight = nn.Parameter(decoder.weight.detach().clone())
+        self.bert.config.tie_word_embeddings = False
+
     def train_only_top(self, layers: int | None) -> list[nn.Parameter]:
         """Freeze all but the top ``layers`` Transformer layers and the head; the parameters left to train.
 
         ``None`` (or the model's depth) trains everything. When ``layers`` is smaller, the word-piece
-        embeddings freeze with the lower layers, and with them the decoder tied to them: the head
-        then learns its transform and bias. Freezing saves the backward pass through the frozen layers.
+        embeddings freeze with the lower layers, and with them a decoder tied to them: the head then
+        learns its transform and bias. ``0`` freezes the whole encoder and unties the decoder
+        (:meth:`untie_decoder`), which then trains with the transform and bias. Freezing saves the
+        backward pass through the frozen layers.
         """
         depth = len(self.bert.bert.encoder.layer)
-        if layers is not None and not 1 <= layers <= depth:
-            raise ValueError(f"parameter 'layers' must be in [1, {depth}] or None, got {layers}")
+        if layers is not None and not 0 <= layers <= depth:
+            raise ValueError(f"parameter 'layers' must be in [0, {depth}] or None, got {layers}")
+        if layers == 0:
+            self.untie_decoder()
         frozen = 0 if layers is None else depth - layers
         for parameter in self.parameters():
             parameter.requires_grad = frozen == 0
@@ -131,6 +155,8 @@ class Tilde(nn.Module):
         for parameter in self.bert.cls.predictions.transform.parameters():
             parameter.requires_grad = True
         self.bert.cls.predictions.bias.requires_grad = True
+        if not self.decoder_tied:
+            self.bert.cls.predictions.decoder.weight.requires_grad = True
         return [parameter for parameter in self.parameters() if parameter.requires_grad]
 
     def settings(self) -> dict[str, int | str]:
@@ -158,20 +184,41 @@ class Tilde(nn.Module):
             attention[index, : len(row)] = 1
         return input_ids, attention
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The vocabulary logits ``z`` of the pooled output, ``FloatTensor[B, vocab]`` (fp32 also under autocast)."""
+    def pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """What the head reads: the encoder's output at position 0 or its mean (``pooling``), ``[B, hidden]``."""
         hidden = self.bert.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         if self.pooling == "first":
-            pooled = hidden[:, 0]
-        else:
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+            return hidden[:, 0]
+        weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """The masked-LM head on pooled vectors: the vocabulary logits ``z``, ``FloatTensor[B, vocab]`` (fp32)."""
         return self.bert.cls(pooled).float()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The vocabulary logits ``z`` of the pooled output, ``FloatTensor[B, vocab]`` (fp32 also under autocast)."""
+        return self.head(self.pool(input_ids, attention_mask))
 
     def logits(self, pieces: Sequence[Sequence[int]], direction: str) -> torch.Tensor:
         """:meth:`forward` on word-piece lists (moved to the model's device)."""
         input_ids, attention = self.inputs(pieces, direction)
         return self(input_ids.to(self.device), attention.to(self.device))
+
+    @torch.inference_mode()
+    def pooled(self, pieces: Sequence[Sequence[int]], direction: str, batch_size: int = 64) -> torch.Tensor:
+        """:meth:`pool` of texts in word pieces, in eval mode (the mode restored after): ``[len(pieces), hidden]``.
+
+        With a frozen encoder these vectors are all the head ever sees, so training can compute them once.
+        """
+        was_training = self.training
+        self.eval()
+        out = []
+        for start in range(0, len(pieces), batch_size):
+            input_ids, attention = self.inputs(pieces[start : start + batch_size], direction)
+            out.append(self.pool(input_ids.to(self.device), attention.to(self.device)).float())
+        self.train(was_training)
+        return torch.cat(out) if out else torch.zeros((0, int(self.bert.config.hidden_size)), device=self.device)
 
     def log_probs(
         self, tokenizer: WordPieceTokenizer, texts: Sequence[str], direction: str, batch_size: int = 64

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +60,7 @@ from lib.training.loop import (
     texts_fingerprint,
     write_marker,
 )
-from lib.training.tilde_losses import LOSSES, dl_loss, ql_loss
+from lib.training.tilde_losses import LOSSES, dl_loss, ql_loss, vocabulary_bce
 
 #: Pairs are (query, passage judged at least this grade): "highly relevant" in TREC DL (module doc).
 MIN_RELEVANCE = 2
@@ -95,6 +96,8 @@ class TildeTrainingData:
         pairs: ``(qid, pid)`` training pairs of the training queries.
         queries: texts of the training and validation queries; ``qrels``: their judgments.
         train_qids, validation_qids: the split of the training years' queries (as every chapter's).
+        sources: each source of training examples and how many it gives (for the chapter's table).
+        reconstruction: passages that learn to predict their own pieces (:func:`with_reconstruction`).
     """
 
     fold: str
@@ -105,6 +108,7 @@ class TildeTrainingData:
     train_qids: list[str]
     validation_qids: list[str]
     sources: dict[str, int] = field(default_factory=dict)
+    reconstruction: list[str] = field(default_factory=list)
 
 
 def teacher_pairs(teacher: Mapping[str, Mapping[str, float]]) -> list[Pair]:
@@ -130,6 +134,23 @@ def with_teacher_pairs(
         pairs=[*data.pairs, *added],
         queries={**data.queries, **{qid: queries[qid] for qid, _ in added}},
         sources={**data.sources, "teacher-labelled queries (the teacher's first passage)": len(added)},
+    )
+
+
+def with_reconstruction(data: TildeTrainingData, texts: Mapping[str, str], count: int, seed: int) -> TildeTrainingData:
+    """``data`` plus ``count`` passages of ``texts`` (a seeded sample) that learn to predict their own pieces.
+
+    Text only, no judgment: the book's convention for the collection, as chapter 2's pseudo-queries
+    cut from it (:mod:`lib.data.pseudo_queries`). A passage's own pieces are the densest signal a new
+    head can learn P(t|d) from; the judged and teacher-labelled pairs add which pieces a *query* uses.
+    """
+    if not isinstance(count, int) or count < 0:
+        raise ValueError(f"parameter 'count' must be a non-negative integer, got {count!r}")
+    if count > len(texts):
+        raise ValueError(f"parameter 'count' ({count}) is larger than the {len(texts)} passages of 'texts'")
+    chosen = sorted(random.Random(seed).sample(sorted(texts), count))
+    return dataclasses.replace(
+        data, reconstruction=chosen, sources={**data.sources, "passages predicting their own pieces": count}
     )
 
 
@@ -169,7 +190,7 @@ class TildeTrainingResult:
     Attributes:
         path: the output folder (``Tilde.load(path)``).
         model: the trained :class:`~lib.models.tilde.Tilde`, in eval mode.
-        losses: the loss of every step from step 1, per pair (the summed batch loss / batch size).
+        losses: the loss of every step from step 1, per example (the summed batch loss / batch size).
         steps_run: steps run by this call; ``resumed_from``: the step it started at (0: fresh).
         seconds: wall-clock time of this call's steps; ``pairs_per_second`` its throughput.
         epochs: passes over the pairs that ``steps`` make.
@@ -218,12 +239,15 @@ def train_tilde(
     progress: bool = True,
     trainable_layers: int | None = None,
     head_lr: float | None = None,
+    reconstruction: Sequence[str] = (),
 ) -> TildeTrainingResult:
     """Fine-tune ``model`` on ``(qid, pid)`` pairs with ``loss`` over ``vocabulary``'s targets (module doc).
 
-    Each step takes ``batch_size`` pairs in a seeded epoch-wise order; the passage predicts the
-    query's pieces (L_QL) and/or the query the passage's (L_DL). Inputs are the model's capped
-    word pieces; targets are the whole texts' pieces (:class:`~lib.models.tilde_vocabulary.TargetVocabulary`).
+    Each step takes ``batch_size`` examples in a seeded epoch-wise order. A pair's passage predicts the
+    query's pieces (L_QL) and/or the query the passage's (L_DL); a ``reconstruction`` passage predicts
+    its own pieces (the same binary cross-entropy, eq. 7, with the passage as its own "query"; the
+    book's addition, :func:`with_reconstruction`). Inputs are the model's capped word pieces; targets
+    are the whole texts' pieces (:class:`~lib.models.tilde_vocabulary.TargetVocabulary`).
 
     Args:
         model: the starting TILDE (e.g. ``Tilde(bert_folder)``); trained in place and returned.
@@ -232,7 +256,9 @@ def train_tilde(
             (:func:`lib.training.pairwise.autocast`; ``"auto"`` = on CUDA only).
         stop_after: stop (as an interruption would) after this step, checkpointing it.
         trainable_layers: fine-tune only the top this many Transformer layers and the head
-            (:meth:`lib.models.tilde.Tilde.train_only_top`); ``None``: the whole network, as the paper.
+            (:meth:`lib.models.tilde.Tilde.train_only_top`); ``None``: the whole network, as the paper;
+            ``0``: the head alone (decoder untied) on a frozen encoder, whose pooled vectors of every
+            training text are then computed once (eval mode) and reused by every step.
         head_lr: the head's own Adam rate (transform and bias, new weights for an encoder without an
             MLM head); ``None``: ``lr`` for everything, as the paper.
 
@@ -248,6 +274,9 @@ def train_tilde(
             raise ValueError(f"parameter {name!r} must be a positive integer, got {value!r}")
     if not pairs:
         raise ValueError("parameter 'pairs' is empty: nothing to train on")
+    missing = [pid for pid in reconstruction if pid not in texts]
+    if missing:
+        raise KeyError(f"parameter 'reconstruction': passage(s) {missing[:5]} have no text in 'texts'")
     for qid, pid in pairs:
         if qid not in queries:
             raise KeyError(f"training pair ({qid!r}, {pid!r}): query {qid!r} has no text in 'queries'")
@@ -276,10 +305,13 @@ def train_tilde(
         "model_settings": model.settings(),
         "trainable_layers": trainable_layers,
         "head_lr": head_lr,
+        "reconstruction": len(reconstruction),
+        "reconstruction_sha256": texts_fingerprint([f"{p}\t{texts[p]}" for p in reconstruction]),
     }
     params = as_json(params)
     marker, checkpoint = output_dir / MARKER_NAME, output_dir / CHECKPOINT_NAME
-    epochs = steps * batch_size / len(pairs)
+    examples = len(pairs) + len(reconstruction)
+    epochs = steps * batch_size / examples
     record = read_marker(marker, params)
     if record is not None:
         trained = Tilde.load(output_dir).eval()
@@ -296,27 +328,46 @@ def train_tilde(
     ]
     optimizer = torch.optim.Adam([group for group in groups if group["params"]])
     qids = sorted({q for q, _ in pairs}, key=query_order)
-    pids = sorted({p for _, p in pairs})
-    query_pieces = dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True))
-    passage_pieces = dict(zip(pids, tokenizer.pieces([texts[p] for p in pids]), strict=True))
+    pids = sorted({p for _, p in pairs} | set(reconstruction))
+    pieces = {
+        "query": dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True)),
+        "passage": dict(zip(pids, tokenizer.pieces([texts[p] for p in pids]), strict=True)),
+    }
     keep = target_vocabulary.mask().to(device)
-    order = BatchOrder(len(pairs), batch_size, seed)
+    order = BatchOrder(examples, batch_size, seed)
+    pooled: dict[str, dict[str, torch.Tensor]] = {}
+    if trainable_layers == 0:  # a frozen encoder: its pooled vectors once, the head alone every step
+        for direction, keys in (("passage", pids), ("query", qids if loss != "ql" else [])):
+            vectors = model.pooled([pieces[direction][key] for key in keys], direction)
+            pooled[direction] = dict(zip(keys, vectors, strict=True))
+
+    def logits(direction: str, keys: Sequence[str]) -> torch.Tensor:
+        if pooled:
+            return model.head(torch.stack([pooled[direction][key] for key in keys]))
+        return model.logits([pieces[direction][key] for key in keys], direction)
+
+    def targets(keys: Sequence[str], direction: str) -> torch.Tensor:
+        clean = (target_vocabulary.clean(pieces[direction][key]) for key in keys)
+        return target_vocabulary.targets(clean).to(device)
 
     def loss_of_step(step: int) -> torch.Tensor:
-        batch = [pairs[i] for i in distributed.shard(order.batch(step))]
-        q_pieces = [query_pieces[q] for q, _ in batch]
-        p_pieces = [passage_pieces[p] for _, p in batch]
+        chosen = distributed.shard(order.batch(step))
+        batch = [pairs[i] for i in chosen if i < len(pairs)]
+        own = [reconstruction[i - len(pairs)] for i in chosen if i >= len(pairs)]
         torch.manual_seed(step_seed(seed, step, distributed.rank()))  # dropout
-        terms = 0.0
+        terms = torch.zeros((), device=device)
         with autocast(device, amp):
-            if loss in ("ql", "biqdl"):
-                y_query = target_vocabulary.targets(target_vocabulary.clean(ids) for ids in q_pieces).to(device)
-                terms = terms + ql_loss(model.logits(p_pieces, "passage"), y_query, keep)
-            if loss in ("dl", "biqdl"):
-                y_passage = target_vocabulary.targets(target_vocabulary.clean(ids) for ids in p_pieces).to(device)
-                terms = terms + dl_loss(model.logits(q_pieces, "query"), y_passage, keep)
-        terms = terms / 2 if loss == "biqdl" else terms  # eq. 8
-        return terms * processes if processes > 1 else terms  # a sum over the pairs: the global batch's scale
+            if batch:
+                q_ids, p_ids = [q for q, _ in batch], [p for _, p in batch]
+                pair_terms = torch.zeros((), device=device)
+                if loss in ("ql", "biqdl"):
+                    pair_terms = pair_terms + ql_loss(logits("passage", p_ids), targets(q_ids, "query"), keep)
+                if loss in ("dl", "biqdl"):
+                    pair_terms = pair_terms + dl_loss(logits("query", q_ids), targets(p_ids, "passage"), keep)
+                terms = terms + (pair_terms / 2 if loss == "biqdl" else pair_terms)  # eq. 8
+            if own:
+                terms = terms + vocabulary_bce(logits("passage", own), targets(own, "passage"), keep).sum()
+        return terms * processes if processes > 1 else terms  # a sum over the examples: the global batch's scale
 
     desc = f"TILDE ({loss}, {vocabulary})"
     settings = LoopSettings(steps, checkpoint_every, stop_after, desc=desc, progress=progress)
@@ -356,5 +407,6 @@ __all__ = [
     "relevant_pairs",
     "teacher_pairs",
     "train_tilde",
+    "with_reconstruction",
     "with_teacher_pairs",
 ]

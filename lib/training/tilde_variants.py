@@ -73,12 +73,13 @@ def train_variants(
     progress: bool = True,
     trainable_layers: int | None = None,
     head_lr: float | None = None,
+    reconstruction: Sequence[str] = (),
 ) -> dict[str, TildeTrainingResult]:
     """Fine-tune every variant of ``names`` from a model of ``new_model()`` into ``folder/<name>`` (resumable).
 
     Every variant starts from the same weights (``new_model`` must build the same ones each call) and
     sees the same batches (same ``seed``); a folder that already holds a finished run with the same
-    arguments is loaded, not trained again. ``trainable_layers`` and ``head_lr``: see
+    arguments is loaded, not trained again. ``trainable_layers``, ``head_lr`` and ``reconstruction``: see
     :func:`lib.training.tilde.train_tilde`.
     """
     results: dict[str, TildeTrainingResult] = {}
@@ -101,6 +102,7 @@ def train_variants(
             progress=progress,
             trainable_layers=trainable_layers,
             head_lr=head_lr,
+            reconstruction=reconstruction,
         )
     return results
 

@@ -16,6 +16,7 @@ from lib.chapters.tilde_protocol import (
     run_names,
     starting_bert,
     table2_systems,
+    trained_part,
 )
 from lib.core.types import ranking_from_run
 from lib.data import book_texts
@@ -120,3 +121,10 @@ def test_judged_groups_use_bm25_candidates_not_judged_relevant(converted: Path) 
         assert data.qrels[group.qid][group.positive] >= 2
         assert all(data.qrels[group.qid].get(pid, 0) < 1 for pid in group.negatives)
         assert 0 < len(group.negatives) <= 50 and all(pid in texts for pid in group.negatives)
+
+
+def test_trained_part_says_what_a_setting_fine_tunes() -> None:
+    assert trained_part(None) == "the whole encoder and the head"
+    assert "frozen encoder" in trained_part(0)
+    assert trained_part(1) == "the encoder's top 1 layer and the head"
+    assert trained_part(2) == "the encoder's top 2 layers and the head"

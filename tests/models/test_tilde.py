@@ -105,3 +105,32 @@ def test_bad_arguments_are_clear_errors(model: Tilde) -> None:
         Tilde(torch.nn.Linear(2, 2))
     with pytest.raises(TypeError, match="'texts'"):
         model.log_probs(None, "one string", "query")
+
+
+def test_head_alone_unties_the_decoder_and_freezes_the_encoder(tmp_path: Path) -> None:
+    model = tiny_tilde(VOCAB)
+    embeddings = model.bert.bert.embeddings.word_embeddings.weight
+    assert model.decoder_tied
+    trainable = model.train_only_top(0)
+    decoder = model.bert.cls.predictions.decoder.weight
+    assert not model.decoder_tied and torch.equal(decoder, embeddings)
+    head = {id(p) for p in model.bert.cls.parameters()}
+    assert {id(p) for p in trainable} == head and decoder.requires_grad and not embeddings.requires_grad
+    assert not any(p.requires_grad for p in model.bert.bert.parameters())
+    with torch.no_grad():
+        decoder.add_(1.0)  # the decoder learns apart from the input embeddings, and keeps it when saved
+    model.save(tmp_path / "tilde")
+    loaded = Tilde.load(tmp_path / "tilde")
+    assert not loaded.decoder_tied
+    torch.testing.assert_close(loaded.bert.cls.predictions.decoder.weight, decoder)
+    torch.testing.assert_close(loaded.bert.bert.embeddings.word_embeddings.weight, embeddings)
+    with pytest.raises(ValueError, match="'layers'"):
+        model.train_only_top(-1)
+
+
+def test_logits_are_the_head_on_the_pooled_vectors(model: Tilde) -> None:
+    pieces = [[1500, 1501, 1502], [1600]]
+    pooled = model.pooled(pieces, "passage", batch_size=1)
+    assert pooled.shape == (2, model.bert.config.hidden_size)
+    with torch.no_grad():
+        torch.testing.assert_close(model.head(pooled), model.logits(pieces, "passage"))

@@ -18,6 +18,7 @@ from lib.training.tilde import (
     relevant_pairs,
     teacher_pairs,
     train_tilde,
+    with_reconstruction,
     with_teacher_pairs,
 )
 from tests.tilde_helpers import tiny_tilde
@@ -147,3 +148,33 @@ def test_other_arguments_or_bad_input_are_clear_errors(material, tokenizer: Word
 def test_each_loss_lowers_its_training_loss(material, tokenizer: WordPieceTokenizer, tmp_path: Path, loss: str) -> None:
     result = run(material, tmp_path / loss, tokenizer, loss=loss, steps=6, batch_size=12, lr=3e-3)
     assert result.losses[-1] < result.losses[0]
+
+
+def test_reconstruction_passages_are_a_seeded_sample_named_in_the_sources(converted: Path) -> None:
+    texts = data.load_collection("v1")
+    base = fold_training_data("dl19", texts)
+    first, again = with_reconstruction(base, texts, 5, seed=1), with_reconstruction(base, texts, 5, seed=1)
+    assert first.reconstruction == again.reconstruction and len(set(first.reconstruction)) == 5
+    assert set(first.reconstruction) <= set(texts) and first.pairs == base.pairs
+    assert first.sources["passages predicting their own pieces"] == 5
+    assert with_reconstruction(base, texts, 5, seed=2).reconstruction != first.reconstruction
+    with pytest.raises(ValueError, match="'count'"):
+        with_reconstruction(base, {"a": "x"}, 2, seed=1)
+
+
+def test_the_head_alone_learns_on_a_frozen_encoder_with_reconstruction(
+    material, tokenizer: WordPieceTokenizer, tmp_path: Path
+) -> None:
+    _, _, texts = material
+    own = sorted(texts)[:8]
+    start = tiny_tilde()
+    result = run(material, tmp_path / "head", tokenizer, trainable_layers=0, reconstruction=own, steps=8, lr=3e-3)
+    assert result.losses[-1] < result.losses[0] and result.params["reconstruction"] == 8
+    trained = result.model
+    assert not trained.decoder_tied
+    encoder = zip(start.bert.bert.state_dict().values(), trained.bert.bert.state_dict().values(), strict=True)
+    assert all(torch.equal(a, b) for a, b in encoder)  # frozen
+    head = zip(start.bert.cls.state_dict().values(), trained.bert.cls.state_dict().values(), strict=True)
+    assert not all(torch.equal(a, b) for a, b in head)
+    with pytest.raises(KeyError, match="'reconstruction'"):
+        run(material, tmp_path / "x", tokenizer, reconstruction=["nope"])
