@@ -116,12 +116,13 @@ def index_size(bytes_per_passage: Mapping[str, float], passages: int) -> pd.Data
 
 
 def training_data_table(data: TildeTrainingData, steps: int, batch_size: int) -> pd.DataFrame:
-    """Per source of training pairs (``data.sources``): its pairs, and the whole set's epochs that ``steps``
-    batches of ``batch_size`` pairs make."""
-    rows = [{"source": source, "pairs": count} for source, count in data.sources.items()]
-    rows.append({"source": "all", "pairs": len(data.pairs)})
+    """Per source of training examples (``data.sources``): its examples, and the epochs that ``steps``
+    batches of ``batch_size`` examples make over all of them (the pairs and the reconstruction passages)."""
+    examples = len(data.pairs) + len(data.reconstruction)
+    rows = [{"source": source, "examples": count} for source, count in data.sources.items()]
+    rows.append({"source": "all", "examples": examples})
     table = pd.DataFrame(rows).set_index("source")
-    table["epochs"] = [math.nan] * (len(rows) - 1) + [steps * batch_size / max(1, len(data.pairs))]
+    table["epochs"] = [math.nan] * (len(rows) - 1) + [steps * batch_size / max(1, examples)]
     return table
 
 

@@ -161,9 +161,10 @@ def test_marked_ablation_shows_marks_and_p_values() -> None:
 
 
 def test_training_data_table_and_loss_curves() -> None:
-    data = SimpleNamespace(sources={"DL21 judged pairs": 6, "teacher": 2}, pairs=[("q1", "a")] * 8)
-    table = training_data_table(data, steps=4, batch_size=4)
-    assert table["pairs"].tolist() == [6, 2, 8]
-    assert table.loc["all", "epochs"] == 2.0 and table["epochs"].isna().sum() == 2
+    sources = {"DL21 judged pairs": 6, "teacher": 2, "own pieces": 4}
+    data = SimpleNamespace(sources=sources, pairs=[("q1", "a")] * 8, reconstruction=["a", "b", "c", "d"])
+    table = training_data_table(data, steps=6, batch_size=4)
+    assert table["examples"].tolist() == [6, 2, 4, 12]
+    assert table.loc["all", "epochs"] == 2.0 and table["epochs"].isna().sum() == 3
     curves = loss_curves({"biqdl": SimpleNamespace(losses=[3.0, 2.0])})
     assert curves.values.tolist() == [[VARIANTS["biqdl"].label, 1, 3.0], [VARIANTS["biqdl"].label, 2, 2.0]]
