@@ -35,13 +35,24 @@ def spread_reading(spread_start: float, spread_main: float) -> str:
     return "Fine-tuning has kept the predictions dependent on the passage."
 
 
-def _table2_bullet(table2: pd.DataFrame, test_set: str) -> str:
+def _significantly_above_random(against_random: pd.DataFrame | None, test_set: str, ql: float, rnd: float) -> bool:
+    """Whether TILDE-QL beats the random order significantly on ``test_set`` (``tilde_tables.versus_random``)."""
+    if against_random is None or against_random.empty:
+        return False
+    row = against_random[(against_random["set"] == test_set.upper()) & (against_random["system"] == "BM25 + TILDE-QL")]
+    return bool(len(row) and row["significant"].iloc[0] and ql > rnd)
+
+
+def _table2_bullet(table2: pd.DataFrame, test_set: str, against_random: pd.DataFrame | None) -> str:
     ql, qdl = table2_value(table2, "BM25 + TILDE-QL", test_set), table2_value(table2, "BM25 + TILDE-QDL", test_set)
     bm, rnd = table2_value(table2, "BM25", test_set), table2_value(table2, "BM25 in random order", test_set)
+    significant = _significantly_above_random(against_random, test_set, ql, rnd)
     if ql > bm:
         verdict = "above BM25, as in the paper"
+    elif significant:
+        verdict = "below BM25 but significantly above a random order of its candidates"
     elif ql > rnd + RANDOM_MARGIN:
-        verdict = "below BM25 but above a random order of its candidates"
+        verdict = "below BM25, above a random order of its candidates but not significantly"
     else:
         verdict = "no better than a random order of BM25's candidates"
     text = (
@@ -83,11 +94,14 @@ def reading(
     ql_latency_ms: float,
     sizes: pd.DataFrame,
     tied_share: float,
+    against_random: pd.DataFrame | None = None,
 ) -> str:
     """The chapter's closing reading as Markdown bullets: Table 2 per test set, the ablation per ablation set
     (``ablations``: :func:`lib.chapters.tilde_tables.ablation` tables), TILDE-QL's latency for ``candidates``,
-    the float16 index's ``tied_share`` of candidates, and the index ``sizes``."""
-    bullets = [_table2_bullet(table2, test_set) for test_set in test_sets]
+    the float16 index's ``tied_share`` of candidates, the index ``sizes``, and ``against_random``
+    (:func:`lib.chapters.tilde_tables.versus_random`: whether TILDE-QL's gain over the random order is
+    significant)."""
+    bullets = [_table2_bullet(table2, test_set, against_random) for test_set in test_sets]
     bullets += [_ablation_bullet(table, test_set) for test_set, table in ablations.items()]
     within = "within" if ql_latency_ms <= LATENCY_TARGET_MS else "above"
     bullets.append(

@@ -170,6 +170,41 @@ def effectiveness_table(
     return table
 
 
+#: The random order every TILDE re-ranking of BM25 is tested against (the issue's bar: better than chance).
+RANDOM_ROW = "BM25 in random order"
+
+
+def versus_random(
+    systems: Mapping[str, Mapping[str, Run]],
+    qrels: Mapping[str, Qrels],
+    tested: Sequence[str] = ("BM25 + TILDE-QL", "BM25 + TILDE-QDL"),
+    measure: str = "nDCG@10",
+) -> pd.DataFrame:
+    """Each ``tested`` system against BM25's candidates in random order, per test set: paired t-test on
+    ``measure``, Bonferroni over the tested systems (:func:`lib.evaluation.measures.significance`).
+
+    Returns one row per (set, system): the system's mean, the random order's, ``p`` and ``significant``.
+    """
+    rows = []
+    for test_set, runs in systems.items():
+        names = [name for name in (RANDOM_ROW, *tested) if name in runs]
+        if RANDOM_ROW not in runs or len(names) < 2:
+            continue
+        per_query = {name: evaluation.per_query(runs[name], qrels[test_set], [measure])[measure] for name in names}
+        for _, test in evaluation.significance(per_query, RANDOM_ROW).iterrows():
+            rows.append(
+                {
+                    "set": test_set.upper(),
+                    "system": test["system"],
+                    measure: test["mean"],
+                    "random order": test["baseline_mean"],
+                    "p (Bonferroni)": test["p_bonferroni"],
+                    "significant": bool(test["significant"]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def mark(value: float, significant: object) -> str:
     """``value`` with three decimals, and " †" when ``significant`` is ``True``."""
     return f"{value:.3f}" + (" †" if significant is True else "")

@@ -23,7 +23,7 @@ def _table2(ql: float, qdl: float, bm25: float, random: float) -> pd.DataFrame:
     ("ql", "verdict"),
     [
         (0.6, "above BM25, as in the paper"),
-        (0.45, "below BM25 but above a random order of its candidates"),
+        (0.45, "below BM25, above a random order of its candidates but not significantly"),
         (0.41, "no better than a random order of BM25's candidates"),
     ],
 )
@@ -67,3 +67,11 @@ def test_the_tilde_v2_sentence_says_whether_it_beats_bm25() -> None:
 def test_spread_reading_says_removed_below_a_tenth() -> None:
     assert spread_reading(1.0, 0.05).startswith("Fine-tuning has all but removed the passage")
     assert spread_reading(1.0, 0.5) == "Fine-tuning has kept the predictions dependent on the passage."
+
+
+def test_a_significant_gain_over_the_random_order_is_named_as_such() -> None:
+    tests = pd.DataFrame([{"set": "DL19", "system": "BM25 + TILDE-QL", "significant": True}])
+    text = reading(_table2(0.45, 0.3, 0.5, 0.4), ["dl19"], {}, 1000, 0.5, SIZES, 0.01, tests)
+    assert "below BM25 but significantly above a random order of its candidates" in text
+    worse = reading(_table2(0.35, 0.3, 0.5, 0.4), ["dl19"], {}, 1000, 0.5, SIZES, 0.01, tests)
+    assert "no better than a random order" in worse  # a significant *loss* is not a gain

@@ -25,6 +25,7 @@ from lib.chapters.tilde_tables import (
     storage_precision,
     table2_value,
     training_data_table,
+    versus_random,
 )
 from lib.core.types import ranking_from_run
 from lib.evaluation import measures as evaluation
@@ -168,3 +169,16 @@ def test_training_data_table_and_loss_curves() -> None:
     assert table.loc["all", "epochs"] == 2.0 and table["epochs"].isna().sum() == 3
     curves = loss_curves({"biqdl": SimpleNamespace(losses=[3.0, 2.0])})
     assert curves.values.tolist() == [[VARIANTS["biqdl"].label, 1, 3.0], [VARIANTS["biqdl"].label, 2, 2.0]]
+
+
+def test_versus_random_tests_tilde_against_the_random_order_per_set() -> None:
+    qrels = {"dl19": {f"q{i}": {"good": 2} for i in range(6)}}
+    good = {f"q{i}": {"good": 2.0, "bad": 1.0} for i in range(6)}
+    shuffled = {f"q{i}": ({"good": 2.0, "bad": 1.0} if i % 3 == 0 else {"bad": 2.0, "good": 1.0}) for i in range(6)}
+    systems = {"dl19": {"BM25 in random order": shuffled, "BM25 + TILDE-QL": good, "BM25 + TILDE-QDL": shuffled}}
+    table = versus_random(systems, qrels).set_index("system")
+    assert list(table.index) == ["BM25 + TILDE-QL", "BM25 + TILDE-QDL"] and set(table["set"]) == {"DL19"}
+    assert table.loc["BM25 + TILDE-QL", "nDCG@10"] == 1.0
+    assert table.loc["BM25 + TILDE-QL", "nDCG@10"] > table.loc["BM25 + TILDE-QL", "random order"]
+    assert table.loc["BM25 + TILDE-QDL", "p (Bonferroni)"] == 1.0 and not table.loc["BM25 + TILDE-QDL", "significant"]
+    assert versus_random({"dl19": {"BM25 + TILDE-QL": good}}, qrels).empty  # no random order, no test
