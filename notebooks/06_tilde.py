@@ -192,6 +192,7 @@ trained = train_variants(
     trainable_layers=tilde_settings.trainable_layers,
     head_lr=tilde_settings.head_lr,
     reconstruction=training_data.reconstruction,
+    checkpoint_every=tilde_settings.checkpoint_every,
 )
 curves = loss_curves(trained)
 write_csv(out / "training_losses.csv", curves)

@@ -136,7 +136,8 @@ class TildeSettings(_Replaceable):
     TILDE: ``steps`` of ``batch_size`` examples, Adam at ``lr`` for the encoder and ``head_lr`` for the
     new masked-LM head (``None``: ``lr``), ``trainable_layers`` the encoder's top layers fine-tuned
     (``None``: all; ``0``: the head alone on a frozen encoder), ``reconstruction`` passages that also
-    learn to predict their own pieces (:func:`lib.training.tilde.with_reconstruction`). The paper's
+    learn to predict their own pieces (:func:`lib.training.tilde.with_reconstruction`), a checkpoint
+    every ``checkpoint_every`` steps (a head-only step is cheap, its checkpoint is not). The paper's
     rate for bert-base-uncased is 2e-5 on everything, batch 128, 10 epochs of MS MARCO's 533k pairs
     (about 42k steps; the ``paper`` profile). On two CPU cores the book trains MiniLM's head alone,
     with many cheap steps (sweep on DL21's validation queries; chapter 6 names it).
@@ -151,6 +152,7 @@ class TildeSettings(_Replaceable):
     head_lr: float | None = 1e-3
     trainable_layers: int | None = 2
     reconstruction: int = 0
+    checkpoint_every: int = 50
     v2_steps: int = 300
     v2_batch_size: int = 4
     v2_group_size: int = 8
@@ -225,7 +227,7 @@ PROFILES: dict[str, Profile] = {
         # (BM25 0.532); the ablation keeps the paper's model and L_QL to fit 2 CPU cores.
         tilde=TildeSettings(
             steps=4000, batch_size=128, lr=3e-3, head_lr=None, trainable_layers=0, reconstruction=10_000,
-            v2_steps=200, variants=("biqdl", "ql"),
+            checkpoint_every=500, v2_steps=200, variants=("biqdl", "ql"),
         ),
     ),
     "paper": Profile(

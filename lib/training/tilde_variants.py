@@ -74,12 +74,14 @@ def train_variants(
     trainable_layers: int | None = None,
     head_lr: float | None = None,
     reconstruction: Sequence[str] = (),
+    checkpoint_every: int = 50,
 ) -> dict[str, TildeTrainingResult]:
     """Fine-tune every variant of ``names`` from a model of ``new_model()`` into ``folder/<name>`` (resumable).
 
     Every variant starts from the same weights (``new_model`` must build the same ones each call) and
     sees the same batches (same ``seed``); a folder that already holds a finished run with the same
-    arguments is loaded, not trained again. ``trainable_layers``, ``head_lr`` and ``reconstruction``: see
+    arguments is loaded, not trained again. ``trainable_layers``, ``head_lr``, ``reconstruction`` and
+    ``checkpoint_every``: see
     :func:`lib.training.tilde.train_tilde`.
     """
     results: dict[str, TildeTrainingResult] = {}
@@ -103,6 +105,7 @@ def train_variants(
             trainable_layers=trainable_layers,
             head_lr=head_lr,
             reconstruction=reconstruction,
+            checkpoint_every=checkpoint_every,
         )
     return results
 
