@@ -140,8 +140,9 @@ print("TILDEv2: {} steps of {} groups of {} passages".format(*v2_schedule))
 #
 # Both models start from all-MiniLM-L6-v2, the encoder of chapter 2's teacher. It ships without a
 # masked-LM head, so TILDE's head is new: BERT's transform (dense, GELU, LayerNorm) with transformers'
-# initialisation, and a decoder that starts as a copy of the word-piece embeddings (`lib.models.tilde`).
-# Every variant of the ablation starts from the same weights and sees the same batches.
+# initialisation, and a decoder tied to the word-piece embeddings, or a copy of them when the encoder
+# is frozen (`lib.models.tilde`). Every variant of the ablation starts from the same weights and sees
+# the same batches.
 
 # %%
 bert = starting_bert(profile, start)
@@ -164,13 +165,14 @@ training_data_table(training_data, steps, batch_size)
 # One model per variant: the paper's (BiQDL over the cleaned vocabulary) and the ablation's — here
 # {glue:text}`variant_labels` (the paper's Table 3 also has L_DL and L_QL over the full vocabulary;
 # the `variants` parameter adds them, at a few minutes each on a CPU). Training resumes from its
-# checkpoints and a finished model is loaded, not trained again. The loss is per pair (the batch's
+# checkpoints and a finished model is loaded, not trained again. The loss is per example (the batch's
 # sum over examples divided by the batch size), each example's loss a mean over the vocabulary (eq. 7).
-# What is fine-tuned: {glue:text}`tilde_trained`. A frozen encoder is the CPU's choice: the head then
-# reads vectors that never change, so each training text goes through MiniLM once and thousands of
-# steps cost minutes. A head trained on so few queries could only learn its bias if its decoder stayed
-# tied to the frozen word-piece embeddings, so it gets its own copy (in DL21 validation runs, the tied
-# head did not learn to rank). The paper profile fine-tunes everything.
+# What is fine-tuned: {glue:text}`tilde_trained`. A frozen encoder is the book profile's choice for a
+# CPU: the head then reads vectors that never change, so each training text goes through MiniLM once
+# and a step costs only the head. A frozen encoder also freezes the word-piece embeddings, and a
+# decoder tied to them could learn little more than its bias, so the decoder gets its own copy (in
+# DL21 validation runs, the tied head did not learn to rank). The paper profile fine-tunes everything,
+# with BERT's tied head.
 
 # %%
 glue("tilde_trained", trained_part(tilde_settings.trainable_layers), display=False)

@@ -233,16 +233,14 @@ class Tilde(nn.Module):
 
     @torch.inference_mode()
     def piece_log_probs(self, pieces: Sequence[Sequence[int]], direction: str, batch_size: int = 64) -> torch.Tensor:
-        """:meth:`log_probs` of texts already cut into word pieces; eval mode inside, the mode restored after."""
+        """:meth:`log_probs` of texts already cut into word pieces: the head on :meth:`pooled`, in eval mode."""
         if batch_size < 1:
             raise ValueError(f"parameter 'batch_size' must be at least 1, got {batch_size}")
-        was_training = self.training
-        self.eval()
+        pooled = self.pooled(pieces, direction, batch_size)
         out = [
-            nn.functional.logsigmoid(self.logits(pieces[start : start + batch_size], direction)).cpu()
+            nn.functional.logsigmoid(self.head(pooled[start : start + batch_size])).cpu()
             for start in range(0, len(pieces), batch_size)
         ]
-        self.train(was_training)
         return torch.cat(out) if out else torch.zeros((0, self.vocab_size))
 
     def save(self, path: str | os.PathLike, tokenizer: WordPieceTokenizer | None = None) -> Path:

@@ -346,7 +346,7 @@ def train_tilde(
             return model.head(torch.stack([pooled[direction][key] for key in keys]))
         return model.logits([pieces[direction][key] for key in keys], direction)
 
-    def targets(keys: Sequence[str], direction: str) -> torch.Tensor:
+    def targets(direction: str, keys: Sequence[str]) -> torch.Tensor:
         clean = (target_vocabulary.clean(pieces[direction][key]) for key in keys)
         return target_vocabulary.targets(clean).to(device)
 
@@ -361,12 +361,12 @@ def train_tilde(
                 q_ids, p_ids = [q for q, _ in batch], [p for _, p in batch]
                 pair_terms = torch.zeros((), device=device)
                 if loss in ("ql", "biqdl"):
-                    pair_terms = pair_terms + ql_loss(logits("passage", p_ids), targets(q_ids, "query"), keep)
+                    pair_terms = pair_terms + ql_loss(logits("passage", p_ids), targets("query", q_ids), keep)
                 if loss in ("dl", "biqdl"):
-                    pair_terms = pair_terms + dl_loss(logits("query", q_ids), targets(p_ids, "passage"), keep)
+                    pair_terms = pair_terms + dl_loss(logits("query", q_ids), targets("passage", p_ids), keep)
                 terms = terms + (pair_terms / 2 if loss == "biqdl" else pair_terms)  # eq. 8
             if own:
-                terms = terms + vocabulary_bce(logits("passage", own), targets(own, "passage"), keep).sum()
+                terms = terms + vocabulary_bce(logits("passage", own), targets("passage", own), keep).sum()
         return terms * processes if processes > 1 else terms  # a sum over the examples: the global batch's scale
 
     desc = f"TILDE ({loss}, {vocabulary})"
