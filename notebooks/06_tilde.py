@@ -84,6 +84,7 @@ from lib.chapters.tilde_protocol import (
     check_test_sets,
     evaluation_year,
     judged_groups,
+    pooled_cache,
     run_names,
     score_both_precisions,
     starting_bert,
@@ -160,6 +161,16 @@ training_data = with_reconstruction(training_data, texts, tilde_settings.reconst
 training_data_table(training_data, steps, batch_size)
 
 # %% [markdown]
+# With a frozen encoder, every model of this chapter reads the same vector of the same text, so each
+# is computed once and kept (`lib.models.tilde_pooled_cache`). MiniLM's TILDE reads MiniLM's own
+# sentence vector (the unit-length mean), the vector chapter 2's teacher computed for every book
+# passage: those are reused, after a few are recomputed as a check.
+
+# %%
+pooled = pooled_cache(out / "pooled", bert.tilde(), tokenizer, texts, teacher)
+print(f"pooled vectors already computed: {len(pooled):,}")
+
+# %% [markdown]
 # ## Fine-tuning TILDE and its variants
 #
 # One model per variant: the paper's (BiQDL over the cleaned vocabulary) and the ablation's — here
@@ -195,6 +206,7 @@ trained = train_variants(
     head_lr=tilde_settings.head_lr,
     reconstruction=training_data.reconstruction,
     checkpoint_every=tilde_settings.checkpoint_every,
+    pooled_cache=pooled,
 )
 curves = loss_curves(trained)
 write_csv(out / "training_losses.csv", curves)

@@ -5,6 +5,8 @@
 - :func:`trained_part` — what a ``trainable_layers`` setting fine-tunes, in words for the chapter.
 - :func:`teacher_labelled` — chapter 2's teacher-labelled queries and the teacher's scores of their candidates;
   :func:`judged_groups` — TILDEv2's groups of the judged DL21 training queries.
+- :func:`pooled_cache` — where a frozen encoder's vectors are kept, holding chapter 2's teacher vectors of
+  every book passage when TILDE's encoder and pooling are the teacher's.
 - :func:`check_test_sets` — the chapter's test and ablation years must be folds of the protocol.
 - :func:`evaluation_year` — a test year's queries, judgments and, per first stage, the top-``depth`` candidates
   that have text (the book's queries of the profile, judged ones only).
@@ -39,6 +41,7 @@ from lib.data.splits import FOLDS
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import label
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID, Tilde
+from lib.models.tilde_pooled_cache import PooledCache
 from lib.models.tilde_v2 import TildeV2
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import CLS_ID, WordPieceTokenizer, load_tokenizer
@@ -105,8 +108,9 @@ def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
     an error naming chapter 2 when missing); the ``paper`` profile loads ``bert-base-uncased`` by name.
 
     MiniLM was trained with mean pooling and never saw the ``[unused]`` markers, so its TILDE reads the
-    mean of the output vectors and starts every input with ``[CLS]`` (the paper's text); the small BERT
-    and BERT-Base keep the authors' markers and the first position.
+    unit-length mean of the output vectors — MiniLM's own sentence vector, the one chapter 2's teacher
+    uses (:func:`pooled_cache`) — and starts every input with ``[CLS]`` (the paper's text); the small
+    BERT and BERT-Base keep the authors' markers and the first position.
     """
     markers = (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
     if profile == "paper":
@@ -119,7 +123,7 @@ def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
     if start == "minilm":
         folder = minilm_folder()
         return StartingBert(
-            "minilm", folder, load_tokenizer(folder), (CLS_ID, CLS_ID), "mean",
+            "minilm", folder, load_tokenizer(folder), (CLS_ID, CLS_ID), "unit-mean",
             f"all-MiniLM-L6-v2 ({pin(MINILM_FILES[0])}; 6 layers, hidden 384), no masked-LM head",
         )  # fmt: skip
     path = artifacts.small_bert(profile)
@@ -159,6 +163,38 @@ def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> Dist
         seed,
         progress=progress,
     )
+
+
+#: Passages whose teacher vectors :func:`pooled_cache` recomputes with TILDE's encoder, to check they are its own.
+CHECKED_PASSAGES = 8
+
+
+def pooled_cache(
+    folder: Path, model: Tilde, tokenizer: WordPieceTokenizer, texts: Mapping[str, str], teacher: DistillationSet
+) -> PooledCache:
+    """The cache of ``model``'s pooled vectors in ``folder``, with the teacher's passage vectors when they are its own.
+
+    Chapter 2's teacher is all-MiniLM-L6-v2's unit-length mean over ``[CLS] pieces[:200] [SEP]``:
+    a TILDE with the same encoder, ``unit-mean`` pooling and ``[CLS]`` markers reads exactly these
+    vectors, so the book's passages need no new encoder pass. The first :data:`CHECKED_PASSAGES` are
+    recomputed first; a difference is a ``ValueError``, and any other TILDE gets the cache empty.
+    """
+    cache = PooledCache(folder)
+    if model.pooling != "unit-mean" or not teacher.passages.ids:
+        return cache
+    ids = teacher.passages.ids
+    rows = model.rows(tokenizer.pieces([texts[pid] for pid in ids]), "passage")
+    checked = ids[:CHECKED_PASSAGES]
+    uncached = Tilde(model.bert, **model.settings())
+    computed = uncached.pooled(tokenizer.pieces([texts[pid] for pid in checked]), "passage")
+    difference = float((computed.cpu() - teacher.passages.vectors[: len(checked)]).abs().max())
+    if difference > 1e-4:
+        raise ValueError(
+            f"chapter 2's teacher vectors differ from this TILDE's own by up to {difference:.2g} "
+            f"(passages {checked}): not the same encoder, pooling or input"
+        )
+    cache.put(model.encoder_fingerprint(), rows, teacher.passages.vectors)
+    return cache
 
 
 def judged_groups(data: TildeTrainingData, texts: Mapping[str, str], depth: int) -> list[Group]:

@@ -40,6 +40,7 @@ Choices the paper leaves open (named here, constructor arguments where an altern
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ from torch import nn
 from transformers import BertForMaskedLM
 
 from lib.core.atomic import write_json
+from lib.models.tilde_pooled_cache import PooledCache
 from lib.representations.bert import SEP_ID, WordPieceTokenizer, load_bert, staged_folder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
@@ -59,8 +61,9 @@ PASSAGE_MARKER_ID = 1
 QUERY_MARKER_ID = 2
 #: The two input directions: a passage predicts query terms (QL), a query predicts passage terms (DL).
 DIRECTIONS: tuple[str, ...] = ("passage", "query")
-#: What the head reads: the output vector at position 0 (the paper) or the mean over the input's tokens.
-POOLINGS: tuple[str, ...] = ("first", "mean")
+#: What the head reads: the output vector at position 0 (the paper), the mean over the input's tokens, or
+#: that mean scaled to unit length (``unit-mean``: a sentence-transformers bi-encoder's own vector).
+POOLINGS: tuple[str, ...] = ("first", "mean", "unit-mean")
 #: The settings file that :meth:`Tilde.save` writes beside the BERT checkpoint.
 SETTINGS_NAME = "tilde.json"
 
@@ -107,6 +110,9 @@ class Tilde(nn.Module):
         self.max_lengths = {"passage": max_passage_length, "query": max_query_length}
         self.sep_id = sep_id
         self.pooling = pooling
+        self.pooled_cache: PooledCache | None = None
+        self._fingerprint_state: tuple = ()
+        self._fingerprint = ""
 
     @property
     def vocab_size(self) -> int:
@@ -170,27 +176,25 @@ class Tilde(nn.Module):
             "sep_id": self.sep_id,
         }
 
-    def inputs(self, pieces: Sequence[Sequence[int]], direction: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(input_ids, attention_mask)`` of ``marker pieces[:cap] [SEP]`` per text, right-padded with 0."""
+    def rows(self, pieces: Sequence[Sequence[int]], direction: str) -> list[list[int]]:
+        """The ids the encoder reads for each text: ``marker pieces[:cap] [SEP]``."""
         if direction not in DIRECTIONS:
             raise ValueError(f"parameter 'direction' must be one of {list(DIRECTIONS)}, got {direction!r}")
         marker, cap = self.markers[direction], self.max_lengths[direction]
-        rows = [[marker, *list(ids)[:cap], self.sep_id] for ids in pieces]
-        length = max((len(row) for row in rows), default=2)
-        input_ids = torch.zeros((len(rows), length), dtype=torch.long)
-        attention = torch.zeros((len(rows), length), dtype=torch.long)
-        for index, row in enumerate(rows):
-            input_ids[index, : len(row)] = torch.tensor(row, dtype=torch.long)
-            attention[index, : len(row)] = 1
-        return input_ids, attention
+        return [[marker, *list(ids)[:cap], self.sep_id] for ids in pieces]
+
+    def inputs(self, pieces: Sequence[Sequence[int]], direction: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(input_ids, attention_mask)`` of :meth:`rows`, right-padded with 0."""
+        return _padded(self.rows(pieces, direction))
 
     def pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """What the head reads: the encoder's output at position 0 or its mean (``pooling``), ``[B, hidden]``."""
+        """What the head reads (``pooling``): output 0, the mean, or the unit-length mean, ``[B, hidden]``."""
         hidden = self.bert.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         if self.pooling == "first":
             return hidden[:, 0]
         weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+        mean = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+        return nn.functional.normalize(mean, dim=-1) if self.pooling == "unit-mean" else mean
 
     def head(self, pooled: torch.Tensor) -> torch.Tensor:
         """The masked-LM head on pooled vectors: the vocabulary logits ``z``, ``FloatTensor[B, vocab]`` (fp32)."""
@@ -205,20 +209,55 @@ class Tilde(nn.Module):
         input_ids, attention = self.inputs(pieces, direction)
         return self(input_ids.to(self.device), attention.to(self.device))
 
+    def encoder_fingerprint(self) -> str:
+        """A digest of the encoder's weights and pooling: what the vectors :meth:`pooled` gives depend on.
+
+        Recomputed only when an encoder tensor was replaced or changed in place since the last call.
+        """
+        tensors = self.bert.bert.state_dict(keep_vars=True)
+        state = tuple((name, id(tensor), tensor._version) for name, tensor in tensors.items())
+        if self._fingerprint_state != state:
+            hasher = hashlib.sha256(self.pooling.encode("utf-8"))
+            for name, tensor in tensors.items():
+                hasher.update(name.encode("utf-8"))
+                hasher.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+            self._fingerprint_state, self._fingerprint = state, hasher.hexdigest()[:20]
+        return self._fingerprint
+
+    def use_pooled_cache(self, cache: PooledCache | None) -> Tilde:
+        """Read and keep :meth:`pooled` vectors in ``cache`` (``None``: compute every time); returns ``self``."""
+        self.pooled_cache = cache
+        return self
+
     @torch.inference_mode()
     def pooled(self, pieces: Sequence[Sequence[int]], direction: str, batch_size: int = 64) -> torch.Tensor:
         """:meth:`pool` of texts in word pieces, in eval mode (the mode restored after): ``[len(pieces), hidden]``.
 
-        With a frozen encoder these vectors are all the head ever sees, so training can compute them once.
+        Texts go through the encoder in batches of similar length; with a :meth:`use_pooled_cache`
+        cache, only those it does not hold, which it then keeps. With a frozen encoder these vectors
+        are all the head ever sees, so training computes them once.
         """
+        if batch_size < 1:
+            raise ValueError(f"parameter 'batch_size' must be at least 1, got {batch_size}")
+        rows = self.rows(pieces, direction)
+        out = torch.zeros((len(rows), int(self.bert.config.hidden_size)), device=self.device)
+        missing = list(range(len(rows)))
+        if self.pooled_cache is not None:
+            fingerprint = self.encoder_fingerprint()
+            found, missing = self.pooled_cache.get(fingerprint, rows)
+            for position, vector in found.items():
+                out[position] = vector.to(self.device)
         was_training = self.training
         self.eval()
-        out = []
-        for start in range(0, len(pieces), batch_size):
-            input_ids, attention = self.inputs(pieces[start : start + batch_size], direction)
-            out.append(self.pool(input_ids.to(self.device), attention.to(self.device)).float())
+        order = sorted(missing, key=lambda position: len(rows[position]))
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            input_ids, attention = _padded([rows[position] for position in chosen])
+            out[chosen] = self.pool(input_ids.to(self.device), attention.to(self.device)).float()
         self.train(was_training)
-        return torch.cat(out) if out else torch.zeros((0, int(self.bert.config.hidden_size)), device=self.device)
+        if self.pooled_cache is not None and missing:
+            self.pooled_cache.put(fingerprint, [rows[position] for position in missing], out[missing])
+        return out
 
     def log_probs(
         self, tokenizer: WordPieceTokenizer, texts: Sequence[str], direction: str, batch_size: int = 64
@@ -260,6 +299,17 @@ class Tilde(nn.Module):
         if not settings.is_file():
             raise FileNotFoundError(f"{settings}: no such file, so {path} is not a saved TILDE model")
         return cls(load_bert(path, lm_head=True), **json.loads(settings.read_text(encoding="utf-8")))
+
+
+def _padded(rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(input_ids, attention_mask)`` of id rows, right-padded with 0."""
+    length = max((len(row) for row in rows), default=2)
+    input_ids = torch.zeros((len(rows), length), dtype=torch.long)
+    attention = torch.zeros((len(rows), length), dtype=torch.long)
+    for index, row in enumerate(rows):
+        input_ids[index, : len(row)] = torch.tensor(row, dtype=torch.long)
+        attention[index, : len(row)] = 1
+    return input_ids, attention
 
 
 __all__ = ["DIRECTIONS", "PASSAGE_MARKER_ID", "POOLINGS", "QUERY_MARKER_ID", "SETTINGS_NAME", "Tilde"]

@@ -47,6 +47,7 @@ from lib.core.types import query_order
 from lib.data import load_qrels, load_queries
 from lib.data.splits import FOLDS, TEST_SETS, train_validation_split
 from lib.models.tilde import Tilde
+from lib.models.tilde_pooled_cache import PooledCache
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.training.loop import (
@@ -240,6 +241,7 @@ def train_tilde(
     trainable_layers: int | None = None,
     head_lr: float | None = None,
     reconstruction: Sequence[str] = (),
+    pooled_cache: PooledCache | None = None,
 ) -> TildeTrainingResult:
     """Fine-tune ``model`` on ``(qid, pid)`` pairs with ``loss`` over ``vocabulary``'s targets (module doc).
 
@@ -261,6 +263,9 @@ def train_tilde(
             training text are then computed once (eval mode) and reused by every step.
         head_lr: the head's own Adam rate (transform and bias, new weights for an encoder without an
             MLM head); ``None``: ``lr`` for everything, as the paper.
+        pooled_cache: where the encoder's pooled vectors are read and kept
+            (:meth:`lib.models.tilde.Tilde.use_pooled_cache`, set on the returned model too); with a
+            frozen encoder, texts another run or chapter already encoded are not encoded again.
 
     Under torchrun with several processes (:mod:`lib.core.distributed`) each process takes its share
     of every step's ``batch_size`` pairs (a multiple of the number of processes) with its own dropout;
@@ -314,12 +319,12 @@ def train_tilde(
     epochs = steps * batch_size / examples
     record = read_marker(marker, params)
     if record is not None:
-        trained = Tilde.load(output_dir).eval()
+        trained = Tilde.load(output_dir).eval().use_pooled_cache(pooled_cache)
         return TildeTrainingResult(
             output_dir, trained, record["losses"], 0, steps, 0.0, 0.0, epochs, params, str(device), True
         )
 
-    model.to(device)
+    model.to(device).use_pooled_cache(pooled_cache)
     trainable = model.train_only_top(trainable_layers)
     head = {id(p) for p in model.bert.cls.predictions.transform.parameters()} | {id(model.bert.cls.predictions.bias)}
     groups = [

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from lib.models.tilde import Tilde
+from lib.models.tilde_pooled_cache import PooledCache
 from lib.representations.bert import WordPieceTokenizer
 from lib.training.tilde import Pair, TildeTrainingResult, train_tilde
 
@@ -75,14 +76,15 @@ def train_variants(
     head_lr: float | None = None,
     reconstruction: Sequence[str] = (),
     checkpoint_every: int = 50,
+    pooled_cache: PooledCache | None = None,
 ) -> dict[str, TildeTrainingResult]:
     """Fine-tune every variant of ``names`` from a model of ``new_model()`` into ``folder/<name>`` (resumable).
 
     Every variant starts from the same weights (``new_model`` must build the same ones each call) and
     sees the same batches (same ``seed``); a folder that already holds a finished run with the same
-    arguments is loaded, not trained again. ``trainable_layers``, ``head_lr``, ``reconstruction`` and
-    ``checkpoint_every``: see
-    :func:`lib.training.tilde.train_tilde`.
+    arguments is loaded, not trained again. ``trainable_layers``, ``head_lr``, ``reconstruction``,
+    ``checkpoint_every`` and ``pooled_cache`` (with a frozen encoder, the variants share its vectors):
+    see :func:`lib.training.tilde.train_tilde`.
     """
     results: dict[str, TildeTrainingResult] = {}
     for name in check_variants(names):
@@ -106,6 +108,7 @@ def train_variants(
             head_lr=head_lr,
             reconstruction=reconstruction,
             checkpoint_every=checkpoint_every,
+            pooled_cache=pooled_cache,
         )
     return results
 

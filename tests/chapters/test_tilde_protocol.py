@@ -8,11 +8,13 @@ import pytest
 import torch
 
 from lib.chapters import experiments
+from lib.chapters.distillation_set import DistillationSet
 from lib.chapters.tilde_protocol import (
     EvaluationYear,
     StartingBert,
     check_test_sets,
     judged_groups,
+    pooled_cache,
     run_names,
     starting_bert,
     table2_systems,
@@ -21,8 +23,12 @@ from lib.chapters.tilde_protocol import (
 from lib.core.types import ranking_from_run
 from lib.data import book_texts
 from lib.evaluation import measures as evaluation
+from lib.models.bi_encoder import BiEncoder
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID
 from lib.representations.bert import CLS_ID
+from lib.representations.pretrained import minilm_folder
+from lib.representations.text import DOC_MAX_LENGTH
+from lib.reranking.dense import Encodings, encode
 from lib.reranking.tilde_runs import random_order
 from lib.reranking.tilde_scoring import TildeScores
 from lib.training.tilde import fold_training_data
@@ -80,7 +86,7 @@ def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifa
 
 def test_the_starting_encoder_is_minilm_the_small_bert_or_bert_base_by_name(artifacts_root: Path) -> None:
     minilm = starting_bert("smoke")
-    assert minilm.name == "minilm" and minilm.markers == (CLS_ID, CLS_ID) and minilm.pooling == "mean"
+    assert minilm.name == "minilm" and minilm.markers == (CLS_ID, CLS_ID) and minilm.pooling == "unit-mean"
     assert "all-MiniLM-L6-v2" in str(minilm) and minilm.tokenizer.vocab_size == 30522
     with pytest.raises(FileNotFoundError, match=r"small-bert/config\.json: missing .*chapter 2"):
         starting_bert("smoke", "small-bert")
@@ -128,3 +134,37 @@ def test_trained_part_says_what_a_setting_fine_tunes() -> None:
     assert "frozen encoder" in trained_part(0)
     assert trained_part(1) == "the encoder's top 1 layer and the head"
     assert trained_part(2) == "the encoder's top 2 layers and the head"
+
+
+def _teacher_of(pids: list[str], texts: dict[str, str]) -> DistillationSet:
+    minilm = starting_bert("smoke")
+    vectors = encode(BiEncoder(minilm_folder()), minilm.tokenizer, texts, pids, DOC_MAX_LENGTH)
+    return DistillationSet({}, {}, [], [], {}, vectors)
+
+
+def test_the_pooled_cache_holds_the_teachers_passage_vectors_for_minilm(converted: Path, tmp_path: Path) -> None:
+    texts = book_texts()
+    pids = sorted(texts)[:12]
+    teacher = _teacher_of(pids, texts)
+    minilm = starting_bert("smoke")
+    model = minilm.tilde()
+    cache = pooled_cache(tmp_path / "pooled", model, minilm.tokenizer, texts, teacher)
+    rows = model.rows(minilm.tokenizer.pieces([texts[pid] for pid in pids]), "passage")
+    found, missing = cache.get(model.encoder_fingerprint(), rows)
+    assert missing == [] and len(found) == len(pids)
+    computed = model.pooled(minilm.tokenizer.pieces([texts[pid] for pid in pids[-2:]]), "passage")  # not checked ones
+    torch.testing.assert_close(computed, teacher.passages.vectors[-2:], atol=1e-4, rtol=1e-4)
+
+
+def test_the_pooled_cache_refuses_vectors_that_are_not_the_encoders(converted: Path, tmp_path: Path) -> None:
+    texts = book_texts()
+    pids = sorted(texts)[:3]
+    teacher = _teacher_of(pids, texts)
+    wrong = DistillationSet({}, {}, [], [], {}, Encodings(pids, teacher.passages.vectors.flip(0)))
+    minilm = starting_bert("smoke")
+    with pytest.raises(ValueError, match="teacher vectors differ"):
+        pooled_cache(tmp_path / "pooled", minilm.tilde(), minilm.tokenizer, texts, wrong)
+    first = minilm.tilde()
+    first.pooling = "mean"  # another pooling: the cache starts empty
+    cache = pooled_cache(tmp_path / "other", first, minilm.tokenizer, texts, teacher)
+    assert len(cache) == 0 and not (tmp_path / "other").exists()
