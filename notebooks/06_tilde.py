@@ -461,7 +461,7 @@ best_alpha(sweeps)
 dependence_set = (ablation_sets or test_sets)[0]
 bm25_candidates = years[dependence_set].runs[BM25]
 sample_pieces = tokenizer.pieces([texts[p] for p in sample_passages(bm25_candidates)])
-dependence_models = {"starting encoder (no fine-tuning)": bert.tilde()} | {
+dependence_models = {"starting encoder (no fine-tuning)": bert.tilde().use_pooled_cache(pooled)} | {
     VARIANTS[name].label: result.model.to("cpu") for name, result in trained.items()
 }
 dependence = dependence_table(dependence_models, sample_pieces, cleaned)
@@ -500,7 +500,7 @@ dependence.set_index("model")
 # %%
 correlations = correlation_table(
     {
-        "starting encoder (no fine-tuning)": bert.tilde().eval(),
+        "starting encoder (no fine-tuning)": bert.tilde().eval().use_pooled_cache(pooled),
         VARIANTS[MAIN_VARIANT].label: main_model,
     },
     bm25_candidates,
