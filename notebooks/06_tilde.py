@@ -163,8 +163,9 @@ training_data_table(training_data, steps, batch_size)
 # %% [markdown]
 # With a frozen encoder, every model of this chapter reads the same vector of the same text, so each
 # is computed once and kept (`lib.models.tilde_pooled_cache`). MiniLM's TILDE reads MiniLM's own
-# sentence vector (the unit-length mean), the vector chapter 2's teacher computed for every book
-# passage: those are reused, after a few are recomputed as a check.
+# sentence vector (the unit-length mean), the vector chapter 2's teacher computed for every passage
+# of the book's v1 collection (all of DL19's and DL20's candidates): those are reused, after a few
+# are recomputed as a check. Only DL21's v2 passages and the queries go through MiniLM here.
 
 # %%
 pooled = pooled_cache(out / "pooled", bert.tilde(), tokenizer, texts, teacher)
