@@ -57,21 +57,29 @@ class TildeV2Index:
         return sum(self.header["files"].values()) / max(1, len(self))
 
     def score(self, query_pieces: np.ndarray, pids: Sequence[str]) -> np.ndarray:
-        """``s(q, d)`` of each of ``pids`` for a query's cleaned pieces (duplicates count twice), ``float64``."""
-        out = np.zeros(len(pids), dtype=np.float64)
+        """``s(q, d)`` of each of ``pids`` for a query's cleaned pieces (duplicates count twice), ``float64``.
+
+        One gather over all the candidates' entries: each entry whose piece is in the query adds its
+        weight times the piece's count in the query to its passage's score.
+        """
+        rows = np.empty(len(pids), dtype=np.int64)
         for index, pid in enumerate(pids):
             try:
-                row = self.row_of[pid]
+                rows[index] = self.row_of[pid]
             except KeyError:
                 raise KeyError(f"passage {pid!r} is not in the TILDEv2 index {self.folder}") from None
-            pieces = self.pieces[self.offsets[row] : self.offsets[row + 1]]
-            if not len(pieces):
-                continue
-            where = np.searchsorted(pieces, query_pieces).clip(max=len(pieces) - 1)
-            found = pieces[where] == query_pieces
-            weights = self.weights[self.offsets[row] : self.offsets[row + 1]]
-            out[index] = float(weights[where[found]].astype(np.float64).sum())
-        return out
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        lengths = ends - starts
+        entries = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        unique, counts = np.unique(np.asarray(query_pieces, dtype=np.int64), return_counts=True)
+        if not len(unique) or not len(entries):
+            return np.zeros(len(pids), dtype=np.float64)
+        pieces = self.pieces[entries].astype(np.int64)
+        where = np.searchsorted(unique, pieces).clip(max=len(unique) - 1)
+        matched = np.where(unique[where] == pieces, counts[where], 0)
+        contribution = self.weights[entries].astype(np.float64) * matched
+        owner = np.repeat(np.arange(len(pids)), lengths)
+        return np.bincount(owner, weights=contribution, minlength=len(pids))
 
 
 def passage_maxima(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

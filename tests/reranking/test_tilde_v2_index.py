@@ -11,7 +11,7 @@ import torch
 from lib.models.tilde_v2 import exact_match_scores, pad_pieces
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
-from lib.reranking.tilde_v2_index import build_index, load_index, passage_maxima, score_run
+from lib.reranking.tilde_v2_index import TildeV2Index, build_index, load_index, passage_maxima, score_run
 from tests.tilde_helpers import tiny_tilde_v2
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -62,3 +62,15 @@ def test_a_truncated_file_or_unknown_passage_is_an_error_naming_it(tmp_path: Pat
         load_index(tmp_path)
     with pytest.raises(KeyError, match="without text"):
         build_index(tiny_tilde_v2(), tokenizer, TEXTS, ["nope"], tmp_path / "other", progress=False)
+
+
+def test_score_sums_matched_weights_per_query_occurrence_for_any_candidate_list(tmp_path: Path) -> None:
+    pieces = np.array([3, 7, 9, 7, 11], dtype="<u2")  # p1: 3 7 9; p2: nothing; p3: 7 11
+    weights = np.array([0.5, 1.0, 2.0, 0.25, 4.0], dtype="<f2")
+    index = TildeV2Index(
+        tmp_path, ["p1", "p2", "p3"], {"p1": 0, "p2": 1, "p3": 2}, pieces, weights, np.array([0, 3, 3, 5]), {}
+    )
+    query = np.array([7, 7, 11, 5])  # 7 twice: its weight counts twice; 5 is in no passage
+    assert index.score(query, ["p3", "p2", "p1", "p3"]).tolist() == [4.5, 0.0, 2.0, 4.5]
+    assert index.score(np.array([], dtype=np.int64), ["p1", "p3"]).tolist() == [0.0, 0.0]
+    assert index.score(query, []).tolist() == []
