@@ -194,7 +194,7 @@ class TildeTrainingResult:
         losses: the loss of every step from step 1, per example (the summed batch loss / batch size).
         steps_run: steps run by this call; ``resumed_from``: the step it started at (0: fresh).
         seconds: wall-clock time of this call's steps; ``pairs_per_second`` its throughput.
-        epochs: passes over the pairs that ``steps`` make.
+        epochs: passes over the examples (pairs and reconstruction passages) that ``steps`` make.
         params: the run's parameters (what a resumption must match).
         device: where it ran; ``complete``: all ``steps`` done (``False`` after ``stop_after``).
     """
