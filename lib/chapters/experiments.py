@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
 from lib.representations.pretrained import glove_6b_50d, minilm_folder
-from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
+from lib.representations.text import DOC_MAX_LENGTH, PAPER_MIN_COUNT, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import (
     Coverage,
     coverage,
@@ -179,19 +180,20 @@ class ModelResult:
 
 
 def word_embeddings(
-    method: str, vocabulary: Vocabulary, settings: TrainingSettings, seed: int, folder: Path
+    method: str, vocabulary: Vocabulary, settings: TrainingSettings, seed: int, folder: Path, suffix: str = ""
 ) -> tuple[torch.Tensor, Coverage]:
     """The embedding matrix of ``vocabulary`` from ``method`` (:data:`WORD_VECTORS`), cached in ``folder``.
 
     GloVe rows are the package's vectors; a term GloVe lacks gets a seeded ``N(0, σ²)`` vector, σ the
     standard deviation of the GloVe rows found (:func:`lib.representations.word_vectors.embedding_matrix`),
     and is then learned like every row. Vectors trained on the book corpus have :data:`BOOK_VECTOR_DIM`
-    dimensions. The coverage (how the rows were filled) is kept beside the matrix.
+    dimensions. The coverage (how the rows were filled) is kept beside the matrix; ``suffix`` tells the
+    cached matrices of different vocabularies apart.
     """
     if method not in WORD_VECTORS:
         raise ValueError(f"parameter 'embedding_method' must be one of {WORD_VECTORS}, got {method!r}")
     name = method if method == "glove-6b-50d" else f"{method}-{BOOK_VECTOR_DIM}d-{settings.embedding_epochs}ep"
-    matrix_path = folder / f"{name}-seed{seed}.npy"
+    matrix_path = folder / f"{name}{suffix}-seed{seed}.npy"
     coverage_path = matrix_path.with_suffix(".coverage.json")
     if matrix_path.is_file() and coverage_path.is_file():
         filled = Coverage(**json.loads(coverage_path.read_text(encoding="utf-8")))
@@ -224,19 +226,32 @@ def bert_cat_folder(start: str, small_bert: Path) -> Path:
     raise ValueError(f"parameter 'bert_cat_start' must be one of {BERT_CAT_STARTS}, got {start!r}")
 
 
-def prepare_representations(profile: str, settings: TrainingSettings, seed: int, out: Path) -> Representations:
-    """Vocabulary, word vectors, BERT-cat's starting BERT and the small BERT for ``profile``, cached under ``out``."""
+def prepare_representations(
+    profile: str,
+    settings: TrainingSettings,
+    seed: int,
+    out: Path,
+    min_count: int = PAPER_MIN_COUNT,
+    with_small_bert: bool = True,
+) -> Representations:
+    """Vocabulary, word vectors, BERT-cat's starting BERT and the small BERT for ``profile``, cached under ``out``.
+
+    ``min_count`` is the vocabulary's threshold (the paper's 5; 1 keeps every word of the book corpus,
+    as fastText vectors allow); ``with_small_bert=False`` skips the small BERT's pre-training (for a
+    chapter that trains word models only; ``small_bert`` is then ``None``).
+    """
     folder = out / "representations"
     folder.mkdir(parents=True, exist_ok=True)
-    vocabulary_path = folder / "vocabulary.txt"
+    suffix = "" if min_count == PAPER_MIN_COUNT else f"-min{min_count}"
+    vocabulary_path = folder / f"vocabulary{suffix}.txt"
     if vocabulary_path.is_file():
         vocabulary = Vocabulary.load(vocabulary_path)
     else:
-        vocabulary = Vocabulary.build(list(book_texts().values()))
+        vocabulary = Vocabulary.build(list(book_texts().values()), min_count=min_count)
         vocabulary.save(vocabulary_path)
-    embeddings, filled = word_embeddings(settings.embedding_method, vocabulary, settings, seed, folder)
+    embeddings, filled = word_embeddings(settings.embedding_method, vocabulary, settings, seed, folder, suffix)
     small_bert = folder / "small-bert"
-    if profile != "paper":
+    if profile != "paper" and with_small_bert:
         config = small_bert_config(
             layers=settings.bert_layers,
             hidden=settings.bert_hidden,
@@ -255,7 +270,10 @@ def prepare_representations(profile: str, settings: TrainingSettings, seed: int,
         )
     bert_path = bert_cat_folder(settings.bert_cat_start, small_bert)
     wordpiece = load_tokenizer(bert_path) if bert_path.exists() else WordPieceTokenizer.from_vocab()
-    return Representations(vocabulary, embeddings, bert_path, wordpiece, settings.bert_cat_layers, small_bert, filled)
+    kept_small_bert = small_bert if with_small_bert else None
+    return Representations(
+        vocabulary, embeddings, bert_path, wordpiece, settings.bert_cat_layers, kept_small_bert, filled
+    )
 
 
 def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
@@ -526,3 +544,18 @@ def _throughput(
 def write_settings(path: Path, settings: TrainingSettings, seed: int) -> None:
     """Record the settings a chapter ran with (JSON, atomically)."""
     write_json(path, {"seed": seed, **json.loads(json.dumps(dataclasses.asdict(settings)))})
+
+
+def read_settings(record: Mapping[str, Any]) -> tuple[TrainingSettings, int]:
+    """The settings and seed of a record :func:`write_settings` wrote (JSON lists back to tuples).
+
+    A key that is not a :class:`TrainingSettings` field, or a missing seed, is a ``ValueError``.
+    """
+    fields = {item.name: item for item in dataclasses.fields(TrainingSettings)}
+    if "seed" not in record:
+        raise ValueError("the settings record has no 'seed'")
+    unknown = sorted(set(record) - set(fields) - {"seed"})
+    if unknown:
+        raise ValueError(f"the settings record has unknown setting(s) {unknown}")
+    values = {key: tuple(value) if isinstance(value, list) else value for key, value in record.items() if key != "seed"}
+    return TrainingSettings(**values), int(record["seed"])

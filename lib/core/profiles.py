@@ -4,7 +4,7 @@
 default) and ``paper`` (full MS MARCO on a GPU). A chapter's papermill ``parameters`` cell names the
 profile and may override a knob; ``None`` in a parameters cell means "the profile's default", which
 the chapter reads from its section here: ``get_profile(profile).training`` (chapter 2),
-``.speed`` (chapter 3), ``.clusters`` (chapter 4), ``.tilde`` (chapter 6). ARCHITECTURE.md,
+``.speed`` (chapter 3), ``.clusters`` (chapter 4), ``.tilde`` (chapter 6), ``.trec`` (chapter 7). ARCHITECTURE.md,
 "Chapters", says how a chapter uses them.
 """
 
@@ -130,6 +130,26 @@ class ClusterSettings(_Replaceable):
 
 
 @dataclass(frozen=True)
+class TrecSettings(_Replaceable):
+    """Chapter 7's knobs (the TU Wien TREC 2019 passage runs): the seeds of TUW19-p1's inits, TUW19-p2's vectors.
+
+    ``inits``: one TK-2 is trained per seed (chapter 2's schedule and triples); p1 is the best on
+    validation, p3 their ensemble. ``p2_vectors``: the word vectors of TUW19-p2, trained on the book
+    corpus, over a vocabulary of every word seen ``p2_min_count`` times (fastText gives each a vector).
+    """
+
+    inits: tuple[int, ...] = (1, 2, 3)
+    p2_vectors: str = "fasttext"
+    p2_min_count: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.inits or len(set(self.inits)) != len(self.inits):
+            raise ValueError(f"trec setting 'inits' must be distinct seeds, at least one, got {self.inits}")
+        if self.p2_min_count < 1:
+            raise ValueError(f"trec setting 'p2_min_count' must be >= 1, got {self.p2_min_count}")
+
+
+@dataclass(frozen=True)
 class TildeSettings(_Replaceable):
     """Chapter 6's knobs: TILDE's and TILDEv2's fine-tuning schedules and the latency repetitions.
 
@@ -172,7 +192,7 @@ class Profile:
             The smoke profile takes the first queries of each set in query order, so that every
             chapter runs in CI within minutes on a slice of the real data.
         description: one line for tables and logs.
-        training, speed, clusters, tilde: the per-chapter sections (see the module doc).
+        training, speed, clusters, tilde, trec: the per-chapter sections (see the module doc).
     """
 
     name: str
@@ -182,6 +202,7 @@ class Profile:
     speed: SpeedSettings = SpeedSettings()
     clusters: ClusterSettings = ClusterSettings()
     tilde: TildeSettings = TildeSettings()
+    trec: TrecSettings = TrecSettings()
 
 
 PROFILES: dict[str, Profile] = {
@@ -206,6 +227,7 @@ PROFILES: dict[str, Profile] = {
             steps=4, batch_size=4, lr=1e-2, head_lr=None, trainable_layers=0, reconstruction=8,
             v2_steps=2, v2_batch_size=2, v2_group_size=4, latency_repetitions=2,
         ),
+        trec=TrecSettings(inits=(1, 2)),
     ),
     "book": Profile(
         "book",
@@ -248,6 +270,7 @@ PROFILES: dict[str, Profile] = {
             steps=42_000, batch_size=128, lr=2e-5, head_lr=None, trainable_layers=None, v2_steps=50_000, v2_lr=2e-5,
             v2_trainable_layers=None,
         ),
+        trec=TrecSettings(inits=(1, 2, 3, 4, 5)),
     ),
 }  # fmt: skip
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -198,3 +199,15 @@ def test_variant_comparison_has_one_row_per_year_and_variant_in_order() -> None:
     assert table["nDCG@10 (all)"].tolist() == [0.4, 0.2, 0.35, 0.15]
     assert table["depth"].tolist() == [12, 5, 12, 5]
     assert experiments.variant_comparison("source", {}).empty
+
+
+def test_settings_read_back_as_they_were_written(tmp_path):
+    settings = get_profile("book").training.replace(max_steps=17)
+    experiments.write_settings(tmp_path / "settings.json", settings, seed=5)
+    record = json.loads((tmp_path / "settings.json").read_text(encoding="utf-8"))
+    assert isinstance(record["distill_pseudo_span"], list), "JSON has no tuples"
+    assert experiments.read_settings(record) == (settings, 5)
+    with pytest.raises(ValueError, match="unknown setting"):
+        experiments.read_settings({**record, "learning_rate": 1.0})
+    with pytest.raises(ValueError, match="no 'seed'"):
+        experiments.read_settings({key: value for key, value in record.items() if key != "seed"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.core.profiles import PROFILES, SpeedSettings, TrainingSettings, get_profile, limit_queries
+from lib.core.profiles import PROFILES, SpeedSettings, TrainingSettings, TrecSettings, get_profile, limit_queries
 from lib.models.paper_size import ARCHITECTURES
 
 
@@ -58,6 +58,7 @@ def test_every_profile_has_every_chapter_section() -> None:
         assert set(profile.speed.architectures) <= set(ARCHITECTURES)
         assert min(profile.clusters.ks) >= 2 and profile.clusters.n_init >= 1
         assert profile.tilde.steps >= 1 and profile.tilde.lr > 0
+        assert len(profile.trec.inits) >= 2, "TUW19-p1 picks among inits and p3 ensembles them"
     assert PROFILES["smoke"].training.max_steps < PROFILES["book"].training.max_steps
     assert PROFILES["paper"].tilde.lr == 2e-5  # TILDE §4.3 for bert-base-uncased
 
@@ -76,3 +77,12 @@ def test_speed_settings_refuse_bad_values() -> None:
         SpeedSettings(min_documents=10, max_documents=5)
     with pytest.raises(ValueError, match="batch_sizes"):
         SpeedSettings(batch_sizes={"word": 0, "wordpiece": 1})
+
+
+def test_trec_settings_refuse_repeated_seeds_and_a_zero_count() -> None:
+    with pytest.raises(ValueError, match="'inits' must be distinct"):
+        TrecSettings(inits=(1, 1))
+    with pytest.raises(ValueError, match="'inits' must be distinct"):
+        TrecSettings(inits=())
+    with pytest.raises(ValueError, match="p2_min_count"):
+        TrecSettings(p2_min_count=0)
