@@ -221,7 +221,8 @@ tests[["set", "run", "against", "mean", "mean against", "delta", "p_bonferroni",
 # The notebook's Table 3 lists the five best and the five worst DL19 queries of TUW19-p3 by average
 # precision. The book's lists come from its own p3; the last column says whether the notebook named the
 # same query (in which list). The figure shows every query: p3's AP minus BM25's, sorted, so the queries
-# where re-ranking helped and hurt can be scanned at once.
+# where re-ranking helped (green) and hurt (red) can be scanned at once; a query on which both agree
+# has no bar.
 
 # %%
 queries = {name: test.queries for name, test in protocol.tests.items()}
@@ -243,7 +244,7 @@ best_worst.set_index(["set", "group", "qid"])
 figure, axes = plt.subplots(1, len(test_sets), figsize=(5.5 * len(test_sets), 3.6), sharey=True, squeeze=False)
 for axis, name in zip(axes[0], test_sets, strict=True):
     difference = (per_query[name]["p3"]["MAP"] - per_query[name]["BM25"]["MAP"]).sort_values()
-    colours = ["tab:green" if value > 0 else "tab:red" for value in difference]
+    colours = ["tab:green" if value > 0 else "tab:red" if value < 0 else "tab:gray" for value in difference]
     axis.bar(range(len(difference)), difference.to_numpy(), color=colours)
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_title(f"{name.upper()}: TUW19-p3 minus BM25, per query")
