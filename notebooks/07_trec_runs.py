@@ -52,8 +52,9 @@ from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
-from lib.data import read_run
+from lib.data import book_texts, read_run
 from lib.evaluation import measures as evaluation
+from lib.representations.text import tokenize
 from lib.reranking.scoring import rerank
 
 CHAPTER = "07_trec_runs"
@@ -139,6 +140,8 @@ p2_results = experiments.run_model(
     "tk2", protocol, fast, fast_settings, profile, CHAPTER, seed, device=device, variant=trec.p2_vectors
 )
 p2_seconds = time.perf_counter() - start
+corpus_tokens = sum(len(tokenize(text)) for text in book_texts().values())
+glue("corpus_tokens", f"{corpus_tokens / 1e6:.1f} million", display=False)
 vocabularies = pd.DataFrame(
     [
         {"run": run_name, "vectors": method, "words": filled.terms, "own vector": filled.found,
@@ -272,8 +275,9 @@ display(Markdown("\n\n".join(f"- {line}" for line in claims)))
 
 # %% [markdown]
 # One difference from the notebook weighs on the first claim. The notebook's fastText vectors were
-# pre-trained on a large web corpus; the book's are trained on the book corpus alone, a few million
-# tokens, while GloVe 6B saw billions (chapter 2's word2vec comparison measures the same gap for TK-2).
+# pre-trained on a large web corpus; the book's are trained on the book corpus alone, about
+# {glue:text}`corpus_tokens` tokens, while GloVe 6B saw six billion (chapter 2's word2vec comparison
+# measures the same gap for TK-2).
 # The notebook's claim is about the form of the vectors — subwords, no out-of-vocabulary word — and at
 # book scale that cannot be separated from how much text the vectors were pre-trained on.
 #

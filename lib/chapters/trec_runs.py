@@ -155,12 +155,12 @@ def pairwise_tests(per_query: Mapping[str, pd.Series], alpha: float = 0.05) -> p
     pairs = list(itertools.combinations(names, 2))
     rows = []
     for first, second in pairs:
-        a, b = per_query[first].loc[shared], per_query[second].loc[shared]
-        p_value = 1.0 if (a - b).abs().max() == 0 else float(stats.ttest_rel(a, b).pvalue)
-        corrected = min(1.0, p_value * len(pairs))
+        pair = {first: per_query[first].loc[shared], second: per_query[second].loc[shared]}
+        test = evaluation.significance(pair, baseline=second, alpha=alpha).iloc[0]
+        corrected = min(1.0, float(test["p"]) * len(pairs))
         rows.append({
-            "run": first, "against": second, "mean": float(a.mean()), "mean against": float(b.mean()),
-            "delta": float((a - b).mean()), "p": p_value, "p_bonferroni": corrected,
+            "run": first, "against": second, "mean": test["mean"], "mean against": test["baseline_mean"],
+            "delta": test["delta"], "p": float(test["p"]), "p_bonferroni": corrected,
             "significant": bool(corrected < alpha), "queries": len(shared),
         })  # fmt: skip
     return pd.DataFrame(rows)
