@@ -246,7 +246,8 @@ def verdicts(table: pd.DataFrame, tests: pd.DataFrame, type_tests: Mapping[str, 
     gains = {s: mean(s, "p3") - mean(s, "p1") for s in sets}
     significant = [s for s in sets if test(s, "p1", "p3")["significant"]]
     helps = all(gain >= 0 for gain in gains.values())
-    changes = ", ".join(f"{gain:+.3f} on {s.upper()}" for s, gain in gains.items())
+    # round first, so that a change of less than 0.0005 reads +0.000, not -0.000
+    changes = ", ".join(f"{round(gain, 3) + 0.0:+.3f} on {s.upper()}" for s, gain in gains.items())
     if helps and not significant:
         verdict = "holds"
     elif helps:

@@ -211,3 +211,17 @@ def test_settings_read_back_as_they_were_written(tmp_path):
         experiments.read_settings({**record, "learning_rate": 1.0})
     with pytest.raises(ValueError, match="no 'seed'"):
         experiments.read_settings({key: value for key, value in record.items() if key != "seed"})
+
+
+def test_a_chapter_of_word_models_keeps_every_word_and_skips_the_small_bert(tmp_path):
+    settings = get_profile("smoke").training
+    paper = experiments.prepare_representations("smoke", settings, 3, tmp_path, with_small_bert=False)
+    every = experiments.prepare_representations("smoke", settings, 3, tmp_path, min_count=1, with_small_bert=False)
+    assert paper.small_bert is None and not (tmp_path / "representations" / "small-bert").exists()
+    assert len(every.vocabulary) > len(paper.vocabulary)
+    assert all(term in every.vocabulary for term in paper.vocabulary.terms)
+    assert every.embeddings.shape == (len(every.vocabulary), 50)
+    files = {path.name for path in (tmp_path / "representations").iterdir()}
+    assert {"vocabulary.txt", "vocabulary-min1.txt", "glove-6b-50d-seed3.npy", "glove-6b-50d-min1-seed3.npy"} <= files
+    again = experiments.prepare_representations("smoke", settings, 3, tmp_path, with_small_bert=False)
+    assert again.vocabulary == paper.vocabulary and torch.equal(again.embeddings, paper.embeddings)

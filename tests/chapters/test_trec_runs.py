@@ -145,6 +145,8 @@ def test_verdicts_follow_the_numbers() -> None:
     assert lines[0].startswith("**GloVe ≈ fastText: holds.**")
     assert lines[1].startswith("**The ensemble helps a little: holds.**") and "+0.020 on DL19" in lines[1]
     assert lines[2].startswith("**No clear query type separates best from worst: holds.**")
+    table.loc[2, "nDCG@10"] = 0.4998  # a change below 0.0005 shows no sign
+    assert "-0.000" not in verdicts(table, tests, {"dl19": {"p": 0.6}})[1]
     tests.loc[0, ["p_bonferroni", "significant"]] = [0.01, True]
     table.loc[2, "nDCG@10"] = 0.45
     lines = verdicts(table, tests, {"dl19": {"p": 0.001}})
