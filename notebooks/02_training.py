@@ -206,6 +206,35 @@ pd.DataFrame(per_term.numpy(), index=query_terms, columns=[f"μ={mu:+.1f}" for m
 ).background_gradient(axis=None, cmap="Blues")
 
 # %% [markdown]
+# **Exercise** (a student notebook with `make exercises`): write eq. 5–6 for a batch — the eleven
+# kernel activations of every entry of a match matrix, summed over the real passage terms — and
+# check it against the library.
+
+# %% tags=["exercise"]
+import torch
+
+from lib.models.kernels import kernel_mus, kernel_sigmas, kernel_sums
+
+
+def my_kernel_sums(match, query_mask, doc_mask, mus, sigmas):
+    """TK eq. 5-6: K_i^k = sum over real passage terms j of exp(-(M_ij - mu_k)^2 / (2 sigma_k^2)); [B, Lq, K]."""
+    # BEGIN SOLUTION
+    kernels = torch.exp(-((match.unsqueeze(-1) - mus) ** 2) / (2 * sigmas**2))
+    real = (query_mask.unsqueeze(-1) & doc_mask.unsqueeze(1)).unsqueeze(-1)
+    return (kernels * real).sum(dim=2)
+    # END SOLUTION
+
+
+generator = torch.Generator().manual_seed(0)
+match = torch.rand(2, 3, 5, generator=generator) * 2 - 1
+query_mask = torch.tensor([[1, 1, 0], [1, 1, 1]]).bool()
+doc_mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]]).bool()
+mus, sigmas = torch.tensor(kernel_mus()), torch.tensor(kernel_sigmas())
+expected = kernel_sums(match, query_mask, doc_mask, mus, sigmas)
+assert torch.allclose(my_kernel_sums(match, query_mask, doc_mask, mus, sigmas), expected, atol=1e-6)
+print("my_kernel_sums agrees with lib.models.kernels.kernel_sums")
+
+# %% [markdown]
 # The table holds the soft match counts $K^k_i$ of each query term (rows) in each similarity range
 # (columns) for an *untrained* model; training moves the weights $W_{\log}$ and $W_{\mathrm{len}}$
 # and the representations so that the counts of relevant passages score higher. The hand-computed
@@ -250,6 +279,30 @@ pd.DataFrame(per_term.numpy(), index=query_terms, columns=[f"μ={mu:+.1f}" for m
 # happen to be a test query's is dropped). That is a transductive use of an unlabelled corpus, and it is stated
 # here so that nobody mistakes it for something else. A twentieth of the training queries is held
 # out: their triples are never trained on, and show below how well each student learned the teacher.
+
+# %% [markdown]
+# **Exercise:** write Margin-MSE for a batch of student scores and teacher margins.
+
+# %% tags=["exercise"]
+import torch
+
+from lib.training.distillation import margin_mse
+
+
+def my_margin_mse(student_pos, student_neg, teacher_margin):
+    """Margin-MSE: the mean over the batch of ((s+ - s-) - teacher margin)^2."""
+    # BEGIN SOLUTION
+    return ((student_pos - student_neg - teacher_margin) ** 2).mean()
+    # END SOLUTION
+
+
+student_pos, student_neg = torch.tensor([2.0, 0.5, 1.0]), torch.tensor([1.0, 1.5, 1.0])
+teacher_margin = torch.tensor([1.0, 2.0, 0.5])
+assert torch.isclose(my_margin_mse(student_pos, student_neg, teacher_margin), torch.tensor(9.25 / 3))
+assert torch.isclose(
+    my_margin_mse(student_pos, student_neg, teacher_margin), margin_mse(student_pos, student_neg, teacher_margin)
+)
+print("my_margin_mse agrees with lib.training.distillation.margin_mse")
 
 # %%
 start = time.perf_counter()

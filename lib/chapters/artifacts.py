@@ -10,7 +10,10 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
   :func:`training_settings`, :func:`small_bert` and
   :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
   :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2);
-- chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture).
+- chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture) and
+  :func:`budget_leaders` (the best model under each time budget);
+- chapter 6 (``06_tilde``): :func:`tilde_latency` and :func:`tilde_index_size` (TILDE's and TILDEv2's
+  per-query latency and bytes per passage).
 
 Chapter 2 keeps its models as CPU state dicts in ``artifacts/<profile>/02_training/checkpoints/<name>/best.pt``
 and the representations they started from in ``…/02_training/representations/`` (``vocabulary.txt``, the
@@ -45,6 +48,8 @@ FIRST_STAGE_CHAPTER = "01_data_and_first_stage"
 TRAINING_CHAPTER = "02_training"
 #: The chapter that measures every architecture's speed.
 TIME_BUDGET_CHAPTER = "03_time_budget"
+#: The chapter that trains and measures TILDE and TILDEv2.
+TILDE_CHAPTER = "06_tilde"
 #: Word-embedding models: their checkpoint holds the trained embedding matrix under this key.
 EMBEDDING_KEY = "embedding.weight"
 
@@ -174,3 +179,23 @@ def speeds(profile: str) -> dict[str, Any]:
     """Chapter 3's ``speed.json``: docs/ms and latencies of every timed architecture, on the machine it ran on."""
     path = _folder(profile, TIME_BUDGET_CHAPTER) / "speed.json"
     return json.loads(_required(path, "the speed of every architecture", TIME_BUDGET_CHAPTER, profile).read_text())
+
+
+def budget_leaders(profile: str, query_set: str, measure: str = "nDCG@10") -> pd.DataFrame:
+    """Chapter 3's best model(s) under each time budget (the book's own speeds), for ``query_set`` and ``measure``."""
+    path = _folder(profile, TIME_BUDGET_CHAPTER) / f"best_per_budget_book_{query_set}_{measure.replace('@', '')}.csv"
+    return pd.read_csv(
+        _required(path, f"the best model per budget ({query_set}, {measure})", TIME_BUDGET_CHAPTER, profile)
+    )
+
+
+def tilde_latency(profile: str) -> pd.DataFrame:
+    """Chapter 6's per-query latency of TILDE-QL, TILDE-QDL and TILDEv2 (one row per method and candidate count)."""
+    path = _folder(profile, TILDE_CHAPTER) / "latency.csv"
+    return pd.read_csv(_required(path, "TILDE's latency", TILDE_CHAPTER, profile))
+
+
+def tilde_index_size(profile: str) -> pd.DataFrame:
+    """Chapter 6's bytes per passage of TILDE's and TILDEv2's indexes."""
+    path = _folder(profile, TILDE_CHAPTER) / "index_size.csv"
+    return pd.read_csv(_required(path, "TILDE's index size", TILDE_CHAPTER, profile))

@@ -4,7 +4,8 @@
 default) and ``paper`` (full MS MARCO on a GPU). A chapter's papermill ``parameters`` cell names the
 profile and may override a knob; ``None`` in a parameters cell means "the profile's default", which
 the chapter reads from its section here: ``get_profile(profile).training`` (chapter 2),
-``.speed`` (chapter 3), ``.clusters`` (chapter 4), ``.tilde`` (chapter 6), ``.trec`` (chapter 7). ARCHITECTURE.md,
+``.speed`` (chapter 3), ``.clusters`` (chapter 4), ``.tilde`` (chapter 6), ``.trec`` (chapter 7), ``.lecture``
+(chapter 8). ARCHITECTURE.md,
 "Chapters", says how a chapter uses them.
 """
 
@@ -150,6 +151,31 @@ class TrecSettings(_Replaceable):
 
 
 @dataclass(frozen=True)
+class LectureSettings(_Replaceable):
+    """Chapter 8's knobs (the lecture's models side by side).
+
+    ``models``: the registry models chapter 8 trains with chapter 2's protocol and schedule (PreTTR,
+    ColBERT, TK-Sparse); ``latency_counts``: the candidates per query whose re-ranking is timed;
+    ``latency_queries``: how many test queries are timed (the median is reported);
+    ``latency_repetitions``: timed runs per query; ``stopword_passages``: the test passages whose
+    terms TK-Sparse's gate is read on.
+    """
+
+    models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
+    latency_counts: tuple[int, ...] = (100, 1000)
+    latency_queries: int = 3
+    latency_repetitions: int = 3
+    stopword_passages: int = 3000
+
+    def __post_init__(self) -> None:
+        if not self.latency_counts or min(self.latency_counts) < 1:
+            raise ValueError(f"lecture setting 'latency_counts' must be positive counts, got {self.latency_counts}")
+        for name in ("latency_queries", "latency_repetitions", "stopword_passages"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"lecture setting {name!r} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
 class TildeSettings(_Replaceable):
     """Chapter 6's knobs: TILDE's and TILDEv2's fine-tuning schedules and the latency repetitions.
 
@@ -192,7 +218,7 @@ class Profile:
             The smoke profile takes the first queries of each set in query order, so that every
             chapter runs in CI within minutes on a slice of the real data.
         description: one line for tables and logs.
-        training, speed, clusters, tilde, trec: the per-chapter sections (see the module doc).
+        training, speed, clusters, tilde, trec, lecture: the per-chapter sections (see the module doc).
     """
 
     name: str
@@ -203,6 +229,7 @@ class Profile:
     clusters: ClusterSettings = ClusterSettings()
     tilde: TildeSettings = TildeSettings()
     trec: TrecSettings = TrecSettings()
+    lecture: LectureSettings = LectureSettings()
 
 
 PROFILES: dict[str, Profile] = {
@@ -228,6 +255,9 @@ PROFILES: dict[str, Profile] = {
             v2_steps=2, v2_batch_size=2, v2_group_size=4, latency_repetitions=2,
         ),
         trec=TrecSettings(inits=(1, 2)),
+        lecture=LectureSettings(
+            latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200
+        ),
     ),
     "book": Profile(
         "book",

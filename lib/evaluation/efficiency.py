@@ -72,7 +72,7 @@ def _synchronise(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _median_ms(work: Callable[[], Any], device: torch.device, repetitions: int, warmup: int) -> float:
+def median_ms(work: Callable[[], Any], device: torch.device, repetitions: int, warmup: int) -> float:
     """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs."""
     if repetitions < 1 or warmup < 0:
         raise ValueError(f"parameters 'repetitions' >= 1 and 'warmup' >= 0 required, got {repetitions}, {warmup}")
@@ -195,10 +195,10 @@ def measure_throughput(
     device = doc_ids.device
     rows = sum(int(indices.numel()) for indices, _ in batches)
     model.eval()
-    median_ms = _median_ms(lambda: score_batches(model, batches, dtype), device, repetitions, warmup)
+    milliseconds = median_ms(lambda: score_batches(model, batches, dtype), device, repetitions, warmup)
     return Throughput(
-        docs_per_ms=rows / median_ms,
-        milliseconds_per_batch=median_ms / len(batches),
+        docs_per_ms=rows / milliseconds,
+        milliseconds_per_batch=milliseconds / len(batches),
         documents=rows,
         sampled_from=int(doc_ids.shape[0]),
         batch_size=batch_size,
@@ -251,10 +251,10 @@ def measure_latency(
     def rerank_once() -> torch.Tensor:
         return torch.argsort(score_batches(model, batches, dtype), descending=True)
 
-    median_ms = _median_ms(rerank_once, device, repetitions, warmup)
+    milliseconds = median_ms(rerank_once, device, repetitions, warmup)
     return Latency(
         candidates=int(tensors[2].shape[0]),
-        milliseconds=median_ms,
+        milliseconds=milliseconds,
         measured=True,
         repeated=repeated,
         batch_size=batch_size,

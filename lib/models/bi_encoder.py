@@ -70,6 +70,18 @@ class BiEncoder(nn.Module):
         queries, docs = self.encode(query_ids, query_mask), self.encode(doc_ids, doc_mask)
         return functional.cosine_similarity(queries.float(), docs.float(), dim=-1)
 
+    def encode_passages(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What an index stores per passage: one vector, as a sequence of length 1 ``[N, 1, H]``, and its mask."""
+        vectors = self.encode(doc_ids, doc_mask).unsqueeze(1)
+        return vectors, torch.ones(vectors.shape[:2], dtype=torch.bool, device=vectors.device)
+
+    def score_encoded(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The query-time work with stored passages: encode one query ``[1, Lq]``, its cosine with ``N`` vectors."""
+        query = self.encode(query_ids, query_mask).float()
+        return functional.cosine_similarity(query, doc_vectors[:, 0].float(), dim=-1)
+
     def optimizer_groups(self, bert_lr: float = BI_ENCODER_LR) -> list[dict]:
         """One Adam group: the whole BERT at ``bert_lr``."""
         return [{"params": list(self.bert.parameters()), "lr": bert_lr, "name": "bert"}]

@@ -129,8 +129,12 @@ def kernel_sums(
     doc_mask: torch.Tensor,
     mus: Sequence[float] | torch.Tensor,
     sigmas: Sequence[float] | torch.Tensor,
+    doc_weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Eq. 6: ``K_i^k = Σ_j K_ij^k`` over the real document terms; ``[B, Lq, K]``, 0 for padded query terms.
+
+    ``doc_weights`` (``[B, Ld]``, optional) multiplies every kernel activation of document term ``j``:
+    TK-Sparse's learned stopword gate (0 removes the term from the sums).
 
     Computed kernel by kernel: each of the ``K`` passes over the ``[B, Lq, Ld]`` match matrix reduces
     its activations straight to ``[B, Lq]``, so the ``[B, Lq, Ld, K]`` tensor of eq. 5
@@ -144,6 +148,8 @@ def kernel_sums(
         if mus.shape != sigmas.shape:
             raise ValueError(f"{mus.numel()} kernel centres but {sigmas.numel()} widths")
         real = pair_mask(query_mask, doc_mask).to(match.dtype)
+        if doc_weights is not None:
+            real = real * doc_weights.float().unsqueeze(1)
         scales = -1.0 / (2 * sigmas**2)
         return torch.stack(
             [(torch.exp((match - mus[k]) ** 2 * scales[k]) * real).sum(dim=-1) for k in range(mus.numel())], dim=-1
@@ -224,10 +230,19 @@ class KernelPooling(nn.Module):
     def n_kernels(self) -> int:
         return int(self.mus.numel())
 
-    def forward(self, match: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor) -> PooledKernels:
-        """Pool ``match`` (``[B, Lq, Ld]``, e.g. from :func:`cosine_match_matrix`) with the masks of its two sides."""
+    def forward(
+        self,
+        match: torch.Tensor,
+        query_mask: torch.Tensor,
+        doc_mask: torch.Tensor,
+        doc_weights: torch.Tensor | None = None,
+    ) -> PooledKernels:
+        """Pool ``match`` (``[B, Lq, Ld]``, e.g. from :func:`cosine_match_matrix`) with the masks of its two sides.
+
+        ``doc_weights`` (optional, ``[B, Ld]``) weighs each document term's activations (:func:`kernel_sums`).
+        """
         with full_precision(match.device):
-            sums = kernel_sums(match, query_mask, doc_mask, self.mus.float(), self.sigmas.float())
+            sums = kernel_sums(match, query_mask, doc_mask, self.mus.float(), self.sigmas.float(), doc_weights)
             return PooledKernels(
                 kernel_sums=sums,
                 log=log_normalise(sums, query_mask, self.log_base, self.log_clamp),

@@ -1,4 +1,4 @@
-"""The book's one model registry: every re-ranker of chapter 2 (trained or zero-shot) and what the book needs to know.
+"""The book's one model registry: every re-ranker of chapters 2 and 8 (trained or zero-shot), what the book knows of it.
 
 Chapters, training and evaluation never special-case a model by its name; they ask its
 :class:`ModelSpec` here: how to build it, its display label, which tokenizer family feeds it (a word
@@ -30,9 +30,12 @@ from torch import nn
 
 from lib.models.bert_cat import BertCat
 from lib.models.bi_encoder import BiEncoder
+from lib.models.colbert import ColBERT
 from lib.models.conv_knrm import ConvKNRM
 from lib.models.knrm import KNRM
+from lib.models.prettr import PreTTR
 from lib.models.tk import TK, width_for
+from lib.models.tk_sparse import TKSparse
 from lib.representations.pretrained import minilm_folder
 
 Family = Literal["word", "wordpiece"]
@@ -71,6 +74,11 @@ def _tk(num_layers: int) -> Callable[[torch.Tensor], TK]:
     return lambda embeddings: TK(embeddings, num_layers=num_layers, **width_for(embeddings.shape[1]))
 
 
+def _tk_sparse(embeddings: torch.Tensor) -> TKSparse:
+    """TK-Sparse on TK-2 (two layers, the width following the embedding matrix), λ its module default."""
+    return TKSparse(embeddings, num_layers=2, **width_for(embeddings.shape[1]))
+
+
 def _knrm(embeddings: torch.Tensor) -> KNRM:
     """KNRM as the TK authors' code has it: no tanh and no bias on the score (``use_tanh=False, bias=False``).
 
@@ -98,6 +106,9 @@ MODELS: dict[str, ModelSpec] = {
     "tk2": ModelSpec("tk2", "TK-2", "word", _tk(2), 256, 128, "tk2"),
     "tk3": ModelSpec("tk3", "TK-3", "word", _tk(3), 256, 128, "tk3"),
     "bert-cat": ModelSpec("bert-cat", "BERT-cat", "wordpiece", BertCat, 32, 32, "bert-base"),
+    "prettr": ModelSpec("prettr", "PreTTR", "wordpiece", PreTTR, 32, 32, None),
+    "colbert": ModelSpec("colbert", "ColBERT", "wordpiece", ColBERT, 32, 32, None),
+    "tk2-sparse": ModelSpec("tk2-sparse", "TK-Sparse", "word", _tk_sparse, 256, 128, None),
 }
 
 

@@ -432,11 +432,32 @@ class TK(nn.Module):
         query_mask, doc_mask = query_mask.bool(), doc_mask.bool()
         distinct_ids, distinct_mask, row_query = distinct_queries(query_ids, query_mask)
         query_vectors = self.contextualise(distinct_ids, distinct_mask)[row_query]
-        doc_vectors = self.contextualise(doc_ids, doc_mask)
+        doc_vectors, stored_mask = self.encode_passages(doc_ids, doc_mask)
+        return self.score_vectors(query_vectors, query_mask, doc_vectors, stored_mask)
+
+    def encode_passages(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What an index stores per passage (TK §3: the passage side is query-independent): its hybrid
+        vectors (eq. 1) ``[N, Ld, D]`` and the mask of the stored terms ``[N, Ld]``."""
+        doc_mask = doc_mask.bool()
+        return self.contextualise(doc_ids, doc_mask), doc_mask
+
+    def score_vectors(
+        self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Eq. 4–10 on contextualised vectors of ``B`` pairs: the match matrix, kernel pooling and the score ``[B]``."""
         with full_precision(doc_vectors.device):
             match = cosine_match_matrix(query_vectors, doc_vectors, query_mask, doc_mask)
             _, log_weighted, len_weighted = self._weighted(self.kernel_pooling(match, query_mask, doc_mask))
             return self.beta.float() * log_weighted.sum(dim=-1) + self.gamma.float() * len_weighted.sum(dim=-1)
+
+    def score_encoded(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The query-time work with stored passages: contextualise one query (``[1, Lq]``) and score it
+        against ``N`` passages of :meth:`encode_passages`, ``[N]``."""
+        query_mask = query_mask.bool()
+        query_vectors = self.contextualise(query_ids, query_mask).expand(doc_vectors.shape[0], -1, -1)
+        return self.score_vectors(query_vectors, query_mask.expand(doc_vectors.shape[0], -1), doc_vectors, doc_mask)
 
     def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
         """Adam groups of §4.3: ``embeddings`` and ``contextualisation`` (the Transformer layers) at

@@ -326,8 +326,17 @@ def _batch_loss(
     scores = scores.float()
     if margins is not None:
         target = torch.tensor(margins, dtype=torch.float32, device=device)
-        return margin_mse(scores[: len(batch)], scores[len(batch) :], target)
-    return hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
+        loss = margin_mse(scores[: len(batch)], scores[len(batch) :], target)
+    else:
+        loss = hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
+    return loss + regularisation(model)
+
+
+def regularisation(model: nn.Module) -> torch.Tensor | float:
+    """The penalty a model adds to the ranking loss of its last training batch (TK-Sparse's L1 on its
+    stopword gates, :meth:`lib.models.tk_sparse.TKSparse.regularisation`); 0 for a model without one."""
+    penalty = getattr(getattr(model, "module", model), "regularisation", None)
+    return penalty() if callable(penalty) else 0.0
 
 
 class _Validator:

@@ -131,3 +131,22 @@ def test_the_zero_shot_bi_encoder_needs_no_checkpoint(artifacts_root: Path) -> N
     loaded = trained_model("smoke", "bi-encoder")
     assert loaded.path == minilm_folder() and not loaded.model.training
     assert len(loaded.model.bert.encoder.layer) == 6, "the bi-encoder is MiniLM as it is"
+
+
+def test_tilde_outputs_and_budget_leaders_name_their_chapter_and_read_back(artifacts_root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"chapter 6 \(06_tilde\)"):
+        artifacts.tilde_latency("smoke")
+    with pytest.raises(FileNotFoundError, match=r"chapter 6 \(06_tilde\)"):
+        artifacts.tilde_index_size("smoke")
+    with pytest.raises(FileNotFoundError, match=r"chapter 3 \(03_time_budget\)"):
+        artifacts.budget_leaders("smoke", "dl19")
+    tilde = paths.chapter_dir("smoke", "06_tilde")
+    tilde.mkdir(parents=True, exist_ok=True)
+    (tilde / "latency.csv").write_text("method,candidates,total ms\nTILDEv2,100,0.5\n")
+    (tilde / "index_size.csv").write_text("model,bytes per passage\nTILDEv2,200.5\n")
+    budget = paths.chapter_dir("smoke", "03_time_budget")
+    budget.mkdir(parents=True, exist_ok=True)
+    (budget / "best_per_budget_book_dl19_nDCG10.csv").write_text("budget (ms),best model(s)\n1.0,TK-1\n10.0,BM25\n")
+    assert artifacts.tilde_latency("smoke")["total ms"].tolist() == [0.5]
+    assert artifacts.tilde_index_size("smoke").set_index("model")["bytes per passage"]["TILDEv2"] == 200.5
+    assert artifacts.budget_leaders("smoke", "dl19")["budget (ms)"].tolist() == [1.0, 10.0]

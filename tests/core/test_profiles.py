@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from lib.core.profiles import PROFILES, SpeedSettings, TrainingSettings, TrecSettings, get_profile, limit_queries
+from lib.core.profiles import (
+    PROFILES,
+    LectureSettings,
+    SpeedSettings,
+    TrainingSettings,
+    TrecSettings,
+    get_profile,
+    limit_queries,
+)
 from lib.models.paper_size import ARCHITECTURES
+from lib.models.registry import MODELS
 
 
 @pytest.mark.parametrize(("name", "limit"), [("smoke", 8), ("book", None), ("paper", None)])
@@ -86,3 +95,12 @@ def test_trec_settings_refuse_repeated_seeds_and_a_zero_count() -> None:
         TrecSettings(inits=())
     with pytest.raises(ValueError, match="p2_min_count"):
         TrecSettings(p2_min_count=0)
+
+
+def test_lecture_settings_refuse_empty_counts_and_zero_repetitions() -> None:
+    with pytest.raises(ValueError, match="latency_counts"):
+        LectureSettings(latency_counts=())
+    with pytest.raises(ValueError, match="latency_repetitions"):
+        LectureSettings(latency_repetitions=0)
+    assert get_profile("book").lecture.latency_counts == (100, 1000)
+    assert set(get_profile("smoke").lecture.models) <= set(MODELS)

@@ -1,0 +1,178 @@
+"""Chapter 8: the lecture's models side by side (lecture 8, slides 16–27 and 30–33).
+
+- :data:`ARCHITECTURES` — per model, what an index stores per passage and what runs at query time
+  (slide 27's columns, in words);
+- :func:`latencies` / :func:`storage` — each model's query latency on real test queries (run whole at
+  query time, and with its passage side stored where the architecture allows) and its bytes per passage;
+- :func:`comparison_table` — effectiveness, latency and storage in one table;
+- :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked;
+- :func:`gate_occurrences` / :func:`stopword_table` / :func:`stopword_overlap` — TK-Sparse's
+  contextualised stopwords (slide 33): which passage terms its gate removes, how often, and how that
+  compares with a classic stopword list.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import torch
+
+from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
+from lib.evaluation.stored_latency import bytes_per_passage, is_precomputable, measure_stored_latency, store_passages
+from lib.models.tk_sparse import TKSparse
+from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS
+from lib.representations.text import Vocabulary, tokenize
+
+#: Per model: (what an index stores per passage, what runs at query time for each query).
+ARCHITECTURES: dict[str, tuple[str, str]] = {
+    "bm25": ("an inverted index (the first stage itself)", "the first stage only: no re-ranking"),
+    "bert-cat": ("the text only", "all BERT layers on every (query, passage) pair"),
+    "prettr": (
+        "a vector per word piece after the first k layers",
+        "the first k layers on the query; the last layers on every pair",
+    ),
+    "colbert": ("a small vector per word piece (all layers)", "BERT on the query; max-sim with every passage"),
+    "tk2": ("a vector per word (TK's contextualisation)", "TK's layers on the query; kernels on every passage"),
+    "tk2-sparse": ("a vector per word the gate keeps", "TK's layers on the query; kernels on the kept words"),
+    "bi-encoder": ("one vector per passage", "BERT on the query; one dot product per passage"),
+    "tilde-qdl": ("a log-probability per vocabulary piece", "BERT on the query; a look-up per query piece"),
+    "tildev2": ("a weight per passage word piece", "the query's pieces; a look-up per piece (no network)"),
+}
+
+
+def latencies(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    first_stage: Mapping[str, Mapping[str, float]],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    counts: Sequence[int],
+    qids: Sequence[str],
+    batch_size: int,
+    repetitions: int,
+) -> pd.DataFrame:
+    """The median latency over ``qids`` of re-ranking ``counts`` candidates of each query (its BM25 list,
+    repeated when shorter): ``mode`` "whole at query time" for every model, and "passages stored" for a model
+    whose passage side can be pre-computed (:mod:`lib.evaluation.stored_latency`)."""
+    device = next(model.parameters()).device
+    modes = ["whole at query time"] + (["passages stored"] if is_precomputable(model) else [])
+    rows = []
+    for count in counts:
+        timed: dict[str, list[float]] = {mode: [] for mode in modes}
+        for qid in qids:
+            pairs, repeated = candidate_pairs(first_stage, queries, texts, count, qid)
+            tensors = encode_pairs(tokenizer, pairs, device)
+            timed["whole at query time"].append(
+                measure_latency(model, tensors, batch_size, repetitions, repeated=repeated).milliseconds
+            )
+            if "passages stored" in timed:
+                timed["passages stored"].append(
+                    measure_stored_latency(model, tensors, batch_size, repetitions, repeated=repeated).milliseconds
+                )
+        rows += [{"candidates": count, "mode": mode, "ms": statistics.median(values)} for mode, values in timed.items()]
+    return pd.DataFrame(rows)
+
+
+def storage(model: torch.nn.Module, tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
+    """Bytes per passage of ``model``'s stored passage side over ``texts`` (float16); 0 for a model that
+    stores nothing but the text (:func:`lib.evaluation.stored_latency.bytes_per_passage`)."""
+    if not is_precomputable(model):
+        return 0.0
+    ids, mask = tokenizer.encode(list(texts), max_length)
+    device = next(model.parameters()).device
+    vectors, stored = store_passages(model, ids.to(device), mask.to(device))
+    return bytes_per_passage(vectors, stored)
+
+
+def comparison_table(
+    effectiveness: pd.DataFrame, latency: pd.DataFrame, storage: Mapping[str, float], labels: Mapping[str, str]
+) -> pd.DataFrame:
+    """Slide 27's table for the book: one row per model.
+
+    ``effectiveness``: columns ``model``, ``set``, ``nDCG@10``; ``latency``: columns ``model``,
+    ``candidates``, ``ms`` (the query-time latency); ``storage``: bytes per passage by model. Rows
+    follow ``labels``' order; a model missing from a source has an empty cell there.
+    """
+    rows = []
+    for name, label in labels.items():
+        row: dict[str, object] = {"model": label}
+        for query_set, group in effectiveness[effectiveness["model"] == name].groupby("set"):
+            row[f"{str(query_set).upper()} nDCG@10"] = float(group["nDCG@10"].iloc[0])
+        for count, group in latency[latency["model"] == name].groupby("candidates"):
+            row[f"ms for {count}"] = float(group["ms"].iloc[0])
+        row["bytes per passage"] = storage.get(name)
+        stored, at_query_time = ARCHITECTURES.get(name, ("", ""))
+        row["stored per passage"], row["at query time"] = stored, at_query_time
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("model")
+    numbers = [c for c in table.columns if c.endswith("nDCG@10") or c.startswith("ms for")]
+    return table[sorted(c for c in numbers if c.endswith("nDCG@10")) + [c for c in numbers if c.startswith("ms")]
+                 + ["bytes per passage", "stored per passage", "at query time"]]  # fmt: skip
+
+
+def plot_tradeoff(
+    table: pd.DataFrame, effectiveness: str, latency: str, budgets: Sequence[float], title: str
+) -> plt.Figure:
+    """nDCG@10 (``effectiveness`` column) against query latency (``latency`` column, log axis), one point per
+    model, with vertical lines at the time ``budgets`` (ms). Models without a latency are left out."""
+    shown = table.dropna(subset=[effectiveness, latency])
+    if shown.empty:
+        raise ValueError(f"no model has both {effectiveness!r} and {latency!r}")
+    figure, axis = plt.subplots(figsize=(7.5, 4.5))
+    for budget in budgets:
+        axis.axvline(budget, color="0.8", linestyle=":", linewidth=1, zorder=0)
+        axis.text(budget, 1.0, f"{budget:g} ms", transform=axis.get_xaxis_transform(), rotation=90,
+                  va="top", ha="right", fontsize=7, color="0.5")  # fmt: skip
+    for (label, row), colour in zip(
+        shown.iterrows(), itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False
+    ):
+        axis.scatter(row[latency], row[effectiveness], s=60, color=colour, zorder=3)
+        axis.annotate(label, (row[latency], row[effectiveness]), textcoords="offset points", xytext=(6, 4), fontsize=9)
+    axis.set_xscale("log")
+    axis.set_xlabel(f"query latency, {latency.removeprefix('ms for ')} candidates (ms, log scale)")
+    axis.set_ylabel(effectiveness)
+    axis.set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def gate_occurrences(
+    model: TKSparse, vocabulary: Vocabulary, texts: Sequence[str], max_length: int, batch_size: int = 64
+) -> pd.DataFrame:
+    """One row per passage term occurrence (the first ``max_length`` words of each text): ``term`` (the word,
+    also when the vocabulary maps it to ``[UNK]``) and whether TK-Sparse's gate ``removed`` it (gate = 0)."""
+    model.eval()
+    rows: list[tuple[str, bool]] = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            batch = list(texts[start : start + batch_size])
+            ids, mask = vocabulary.encode(batch, max_length)
+            _, gate = model.gates(ids, mask)
+            for text, row_gate in zip(batch, (gate > 0).tolist(), strict=True):
+                rows.extend((term, not kept) for term, kept in zip(tokenize(text)[:max_length], row_gate, strict=False))
+    return pd.DataFrame(rows, columns=["term", "removed"])
+
+
+def stopword_table(occurrences: pd.DataFrame, top: int = 20) -> pd.DataFrame:
+    """The ``top`` most often removed terms: occurrences, removals, the share removed, and whether NLTK lists it."""
+    grouped = occurrences.groupby("term")["removed"].agg(occurrences="size", removed="sum")
+    grouped["share removed"] = grouped["removed"] / grouped["occurrences"]
+    grouped["NLTK stopword"] = grouped.index.isin(NLTK_ENGLISH_STOPWORDS)
+    return grouped.sort_values(["removed", "occurrences"], ascending=False).head(top)
+
+
+def stopword_overlap(occurrences: pd.DataFrame) -> dict[str, float]:
+    """How TK-Sparse's removals compare with NLTK's list (slide 33), as shares of term occurrences."""
+    listed = occurrences["term"].isin(NLTK_ENGLISH_STOPWORDS)
+    removed = occurrences["removed"]
+    return {
+        "removed": float(removed.mean()),
+        "NLTK stopwords": float(listed.mean()),
+        "removed that are NLTK stopwords": float((removed & listed).sum() / max(int(removed.sum()), 1)),
+        "NLTK stopwords removed": float((removed & listed).sum() / max(int(listed.sum()), 1)),
+    }

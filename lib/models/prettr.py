@@ -1,0 +1,144 @@
+"""PreTTR: BERT split at layer k (MacAvaney et al., SIGIR 2020; lecture 8, slides 17–19).
+
+BERT-cat (:mod:`lib.models.bert_cat`) runs every layer on ``[CLS] q [SEP] d [SEP]`` for every
+candidate at query time. PreTTR cuts the stack at layer ``k``: the first ``k`` layers run on the query
+``[CLS] q [SEP]`` and on the passage ``d [SEP]`` separately — so the passage side is computed once, at
+indexing time, and stored — and the remaining ``L − k`` layers run on the concatenation of the two
+half-encoded sequences; the output vector of ``[CLS]`` goes through one linear layer to the score, as
+in BERT-cat (slide 19). ``k = 0`` is BERT-cat; ``k = L`` leaves no layer in which query and passage meet.
+
+Named choices:
+
+- **Positions.** The query takes positions ``0 … |q|+1`` (segment 0). The passage takes positions
+  from :data:`PASSAGE_OFFSET` on (segment 1): a fixed offset after the longest query the book allows,
+  so a stored passage does not depend on the query it will meet, and the two sides never share a
+  position (the paper leaves this open).
+- **No compression** of the stored vectors (the paper's optional autoencoder, §3.3): the book counts
+  the storage of the full vectors at float16 instead.
+- **Default split** ``k = L − 1``: query and passage meet in the last layer only (the fastest split,
+  slide 18's "concatenate only at the last layer").
+- Learning rates as BERT-cat's (:data:`lib.models.bert_cat.BOOK_BERT_LR` for BERT, 10⁻³ for the head);
+  ``num_layers`` keeps BERT's first layers as BERT-cat does.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import nn
+from transformers import BertModel
+
+from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR, keep_layers
+from lib.models.bert_layers import run_layers
+from lib.models.bi_encoder import wrap
+from lib.models.tk import distinct_queries
+from lib.representations.bert import SEP_ID, load_bert
+from lib.representations.text import QUERY_MAX_LENGTH
+
+#: The first position of a passage: after ``[CLS]``, the longest query and ``[SEP]``.
+PASSAGE_OFFSET = QUERY_MAX_LENGTH + 2
+
+
+def close_passage(ids: torch.Tensor, mask: torch.Tensor, sep_id: int = SEP_ID) -> tuple[torch.Tensor, torch.Tensor]:
+    """``d [SEP]`` from right-padded passage pieces: ids and mask ``[N, Ld + 1]``."""
+    mask = mask.bool()
+    lengths = mask.sum(dim=1)
+    rows = torch.arange(ids.shape[0], device=ids.device)
+    closed = torch.cat([ids * mask, torch.zeros_like(ids[:, :1])], dim=1)
+    closed[rows, lengths] = sep_id
+    closed_mask = torch.arange(closed.shape[1], device=ids.device).unsqueeze(0) <= lengths.unsqueeze(1)
+    return closed, closed_mask
+
+
+class PreTTR(nn.Module):
+    """PreTTR re-ranker: ``score = w · Upper(Lower(q) ⊕ Lower(d))[CLS] + b`` (slide 19).
+
+    Args:
+        bert: a ``BertModel``, or a folder for :func:`lib.representations.bert.load_bert`.
+        num_layers: keep BERT's first ``num_layers`` layers (``None``: all).
+        split: ``k``, the layers run on query and passage separately (``None``: all but the last).
+    """
+
+    def __init__(
+        self,
+        bert: BertModel | str | os.PathLike,
+        num_layers: int | None = None,
+        split: int | None = None,
+        bert_lr: float = BOOK_BERT_LR,
+        head_lr: float = HEAD_LR,
+    ) -> None:
+        super().__init__()
+        if isinstance(bert, str | os.PathLike):
+            bert = load_bert(bert)
+        if not isinstance(bert, BertModel):
+            raise TypeError(f"parameter 'bert' must be a BertModel or a path, got {type(bert)}")
+        if num_layers is not None:
+            keep_layers(bert, num_layers)
+        layers = len(bert.encoder.layer)
+        split = layers - 1 if split is None else split
+        if not isinstance(split, int) or not 0 <= split <= layers:
+            raise ValueError(f"parameter 'split' must be an integer in 0..{layers}, got {split!r}")
+        bert.pooler = None
+        self.bert, self.split = bert, split
+        self.bert_lr, self.head_lr = bert_lr, head_lr
+        self.dropout = nn.Dropout(bert.config.hidden_dropout_prob)
+        self.score = nn.Linear(bert.config.hidden_size, 1)
+
+    def _lower(self, ids: torch.Tensor, mask: torch.Tensor, offset: int, segment: int) -> torch.Tensor:
+        """Embeddings and the first ``k`` layers of one side, positions from ``offset``, ``[B, T, H]``."""
+        positions = torch.arange(offset, offset + ids.shape[1], device=ids.device).unsqueeze(0).expand_as(ids)
+        types = torch.full_like(ids, segment)
+        hidden = self.bert.embeddings(input_ids=ids, token_type_ids=types, position_ids=positions)
+        return run_layers(self.bert.encoder.layer[: self.split], hidden, mask)
+
+    def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[CLS] q [SEP]`` through the first ``k`` layers: vectors ``[B, Lq + 2, H]`` and mask."""
+        ids, mask = wrap(query_ids, query_mask)
+        return self._lower(ids, mask, 0, 0), mask.bool()
+
+    def encode_passages(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """What an index stores per passage: ``d [SEP]`` after the first ``k`` layers, ``[N, Ld + 1, H]``, and mask."""
+        ids, mask = close_passage(doc_ids, doc_mask)
+        return self._lower(ids, mask, PASSAGE_OFFSET, 1), mask
+
+    def score_halves(
+        self, query: torch.Tensor, query_mask: torch.Tensor, doc: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The last ``L − k`` layers on the concatenated half-encoded pairs, then the ``[CLS]`` score, ``[B]``."""
+        hidden = torch.cat([query, doc.to(query.dtype)], dim=1)
+        mask = torch.cat([query_mask, doc_mask], dim=1)
+        hidden = run_layers(self.bert.encoder.layer[self.split :], hidden, mask)
+        return self.score(self.dropout(hidden[:, 0])).squeeze(-1)
+
+    def forward(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """One score per query–passage pair, ``[B]``; each distinct query of the batch is encoded once."""
+        distinct_ids, distinct_mask, rows = distinct_queries(query_ids, query_mask.bool())
+        query, mask = self.encode_query(distinct_ids, distinct_mask)
+        doc, stored_mask = self.encode_passages(doc_ids, doc_mask)
+        return self.score_halves(query[rows], mask[rows], doc, stored_mask)
+
+    def score_encoded(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The query-time work with stored passages: one query ``[1, Lq]`` against ``N`` of :meth:`encode_passages`."""
+        query, mask = self.encode_query(query_ids, query_mask)
+        count = doc_vectors.shape[0]
+        return self.score_halves(query.expand(count, -1, -1), mask.expand(count, -1), doc_vectors, doc_mask)
+
+    def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
+        """Two Adam groups as BERT-cat's: ``bert`` (``bert_lr``) and ``head`` (the linear layer, ``head_lr``)."""
+        return [
+            {
+                "params": list(self.bert.parameters()),
+                "lr": self.bert_lr if bert_lr is None else bert_lr,
+                "name": "bert",
+            },
+            {
+                "params": list(self.score.parameters()),
+                "lr": self.head_lr if head_lr is None else head_lr,
+                "name": "head",
+            },
+        ]

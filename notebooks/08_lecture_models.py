@@ -1,0 +1,372 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # BERT-cat, PreTTR, ColBERT, TK and TK-Sparse, side by side
+#
+# Lecture 8 of the TU Wien course *Advanced Information Retrieval* {cite}`hofstaetter2021lecture8`
+# tells one story: BERT re-ranks well, but it runs once for every (query, passage) pair, and a search
+# engine has milliseconds per query. Every model after BERT-cat in the lecture moves work away from
+# query time. **PreTTR** runs BERT's first layers on the passage alone, so they can run at indexing
+# time; **ColBERT** runs all of BERT on the passage alone and compares token vectors at query time;
+# **TK** drops BERT for two small Transformer layers and kernel pooling; **TK-Sparse** learns which
+# passage words need not be stored at all. Slide 27 compares them by effectiveness, query latency and
+# what they need.
+#
+# This chapter builds that comparison on the book's data. Every model learns from the same teacher
+# with the protocol of {doc}`02_training` (Margin-MSE on the same teacher-labelled triples, early
+# stopping on DL21) and is tested on DL19 and DL20, re-ranking the official BM25 top-100. Query latency
+# is measured on this machine, with real candidates, both running the whole model at query time and
+# with the passage side stored where the architecture allows. Each section ends with questions for
+# students; cells marked as exercises become a student notebook with `make exercises`.
+
+# %% tags=["parameters"]
+profile = "book"  # smoke | book | paper
+device = "auto"  # "auto" takes a CUDA GPU when there is one; latency is then measured on it
+seed = 42  # seeds the models trained here
+# None keeps the profile's default (lib.core.profiles.PROFILES, section `lecture`)
+latency_counts = None  # candidates per timed query, e.g. [100, 1000]
+
+# %% tags=["hide-input"]
+import time
+
+import pandas as pd
+from IPython.display import Markdown, display
+from myst_nb import glue
+
+from lib.chapters import artifacts, experiments, lecture_comparison
+from lib.chapters.prologue import start_chapter
+from lib.core import paths
+from lib.core.atomic import write_csv
+from lib.core.plotting import save_figure
+from lib.data import read_run
+from lib.evaluation import measures as evaluation
+from lib.evaluation.efficiency import device_name
+from lib.models.prettr import PreTTR
+from lib.models.registry import label, model_spec
+from lib.representations.text import DOC_MAX_LENGTH
+
+CHAPTER = "08_lecture_models"
+chapter = start_chapter(CHAPTER, profile, seed, device)
+out = chapter.out
+lecture = chapter.settings.lecture.replace(latency_counts=None if latency_counts is None else tuple(latency_counts))
+settings, protocol_seed = experiments.read_settings(artifacts.training_settings(profile))
+lecture
+
+# %% [markdown]
+# ## The protocol: chapter 2's teacher and test years
+#
+# PreTTR and ColBERT start, like chapter 2's BERT-cat, from the first layers of all-MiniLM-L6-v2 and
+# train on chapter 2's BERT-cat schedule; TK-Sparse starts, like TK-2, from GloVe vectors and trains
+# on TK-2's schedule. The teacher, the triples, the validation year and the test years are chapter
+# 2's, so every difference below is the architecture's.
+
+# %%
+start = time.perf_counter()
+protocol = experiments.prepare_protocol(
+    chapter.settings, settings, protocol_seed, artifacts.book_index(profile), artifacts.teacher_cache(profile),
+    progress=False,
+)  # fmt: skip
+representations = experiments.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
+print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf_counter() - start:.0f} s")
+layers = settings.bert_cat_layers or 6
+glue("bert_layers", f"{layers}", display=False)
+glue("bert_steps", f"{settings.bert_cat_max_steps}", display=False)
+
+# %%
+trained, seconds = {}, {}
+for name in lecture.models:
+    start = time.perf_counter()
+    trained[name] = experiments.run_model(name, protocol, representations, settings, profile, CHAPTER, seed, device)
+    seconds[name] = time.perf_counter() - start
+write_csv(out / "training_seconds.csv", pd.DataFrame({"model": list(seconds), "seconds": list(seconds.values())}))
+pd.DataFrame(
+    [
+        {"model": label(name), "best step": results["dl19"].best_step,
+         "validation MRR@10": results["dl19"].training.best_metric, "seconds": seconds[name]}
+        for name, results in trained.items()
+    ]
+).set_index("model").round(3)  # fmt: skip
+
+# %% [markdown]
+# ## BERT-cat and why it is slow (slides 8–14)
+#
+# BERT-cat reads `[CLS] query [SEP] passage [SEP]` through every layer, so each query term attends to
+# each passage term — and all of that runs again for every candidate. Chapter 2 trained it on
+# {glue:text}`bert_layers` MiniLM layers for {glue:text}`bert_steps` steps; its results are in the
+# comparison at the end of this chapter.
+#
+# ```{admonition} Questions
+# 1. BERT-cat's cost grows with the number of candidates and with the passage length. Which of the two
+#    does the lecture's time budget (slide 25) control, and which does it not?
+# 2. Slide 13 scores long documents with a sliding window and takes the best window. What does that
+#    do to the cost per document?
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. The budget controls how many candidates are re-ranked (the depth); the passage length is fixed
+#    by the collection (and the cap of 200 words here). Attention is quadratic in the joint length.
+# 2. It multiplies it by the number of windows: every window is one more BERT-cat pass.
+# ```
+#
+# ## Splitting BERT: PreTTR (slides 17–19)
+#
+# PreTTR runs the first *k* of BERT's *L* layers on the query and on the passage separately and
+# only the last *L − k* on their concatenation. The passage's half-encoded vectors can be computed
+# at indexing time and stored; at query time only the query's first *k* layers and the last layers
+# on every pair remain. The split is a dial: the later the split, the less runs per candidate and the
+# later query and passage meet. Timing does not depend on the weights, so the dial can be read for
+# every *k* without training each model:
+
+# %%
+test = protocol.tests["dl19"]
+timed_qids = sorted(test.run)[: lecture.latency_queries]
+split_rows = []
+for k in range(layers + 1):
+    split_model = PreTTR(representations.bert_path, num_layers=layers, split=k).to(chapter.device).eval()
+    frame = lecture_comparison.latencies(
+        split_model, representations.wordpiece, test.run, test.queries, protocol.texts, lecture.latency_counts[:1],
+        timed_qids, model_spec("prettr").score_batch_size, lecture.latency_repetitions,
+    )  # fmt: skip
+    split_rows.append({"k": k, **{row.mode: row.ms for row in frame.itertuples()}})
+splits = pd.DataFrame(split_rows).set_index("k")
+splits["passages stored"] = splits["passages stored"].where(splits.index > 0)
+write_csv(out / "prettr_splits.csv", splits.reset_index())
+glue("split_count", f"{lecture.latency_counts[0]}", display=False)
+splits.round(1)
+
+# %% [markdown]
+# The table gives the query latency of {glue:text}`split_count` candidates for every split (with
+# *k* = 0 PreTTR is BERT-cat; nothing can be stored). The book trains PreTTR with *k* = *L* − 1: query
+# and passage meet in the last layer only.
+#
+# ```{admonition} Questions
+# 1. With the passages stored, why does the latency still fall as *k* grows?
+# 2. What does PreTTR have to store per passage, and how does that grow with *k*?
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. Every layer above the split runs once per candidate on the joint sequence; each layer moved
+#    below the split runs once per query instead.
+# 2. One vector of BERT's width per word piece of the passage, whatever *k* is: the size does not
+#    grow with *k*, but the vectors are as wide as BERT (384 numbers for MiniLM, 768 for BERT-Base),
+#    which is why MacAvaney et al. compress them.
+# ```
+#
+# ## Splitting BERT: ColBERT (slides 20–21)
+#
+# ColBERT splits BERT at the very top: query and passage never meet inside BERT. Every output token
+# vector is projected to a small dimension and normalised, and the score is the *late interaction*:
+# for each query token the best-matching passage token, summed over the query. Write it yourself:
+
+# %% tags=["exercise"]
+import torch
+
+from lib.models.colbert import maxsim
+
+
+def my_maxsim(query, query_mask, doc, doc_mask):
+    """ColBERT eq. 3 for a batch: sum over real query tokens of the max dot product with a real passage token."""
+    # BEGIN SOLUTION
+    similarity = query @ doc.transpose(1, 2)
+    similarity = similarity.masked_fill(~doc_mask.unsqueeze(1), float("-inf"))
+    return (similarity.max(dim=-1).values * query_mask).sum(dim=-1)
+    # END SOLUTION
+
+
+generator = torch.Generator().manual_seed(0)
+query = torch.nn.functional.normalize(torch.randn(2, 4, 8, generator=generator), dim=-1)
+doc = torch.nn.functional.normalize(torch.randn(2, 6, 8, generator=generator), dim=-1)
+query_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]).bool()
+doc_mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]]).bool()
+assert torch.allclose(my_maxsim(query, query_mask, doc, doc_mask), maxsim(query, query_mask, doc, doc_mask))
+print("my_maxsim agrees with lib.models.colbert.maxsim")
+
+# %% [markdown]
+# ```{admonition} Questions
+# 1. Why does ColBERT normalise its vectors before the dot product?
+# 2. ColBERT projects to 128 dimensions. How many bytes does a 60-piece passage take at float16,
+#    and how many would it take without the projection (MiniLM's 384)?
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. The dot product of unit vectors is their cosine, bounded in [−1, 1], so no single token with a
+#    long vector dominates the max, and every query token contributes on the same scale.
+# 2. 62 vectors (with `[CLS]` and `[SEP]`) × 128 × 2 bytes ≈ 15.9 kB; with 384 dimensions ≈ 47.6 kB.
+# ```
+#
+# ## TK-Sparse: contextualised stopwords (slides 30–33)
+#
+# TK's passage side does not depend on the query either, so an index can store TK's contextualised
+# vectors: one per word. TK-Sparse adds a gate after the contextualisation; a word whose gate is 0
+# leaves the kernels, so it need not be stored, and an L1 penalty on the gates pushes them to 0.
+# Unlike a stopword list, the gate decides per occurrence, in context. Which words does it remove in
+# the test passages?
+
+# %%
+sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
+passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
+passages = passages[: lecture.stopword_passages]
+occurrences = lecture_comparison.gate_occurrences(
+    sparse, representations.vocabulary, [protocol.texts[p] for p in passages], DOC_MAX_LENGTH
+)
+overlap = lecture_comparison.stopword_overlap(occurrences)
+removed_terms = lecture_comparison.stopword_table(occurrences)
+write_csv(out / "stopwords.csv", removed_terms.reset_index())
+glue("removed_share", f"{overlap['removed']:.0%}", display=False)
+glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
+glue("listed_removed", f"{overlap['NLTK stopwords removed']:.0%}", display=False)
+glue("stopword_passages", f"{len(passages):,}", display=False)
+removed_terms.round(3)
+
+# %% [markdown]
+# Over {glue:text}`stopword_passages` test passages the gate removes {glue:text}`removed_share` of
+# the word occurrences. Of the removed occurrences {glue:text}`removed_listed` are words of NLTK's
+# stopword list, and of the listed stopwords' occurrences {glue:text}`listed_removed` are removed:
+# the two lists overlap without being the same, as on slide 33. The table shows the words removed
+# most often and what share of their occurrences goes.
+#
+# ```{admonition} Questions
+# 1. Why does the gate act on the kernel activations rather than on the cosine match matrix?
+# 2. A classic stopword list removes "the" everywhere. Give a query where removing "the" from the
+#    passages would hurt, and say how a contextualised gate can avoid that.
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. A cosine of 0 is a value, not an absence: it would count in the kernel at μ = 0. Multiplying the
+#    kernel activations by the gate removes the word from every kernel.
+# 2. "The Who" or "The The" (band names), or "to be or not to be". The gate sees the word's
+#    contextualised vector, so it can keep "the" where the context makes it part of a name.
+# ```
+#
+# ## Comparing the models (slides 25–27)
+#
+# The last step puts everything in one table: effectiveness on both test years (nDCG@10 re-ranking
+# all of BM25's top 100), the query latency of re-ranking on this machine, and what an index stores
+# per passage. A model whose passage side can be stored is timed with it stored (the query-time work
+# only); BERT-cat runs whole. TILDE's numbers come from {doc}`06_tilde`.
+
+# %%
+compared = ["bi-encoder", "bert-cat", "tk2", *lecture.models]
+models = {name: artifacts.trained_model(profile, name, chapter.device) for name in ("bi-encoder", "bert-cat", "tk2")}
+effectiveness, timing, stored = [], [], {}
+for query_set, qs in protocol.tests.items():
+    bm25 = evaluation.evaluate(qs.run, qs.qrels)
+    effectiveness.append({"model": "bm25", "set": query_set, "nDCG@10": bm25["nDCG@10"]})
+    for name in compared:
+        if name in trained:
+            value = trained[name][query_set].metrics_at_full_depth["nDCG@10"]
+        else:
+            run = read_run(paths.run_path(profile, query_set, name + experiments.ALL_CANDIDATES))
+            value = evaluation.evaluate(run, qs.qrels)["nDCG@10"]
+        effectiveness.append({"model": name, "set": query_set, "nDCG@10": value})
+    for name in ("tilde-qdl", "tildev2"):
+        run = read_run(paths.run_path(profile, query_set, name))
+        effectiveness.append(
+            {"model": name, "set": query_set, "nDCG@10": evaluation.evaluate(run, qs.qrels)["nDCG@10"]}
+        )
+sample_texts = [protocol.texts[p] for p in passages]
+start = time.perf_counter()
+for name in compared:
+    model, tokenizer = (
+        (trained[name]["dl19"].training.model, experiments.build_model(name, representations, seed)[1])
+        if name in trained
+        else (models[name].model, models[name].tokenizer)
+    )
+    model = model.to(chapter.device).eval()
+    frame = lecture_comparison.latencies(
+        model, tokenizer, test.run, test.queries, protocol.texts, lecture.latency_counts, timed_qids,
+        model_spec(name).score_batch_size, lecture.latency_repetitions,
+    )  # fmt: skip
+    timing += [{"model": name, **row} for row in frame.to_dict("records")]
+    stored[name] = lecture_comparison.storage(model, tokenizer, sample_texts, DOC_MAX_LENGTH)
+latency_seconds = time.perf_counter() - start
+tilde_latency = artifacts.tilde_latency(profile)
+for method, name in (("TILDE-QDL", "tilde-qdl"), ("TILDEv2", "tildev2")):
+    for row in tilde_latency[tilde_latency["method"] == method].itertuples():
+        timing.append({"model": name, "candidates": row.candidates, "mode": "passages stored", "ms": row._6})
+sizes = artifacts.tilde_index_size(profile).set_index("model")["bytes per passage"]
+stored.update({"tilde-qdl": float(sizes["TILDE"]), "tildev2": float(sizes["TILDEv2"])})
+timing = pd.DataFrame(timing)
+write_csv(out / "latency.csv", timing)
+effectiveness = pd.DataFrame(effectiveness)
+query_time = timing[(timing["mode"] == "passages stored") | ~timing["model"].isin(
+    timing.loc[timing["mode"] == "passages stored", "model"])]  # fmt: skip
+labels = {"bm25": "BM25", **{name: label(name) for name in compared}, "tilde-qdl": "TILDE-QDL", "tildev2": "TILDEv2"}
+table = lecture_comparison.comparison_table(effectiveness, query_time, stored, labels)
+write_csv(out / "comparison.csv", table.reset_index())
+table.round(3)
+
+# %% [markdown]
+# Query latency is the median over {glue:text}`timed_queries` DL19 queries of re-ranking their BM25
+# candidates (repeated when a query has fewer), on {glue:text}`latency_device`; bytes per passage
+# count the stored vectors at float16 over the test passages above. The same numbers as a picture,
+# with the time budgets of {doc}`03_time_budget` as dotted lines:
+
+# %% tags=["hide-input"]
+glue("timed_queries", f"{len(timed_qids)}", display=False)
+glue("latency_device", device_name(chapter.device), display=False)
+largest = lecture.latency_counts[-1]
+budgets = artifacts.budget_leaders(profile, "dl19")["budget (ms)"].tolist()
+figure = lecture_comparison.plot_tradeoff(
+    table, "DL19 nDCG@10", f"ms for {largest}", [b for b in budgets if b <= 10 * table[f"ms for {largest}"].max()],
+    f"Effectiveness and query latency ({largest} candidates, DL19)",
+)  # fmt: skip
+save_figure(figure, out / "tradeoff.png")
+
+# %% tags=["hide-input"]
+best = table["DL19 nDCG@10"].drop("BM25").idxmax()
+fastest = table[f"ms for {largest}"].dropna().idxmin()
+display(Markdown(
+    f"On DL19 the most effective re-ranker here is **{best}**; the fastest at {largest} candidates is "
+    f"**{fastest}**. BM25 scores nDCG@10 {table.loc['BM25', 'DL19 nDCG@10']:.3f}: a re-ranker above it is "
+    "worth its latency, one below it is not, whatever its speed."
+))  # fmt: skip
+
+# %% [markdown]
+# ```{admonition} Questions
+# 1. Slide 27 normalises effectiveness to BERT-cat = 1. Why is that not a good idea for this table?
+# 2. Which models' latency would a GPU change most, and which hardly at all?
+# 3. A passage index of 8.8 million passages: how large is it for ColBERT and for TK at the bytes per
+#    passage measured here?
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. At book scale BERT-cat is not the most effective model (it trained for a few CPU minutes), so a
+#    ratio to it says nothing about the architectures; compare with BM25 and the teacher instead.
+# 2. The ones that run BERT on every candidate (BERT-cat, PreTTR's top layers): their work is large
+#    matrix products that a GPU parallelises. TILDE's look-ups and TK's small kernels gain little.
+# 3. Multiply the bytes per passage by 8.8 × 10⁶: tens of kilobytes per passage become hundreds of
+#    gigabytes, which is why ColBERT and PreTTR compress, and why TK-Sparse removes words.
+# ```
+#
+# ## What this chapter shows
+#
+# The lecture's ordering of costs holds on any machine: the later query and passage meet, the less
+# runs per candidate, and the more an index has to store. Its ordering of effectiveness is a property
+# of training at scale; at book scale the table above shows which of the lecture's claims survive a
+# few CPU minutes of distillation. Deviations from the papers are listed in {doc}`../reproducing`.
+
+# %% tags=["remove-cell"]
+summary = {
+    "comparison": table.reset_index().to_dict("records"),
+    "prettr_splits": splits.reset_index().to_dict("records"),
+    "stopwords": overlap,
+    "seconds": {"training": seconds, "latency": latency_seconds},
+}
+chapter.finish(summary)

@@ -1,0 +1,197 @@
+"""Student notebooks (``lib.chapters.exercises``): stubs, markers, errors, and the real chapters' exercises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lib.chapters import exercises
+from lib.chapters.exercises import exercise_cells, student_notebook, write_exercises
+from lib.core import paths
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+STUB = 'raise NotImplementedError("exercise: write the solution here")'
+HEADER = """\
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% tags=["parameters"]
+profile = "book"
+
+# %% [markdown]
+# Two small exercises.
+
+# %%
+total = 1 + 1
+
+"""
+AREA = """\
+# %% tags=["exercise"]
+import math
+
+# BEGIN SOLUTION
+radius = 2.0
+area = math.pi * radius**2
+# END SOLUTION
+assert abs(area - 4 * math.pi) < 1e-9
+"""
+FUNCTIONS = """\
+# %% tags=["exercise", "hide-output"]
+def double(x):
+    # BEGIN SOLUTION
+    return 2 * x
+    # END SOLUTION
+
+
+def square(x):
+    if x is not None:
+        # BEGIN SOLUTION
+        return x * x
+        # END SOLUTION
+
+
+assert double(3) == 6 and square(3) == 9
+"""
+
+
+def _chapter(tmp_path: Path, body: str, name: str = "99_tiny") -> Path:
+    path = tmp_path / "notebooks" / f"{name}.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(HEADER + body, encoding="utf-8")
+    return path
+
+
+def _last_line(path: Path, text: str) -> int:
+    """The 1-based number of the last line of ``path`` that is exactly ``text``."""
+    return max(number for number, line in enumerate(path.read_text().splitlines(), start=1) if line == text)
+
+
+def test_student_version_stubs_each_block_at_its_indentation_and_keeps_the_checks(tmp_path: Path) -> None:
+    path = _chapter(tmp_path, AREA + "\n" + FUNCTIONS)
+    area, functions = exercise_cells(path)
+    assert area.path == path and functions.path == path
+    assert area.line == _last_line(path, '# %% tags=["exercise"]')
+    assert functions.line == _last_line(path, '# %% tags=["exercise", "hide-output"]')
+    assert area.student == f"import math\n\n{STUB}\nassert abs(area - 4 * math.pi) < 1e-9"
+    assert functions.student == (
+        f"def double(x):\n    {STUB}\n\n\ndef square(x):\n    if x is not None:\n        {STUB}\n\n\n"
+        "assert double(3) == 6 and square(3) == 9"
+    )
+    assert area.solution == (
+        "import math\n\nradius = 2.0\narea = math.pi * radius**2\nassert abs(area - 4 * math.pi) < 1e-9"
+    )
+    for cell in (area, functions):
+        assert "SOLUTION" not in cell.solution and "SOLUTION" not in cell.student
+        exec(compile(cell.solution, str(path), "exec"), {"__name__": "__main__"})
+        with pytest.raises(NotImplementedError, match="write the solution here"):
+            exec(compile(cell.student, str(path), "exec"), {"__name__": "__main__"})
+
+
+def test_student_notebook_replaces_only_exercises_clears_outputs_and_says_what_to_do(tmp_path: Path) -> None:
+    path = _chapter(tmp_path, AREA + "\n" + FUNCTIONS)
+    notebook = student_notebook(path)
+    nbformat.validate(notebook)
+    intro, parameters, markdown, code, area, functions = notebook.cells
+    assert intro.cell_type == "markdown" and "chapter `99_tiny`" in intro.source
+    assert "`make exercises`" in intro.source and "NotImplementedError" in intro.source
+    assert parameters.metadata["tags"] == ["parameters"] and parameters.source == 'profile = "book"'
+    assert markdown.cell_type == "markdown" and markdown.source == "Two small exercises."
+    assert code.source == "total = 1 + 1"
+    assert [area.source, functions.source] == [cell.student for cell in exercise_cells(path)]
+    assert functions.metadata["tags"] == ["exercise", "hide-output"]
+    for cell in (parameters, code, area, functions):
+        assert cell.outputs == [] and cell.execution_count is None
+
+
+def test_write_exercises_writes_valid_notebooks_and_reports_the_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _chapter(tmp_path, AREA + "\n" + FUNCTIONS)
+    (written,) = write_exercises(["99_tiny"], tmp_path / "out", notebooks=path.parent)
+    assert written == tmp_path / "out" / "99_tiny.ipynb"
+    notebook = nbformat.read(written, as_version=4)
+    nbformat.validate(notebook)
+    assert [cell.source for cell in notebook.cells] == [cell.source for cell in student_notebook(path).cells]
+    assert sum(STUB in cell.source for cell in notebook.cells) == 2
+    assert capsys.readouterr().out == f"[exercises] {written}: 2 exercises\n"
+
+
+BROKEN = {
+    "no block": ("x = 1\nassert x == 1\n", '# %% tags=["exercise"]', "no '# BEGIN SOLUTION'"),
+    "END without BEGIN": ("x = 1\n# END SOLUTION\n", "# END SOLUTION", "without a '# BEGIN SOLUTION'"),
+    "BEGIN without END": ("if True:\n    # BEGIN SOLUTION\n    x = 1\n", "    # BEGIN SOLUTION", "without an"),
+    "nested BEGIN": (
+        "# BEGIN SOLUTION\nx = 1\n    # BEGIN SOLUTION\n# END SOLUTION\n",
+        "    # BEGIN SOLUTION",
+        "inside the block",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_a_malformed_exercise_names_the_file_and_line(tmp_path: Path, case: str) -> None:
+    body, culprit, message = BROKEN[case]
+    path = _chapter(tmp_path, AREA + '\n# %% tags=["exercise"]\n' + body, name="99_broken")
+    line = _last_line(path, culprit)
+    assert line >= _last_line(path, '# %% tags=["exercise"]'), "the culprit is in the broken cell, not in AREA"
+    for make in (exercise_cells, student_notebook):
+        with pytest.raises(ValueError, match=rf"99_broken\.py:{line}: .*{message}"):
+            make(path)
+
+
+def test_a_chapter_without_exercises_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
+    path = _chapter(tmp_path, "", name="99_plain")
+    assert exercise_cells(path) == []
+    with pytest.raises(ValueError, match="99_plain"):
+        student_notebook(path)
+    _chapter(tmp_path, AREA)
+    with pytest.raises(ValueError, match="99_plain"):
+        write_exercises(["99_tiny", "99_plain"], tmp_path / "out", notebooks=path.parent)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_names_a_missing_chapter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert exercises.main(["--chapters", "99_missing", "--out", str(tmp_path)]) == 1
+    assert "99_missing" in capsys.readouterr().err
+
+
+# --- the real chapters -----------------------------------------------------------------------
+REAL = [paths.REPO_ROOT / "notebooks" / f"{name}.py" for name in exercises.DEFAULT_CHAPTERS]
+REAL_CELLS = [cell for path in REAL if path.is_file() for cell in exercise_cells(path)]
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda path: path.stem)
+def test_each_real_chapter_has_exercises(path: Path) -> None:
+    assert path.is_file(), f"{path} is missing"
+    assert exercise_cells(path), f"{path} has no code cell tagged 'exercise'"
+
+
+@pytest.mark.parametrize("cell", REAL_CELLS, ids=lambda cell: f"{cell.path.stem}:{cell.line}")
+def test_a_real_solution_passes_its_checks_and_its_stub_is_reached(cell: exercises.ExerciseCell) -> None:
+    filename = f"{cell.path.name}:{cell.line}"
+    exec(compile(cell.solution, filename, "exec"), {"__name__": "__main__"})
+    with pytest.raises(NotImplementedError, match="write the solution here"):
+        exec(compile(cell.student, filename, "exec"), {"__name__": "__main__"})
+
+
+def test_make_exercises_writes_both_real_chapters(tmp_path: Path) -> None:
+    written = write_exercises(exercises.DEFAULT_CHAPTERS, tmp_path)
+    assert [path.name for path in written] == ["02_training.ipynb", "08_lecture_models.ipynb"]
+    for path in written:
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+        code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+        assert any(STUB in source for source in code)
+        assert not any("SOLUTION" in source for source in code)
