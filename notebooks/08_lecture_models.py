@@ -16,11 +16,13 @@
 #
 # Lecture 8 of the TU Wien course *Advanced Information Retrieval* {cite}`hofstaetter2021lecture8`
 # tells one story: BERT re-ranks well, but it runs once for every (query, passage) pair, and a search
-# engine has milliseconds per query. Every model after BERT-cat in the lecture moves work away from
-# query time. **PreTTR** runs BERT's first layers on the passage alone, so they can run at indexing
-# time; **ColBERT** runs all of BERT on the passage alone and compares token vectors at query time;
-# **TK** drops BERT for two small Transformer layers and kernel pooling; **TK-Sparse** learns which
-# passage words need not be stored at all. Slide 27 compares them by effectiveness, query latency and
+# engine has milliseconds per query ({cite}`nogueira2019passage` for BERT-cat). Every model after
+# BERT-cat in the lecture moves work away from query time. **PreTTR** {cite}`macavaney2020prettr`
+# runs BERT's first layers on the passage alone, so they can run at indexing time; **ColBERT**
+# {cite}`khattab2020colbert` runs all of BERT on the passage alone and compares token vectors at query
+# time; **TK** {cite}`hofstaetter2020tk` drops BERT for two small Transformer layers and kernel
+# pooling; **TK-Sparse** {cite}`hofstaetter2020tksparse` learns which passage words need not be
+# stored at all. Slide 27 compares them by effectiveness, query latency and
 # what they need.
 #
 # This chapter builds that comparison on the book's data. Every model learns from the same teacher
