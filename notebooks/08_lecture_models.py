@@ -42,6 +42,7 @@ latency_counts = None  # candidates per timed query, e.g. [100, 1000]
 # %% tags=["hide-input"]
 import time
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
@@ -329,6 +330,7 @@ figure = lecture_comparison.plot_tradeoff(
     f"Effectiveness and query latency ({largest} candidates, DL19)",
 )  # fmt: skip
 save_figure(figure, out / "tradeoff.png")
+plt.show()
 
 # %% tags=["hide-input"]
 best = table["DL19 nDCG@10"].drop("BM25").idxmax()
