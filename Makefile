@@ -83,7 +83,7 @@ lint: $(STAMP)
 
 # --- cleaning ------------------------------------------------------------------------------
 clean:
-	rm -rf _build book/chapters artifacts data/converted
+	rm -rf _build book/chapters artifacts data/converted exercises
 
 distclean: clean
 	rm -rf $(VENV) data
