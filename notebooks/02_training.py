@@ -210,7 +210,7 @@ pd.DataFrame(per_term.numpy(), index=query_terms, columns=[f"μ={mu:+.1f}" for m
 # kernel activations of every entry of a match matrix, summed over the real passage terms — and
 # check it against the library.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "hide-input"]
 import torch
 
 from lib.models.kernels import kernel_mus, kernel_sigmas, kernel_sums
@@ -283,7 +283,7 @@ print("my_kernel_sums agrees with lib.models.kernels.kernel_sums")
 # %% [markdown]
 # **Exercise:** write Margin-MSE for a batch of student scores and teacher margins.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "hide-input"]
 import torch
 
 from lib.training.distillation import margin_mse

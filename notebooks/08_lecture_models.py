@@ -174,7 +174,7 @@ splits.round(1)
 # vector is projected to a small dimension and normalised, and the score is the *late interaction*:
 # for each query token the best-matching passage token, summed over the query. Write it yourself:
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "hide-input"]
 import torch
 
 from lib.models.colbert import maxsim
