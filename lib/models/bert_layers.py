@@ -4,13 +4,32 @@
 SIGIR 2020, §3) runs the first layers on query and passage separately and the rest on their
 concatenation, so it calls the embedding module and the layers itself: :func:`run_layers` with the
 additive attention mask of :func:`additive_mask` gives exactly what ``BertModel`` gives for the same
-layers (tested).
+layers (tested). :func:`starting_bert` is the encoder PreTTR and ColBERT start from.
 """
 
 from __future__ import annotations
 
+import os
+
 import torch
 from torch import nn
+from transformers import BertModel
+
+from lib.models.bert_cat import keep_layers
+from lib.representations.bert import load_bert
+
+
+def starting_bert(bert: BertModel | str | os.PathLike, num_layers: int | None) -> BertModel:
+    """The encoder a split model starts from: ``bert`` (or loaded from its folder), cut to its first
+    ``num_layers`` layers (``None``: all), without its pooler (a split model scores no pooled vector)."""
+    if isinstance(bert, str | os.PathLike):
+        bert = load_bert(bert)
+    if not isinstance(bert, BertModel):
+        raise TypeError(f"parameter 'bert' must be a BertModel or a path, got {type(bert)}")
+    if num_layers is not None:
+        keep_layers(bert, num_layers)
+    bert.pooler = None
+    return bert
 
 
 def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -31,10 +31,10 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import BertModel
 
-from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR, keep_layers
+from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
+from lib.models.bert_layers import starting_bert
 from lib.models.bi_encoder import wrap
 from lib.models.tk import distinct_queries
-from lib.representations.bert import load_bert
 
 #: The dimension of ColBERT's stored token vectors (the paper's default).
 COLBERT_DIM = 128
@@ -71,13 +71,7 @@ class ColBERT(nn.Module):
         head_lr: float = HEAD_LR,
     ) -> None:
         super().__init__()
-        if isinstance(bert, str | os.PathLike):
-            bert = load_bert(bert)
-        if not isinstance(bert, BertModel):
-            raise TypeError(f"parameter 'bert' must be a BertModel or a path, got {type(bert)}")
-        if num_layers is not None:
-            keep_layers(bert, num_layers)
-        bert.pooler = None
+        bert = starting_bert(bert, num_layers)
         self.bert = bert
         self.projection = nn.Linear(bert.config.hidden_size, dim, bias=False)
         self.scale = nn.Parameter(torch.tensor(1.0))

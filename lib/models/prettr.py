@@ -29,11 +29,11 @@ import torch
 from torch import nn
 from transformers import BertModel
 
-from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR, keep_layers
-from lib.models.bert_layers import run_layers
+from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
+from lib.models.bert_layers import run_layers, starting_bert
 from lib.models.bi_encoder import wrap
 from lib.models.tk import distinct_queries
-from lib.representations.bert import SEP_ID, load_bert
+from lib.representations.bert import SEP_ID
 from lib.representations.text import QUERY_MAX_LENGTH
 
 #: The first position of a passage: after ``[CLS]``, the longest query and ``[SEP]``.
@@ -69,17 +69,11 @@ class PreTTR(nn.Module):
         head_lr: float = HEAD_LR,
     ) -> None:
         super().__init__()
-        if isinstance(bert, str | os.PathLike):
-            bert = load_bert(bert)
-        if not isinstance(bert, BertModel):
-            raise TypeError(f"parameter 'bert' must be a BertModel or a path, got {type(bert)}")
-        if num_layers is not None:
-            keep_layers(bert, num_layers)
+        bert = starting_bert(bert, num_layers)
         layers = len(bert.encoder.layer)
         split = layers - 1 if split is None else split
         if not isinstance(split, int) or not 0 <= split <= layers:
             raise ValueError(f"parameter 'split' must be an integer in 0..{layers}, got {split!r}")
-        bert.pooler = None
         self.bert, self.split = bert, split
         self.bert_lr, self.head_lr = bert_lr, head_lr
         self.dropout = nn.Dropout(bert.config.hidden_dropout_prob)
