@@ -208,7 +208,7 @@ pd.DataFrame(per_term.numpy(), index=query_terms, columns=[f"μ={mu:+.1f}" for m
 # %% [markdown]
 # **Exercise** (a student notebook with `make exercises`): write eq. 5–6 for a batch — the eleven
 # kernel activations of every entry of a match matrix, summed over the real passage terms — and
-# check it against the library.
+# check it against the library (the solution is in the collapsed cell below).
 
 # %% tags=["exercise", "hide-input"]
 import torch
@@ -281,7 +281,8 @@ print("my_kernel_sums agrees with lib.models.kernels.kernel_sums")
 # out: their triples are never trained on, and show below how well each student learned the teacher.
 
 # %% [markdown]
-# **Exercise:** write Margin-MSE for a batch of student scores and teacher margins.
+# **Exercise:** write Margin-MSE for a batch of student scores and teacher margins (the solution is
+# in the collapsed cell below).
 
 # %% tags=["exercise", "hide-input"]
 import torch

@@ -61,8 +61,6 @@ CHAPTER = "07_trec_runs"
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out = chapter.out
 trec = chapter.settings.trec.replace(inits=None if inits is None else tuple(inits), p2_vectors=p2_vectors)
-settings, protocol_seed = experiments.read_settings(artifacts.training_settings(profile))
-settings = settings.replace(max_steps=max_steps)
 trec
 
 # %% [markdown]
@@ -76,10 +74,8 @@ trec
 
 # %%
 start = time.perf_counter()
-protocol = experiments.prepare_protocol(
-    chapter.settings, settings, protocol_seed, artifacts.book_index(profile), artifacts.teacher_cache(profile),
-    progress=False,
-)  # fmt: skip
+settings, protocol_seed, protocol = artifacts.training_protocol(profile)
+settings = settings.replace(max_steps=max_steps)
 glove = experiments.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
 print(f"{len(protocol.triples):,} training triples, {len(protocol.queries):,} teacher-labelled queries")
 print(f"protocol ready in {time.perf_counter() - start:.0f} s")

@@ -63,7 +63,6 @@ CHAPTER = "08_lecture_models"
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out = chapter.out
 lecture = chapter.settings.lecture.replace(latency_counts=None if latency_counts is None else tuple(latency_counts))
-settings, protocol_seed = experiments.read_settings(artifacts.training_settings(profile))
 lecture
 
 # %% [markdown]
@@ -76,13 +75,10 @@ lecture
 
 # %%
 start = time.perf_counter()
-protocol = experiments.prepare_protocol(
-    chapter.settings, settings, protocol_seed, artifacts.book_index(profile), artifacts.teacher_cache(profile),
-    progress=False,
-)  # fmt: skip
+settings, protocol_seed, protocol = artifacts.training_protocol(profile)
 representations = experiments.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
 print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf_counter() - start:.0f} s")
-layers = settings.bert_cat_layers or 6
+layers = PreTTR(representations.bert_path, num_layers=settings.bert_cat_layers).bert.config.num_hidden_layers
 glue("bert_layers", f"{layers}", display=False)
 glue("bert_steps", f"{settings.bert_cat_max_steps}", display=False)
 
@@ -172,7 +168,8 @@ splits.round(1)
 #
 # ColBERT splits BERT at the very top: query and passage never meet inside BERT. Every output token
 # vector is projected to a small dimension and normalised, and the score is the *late interaction*:
-# for each query token the best-matching passage token, summed over the query. Write it yourself:
+# for each query token the best-matching passage token, summed over the query. Write it yourself
+# (the solution is in the collapsed cell below; `make exercises` gives you the cell with it stubbed):
 
 # %% tags=["exercise", "hide-input"]
 import torch

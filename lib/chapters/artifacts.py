@@ -9,7 +9,8 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
   a zero-shot model as it is),
   :func:`training_settings`, :func:`small_bert` and
   :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
-  :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2);
+  :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2),
+  :func:`training_protocol` (its settings, seed and distillation protocol, for chapters that train more models);
 - chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture) and
   :func:`budget_leaders` (the best model under each time budget);
 - chapter 6 (``06_tilde``): :func:`tilde_latency` and :func:`tilde_index_size` (TILDE's and TILDEv2's
@@ -36,6 +37,7 @@ import torch
 from lib.chapters import experiments
 from lib.core import paths
 from lib.core.device import resolve_device
+from lib.core.profiles import TrainingSettings, get_profile
 from lib.data import read_run
 from lib.models.registry import model_spec
 from lib.representations.bert import load_tokenizer
@@ -121,6 +123,17 @@ def training_settings(profile: str) -> dict[str, Any]:
     """The settings chapter 2 ran with (``settings.json``: the seed and its ``TrainingSettings``)."""
     path = _folder(profile, TRAINING_CHAPTER) / "settings.json"
     return json.loads(_required(path, "its settings", TRAINING_CHAPTER, profile).read_text(encoding="utf-8"))
+
+
+def training_protocol(profile: str) -> tuple[TrainingSettings, int, experiments.Protocol]:
+    """Chapter 2's settings, seed and distillation protocol (teacher-labelled triples, DL21 validation, the
+    DL19/DL20 tests), rebuilt from its teacher cache and chapter 1's index, for a chapter that trains more
+    models the same way (chapters 7 and 8)."""
+    settings, seed = experiments.read_settings(training_settings(profile))
+    protocol = experiments.prepare_protocol(
+        get_profile(profile), settings, seed, book_index(profile), teacher_cache(profile), progress=False
+    )
+    return settings, seed, protocol
 
 
 def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:

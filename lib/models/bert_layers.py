@@ -32,6 +32,14 @@ def starting_bert(bert: BertModel | str | os.PathLike, num_layers: int | None) -
     return bert
 
 
+def bert_and_head_groups(bert: nn.Module, head: list[nn.Parameter], bert_lr: float, head_lr: float) -> list[dict]:
+    """Two Adam groups: ``bert`` (the encoder, ``bert_lr``) and ``head`` (the layers added on top, ``head_lr``)."""
+    return [
+        {"params": list(bert.parameters()), "lr": bert_lr, "name": "bert"},
+        {"params": head, "lr": head_lr, "name": "head"},
+    ]
+
+
 def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """BERT's attention mask ``[B, 1, 1, T]``: 0 where ``mask`` is true, the dtype's minimum elsewhere."""
     blocked = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask.bool(), torch.finfo(dtype).min)

@@ -32,7 +32,7 @@ from torch import nn
 from transformers import BertModel
 
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
-from lib.models.bert_layers import starting_bert
+from lib.models.bert_layers import bert_and_head_groups, starting_bert
 from lib.models.bi_encoder import wrap
 from lib.models.tk import distinct_queries
 
@@ -107,15 +107,6 @@ class ColBERT(nn.Module):
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """Two Adam groups: ``bert`` (``bert_lr``) and ``head`` (projection and scale, ``head_lr``)."""
-        return [
-            {
-                "params": list(self.bert.parameters()),
-                "lr": self.bert_lr if bert_lr is None else bert_lr,
-                "name": "bert",
-            },
-            {
-                "params": [*self.projection.parameters(), self.scale],
-                "lr": self.head_lr if head_lr is None else head_lr,
-                "name": "head",
-            },
-        ]
+        bert_lr = self.bert_lr if bert_lr is None else bert_lr
+        head_lr = self.head_lr if head_lr is None else head_lr
+        return bert_and_head_groups(self.bert, [*self.projection.parameters(), self.scale], bert_lr, head_lr)

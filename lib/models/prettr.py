@@ -30,7 +30,7 @@ from torch import nn
 from transformers import BertModel
 
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
-from lib.models.bert_layers import run_layers, starting_bert
+from lib.models.bert_layers import bert_and_head_groups, run_layers, starting_bert
 from lib.models.bi_encoder import wrap
 from lib.models.tk import distinct_queries
 from lib.representations.bert import SEP_ID
@@ -124,15 +124,6 @@ class PreTTR(nn.Module):
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """Two Adam groups as BERT-cat's: ``bert`` (``bert_lr``) and ``head`` (the linear layer, ``head_lr``)."""
-        return [
-            {
-                "params": list(self.bert.parameters()),
-                "lr": self.bert_lr if bert_lr is None else bert_lr,
-                "name": "bert",
-            },
-            {
-                "params": list(self.score.parameters()),
-                "lr": self.head_lr if head_lr is None else head_lr,
-                "name": "head",
-            },
-        ]
+        bert_lr = self.bert_lr if bert_lr is None else bert_lr
+        head_lr = self.head_lr if head_lr is None else head_lr
+        return bert_and_head_groups(self.bert, list(self.score.parameters()), bert_lr, head_lr)

@@ -150,3 +150,8 @@ def test_tilde_outputs_and_budget_leaders_name_their_chapter_and_read_back(artif
     assert artifacts.tilde_latency("smoke")["total ms"].tolist() == [0.5]
     assert artifacts.tilde_index_size("smoke").set_index("model")["bytes per passage"]["TILDEv2"] == 200.5
     assert artifacts.budget_leaders("smoke", "dl19")["budget (ms)"].tolist() == [1.0, 10.0]
+
+
+def test_training_protocol_needs_chapter_2s_settings(artifacts_root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"chapter 2 \(02_training\)"):
+        artifacts.training_protocol("smoke")

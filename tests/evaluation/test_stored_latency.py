@@ -46,7 +46,7 @@ def test_bytes_per_passage_counts_stored_vectors_at_float16() -> None:
     assert bytes_per_passage(torch.zeros(2, 3, 16), mask) == 2.5 * 16 * STORED_BYTES
 
 
-def test_stored_latency_times_the_same_ranking_as_the_model() -> None:
+def test_stored_latency_times_every_candidate_of_the_query() -> None:
     model = tk()
     latency = measure_stored_latency(model, tensors(), batch_size=2, repetitions=2, warmup=0)
     assert latency.candidates == 7 and latency.measured and latency.milliseconds > 0
