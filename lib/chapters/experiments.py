@@ -383,6 +383,7 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         rerank_depth=settings.validation_depth,
         eval_batch_size=spec.eval_batch_size,
         learning_rates={} if bert or rate is None else {"embedding_lr": rate, "other_lr": rate},
+        bucket_batches=settings.bucket_batches,
         mismatch="retrain",
     )
 

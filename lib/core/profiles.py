@@ -46,7 +46,8 @@ class TrainingSettings(_Replaceable):
     BM25 candidates — and triples per query). ``word_learning_rate``: one Adam rate for every
     parameter of the word models instead of the paper's 10⁻⁴ / 10⁻³ (``None``: the paper's). The
     ``book`` defaults are sized for the chapter's budget on 2 CPU cores; the ``paper`` defaults are the
-    paper's scale (GPU).
+    paper's scale (GPU). ``bucket_batches``: training batches of similar passage lengths
+    (:class:`lib.training.pairwise.TrainingConfig`; 1: a plain shuffle).
     """
 
     embedding_method: str = "glove-6b-50d"
@@ -77,6 +78,7 @@ class TrainingSettings(_Replaceable):
     validation_depth: int = 20
     candidate_depth: int = 100
     throughput_documents: int = 256
+    bucket_batches: int = 8
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
@@ -124,6 +125,10 @@ class TrainingConfig:
         learning_rates: keyword arguments for ``model.optimizer_groups(**learning_rates)``, to
             override the model's paper learning rates.
         margin: the hinge loss margin.
+        bucket_batches: batches of similar passage lengths (less padding, the same pairs per epoch):
+            each run of ``bucket_batches`` batches of the seeded shuffle is sorted by the pair's longer
+            passage, cut into batches again, and those batches are taken in a seeded order — a bucket
+            iterator, as in the AllenNLP-based training code of the TK authors. ``1``: the plain shuffle.
         mismatch: what a checkpoint in ``checkpoint_dir`` written with other arguments (other pairs,
             margins, settings) means: ``"error"`` refuses it, ``"retrain"`` warns and trains afresh
             (:func:`lib.training.loop.check_fingerprint`).
@@ -144,6 +149,7 @@ class TrainingConfig:
     eval_batch_size: int = 256
     learning_rates: dict[str, float] = field(default_factory=dict)
     margin: float = 1.0
+    bucket_batches: int = 1
     mismatch: str = "error"
 
     def __post_init__(self) -> None:
@@ -154,6 +160,7 @@ class TrainingConfig:
             "max_query_length",
             "max_doc_length",
             "eval_batch_size",
+            "bucket_batches",
         )
         for name in positive:
             value = getattr(self, name)
@@ -285,6 +292,43 @@ class _PairOrder:
 
     def batch(self, start: int, size: int) -> list[int]:
         return [self._permutation_of(p // self.n)[p % self.n] for p in range(start, start + size)]
+
+
+class _BucketedOrder:
+    """Batches of similar passage lengths over a :class:`_PairOrder` stream (``TrainingConfig.bucket_batches``).
+
+    Steps ``[g·k, (g+1)·k)`` (``k`` = ``bucket``) share group ``g``: the stream positions
+    ``[g·k·B, (g+1)·k·B)``, sorted by ``lengths`` (stable), cut into ``k`` batches of ``B``, and taken in
+    the order of a shuffle seeded by ``(seed, g)``. The step number alone fixes the batch, so a
+    resumed run sees the same batches; every pair of an epoch is still seen once per epoch (up to the
+    groups that straddle an epoch's end).
+    """
+
+    def __init__(self, order: _PairOrder, lengths: np.ndarray, batch_size: int, bucket: int, seed: int) -> None:
+        self.order, self.lengths, self.batch_size, self.bucket, self.seed = order, lengths, batch_size, bucket, seed
+        self._group = -1
+        self._batches: list[list[int]] = []
+
+    def _batches_of(self, group: int) -> list[list[int]]:
+        if group != self._group:
+            size = self.batch_size * self.bucket
+            chosen = sorted(self.order.batch(group * size, size), key=lambda i: self.lengths[i])
+            batches = [chosen[k : k + self.batch_size] for k in range(0, size, self.batch_size)]
+            random.Random(f"buckets:{self.seed}:{group}").shuffle(batches)
+            self._group, self._batches = group, batches
+        return self._batches
+
+    def batch(self, step: int) -> list[int]:
+        """The pair indices of step ``step`` (from 0)."""
+        if self.bucket == 1:
+            return self.order.batch(step * self.batch_size, self.batch_size)
+        return self._batches_of(step // self.bucket)[step % self.bucket]
+
+
+def pair_lengths(pairs: Sequence[Pair], texts: Mapping[str, str]) -> np.ndarray:
+    """Each pair's longer passage, in characters: the key of the length buckets (a batch pads to its longest)."""
+    lengths = (max(len(texts[better]), len(texts[worse])) for _, better, worse in pairs)
+    return np.fromiter(lengths, dtype=np.int32, count=len(pairs))
 
 
 def _check_inputs(
@@ -428,7 +472,8 @@ def train(
     the loss is Margin-MSE instead of the hinge loss; everything else is the same.
 
     Each step takes the next ``batch_size`` pairs of a seeded shuffle (a new shuffle every epoch,
-    batches run across epoch boundaries), scores (query, better) and (query, worse) in one forward
+    batches run across epoch boundaries; with ``config.bucket_batches`` > 1, batches of similar passage
+    lengths cut from runs of that many batches), scores (query, better) and (query, worse) in one forward
     pass of ``2·batch_size`` rows, and takes an Adam step over ``model.optimizer_groups(**config.learning_rates)``.
     Every ``validate_every`` steps and at ``max_steps`` it re-ranks the validation run's top
     ``rerank_depth`` (:func:`lib.reranking.scoring.score_candidates`), evaluates MRR@10 and nDCG@10, keeps
@@ -464,10 +509,12 @@ def train(
     fingerprint = _fingerprint(model, pairs, validation, config, margins)
     model.to(device)
     optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))
-    order = _PairOrder(len(pairs), config.seed)
+    lengths = pair_lengths(pairs, texts) if config.bucket_batches > 1 else np.zeros(0, dtype=np.int32)
+    stream = _PairOrder(len(pairs), config.seed)
+    order = _BucketedOrder(stream, lengths, config.batch_size, config.bucket_batches, config.seed)
 
     def loss_of_step(step: int) -> torch.Tensor:
-        chosen = distributed.shard(order.batch(step * config.batch_size, config.batch_size))
+        chosen = distributed.shard(order.batch(step))
         batch_margins = None if margins is None else [margins[i] for i in chosen]
         return _batch_loss(model, tokenizer, [pairs[i] for i in chosen], queries, texts, config, device, batch_margins)
 

@@ -96,6 +96,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         seed=arguments.seed,
         device=arguments.device,
         rerank_depth=arguments.rerank_depth,
+        bucket_batches=arguments.bucket_batches,
     )
     validation = _validation(data, arguments.validation_queries, arguments.rerank_depth)
     result = train(model, vocabulary, triples, queries, texts, validation, config, out / "checkpoints", margins=margins)
@@ -127,6 +128,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=64, help="global batch (split over the processes)")
     parser.add_argument("--validate-every", type=int, default=4_000)
+    parser.add_argument("--bucket-batches", type=int, default=8, help="batches of similar lengths (1: none)")
     parser.add_argument("--patience", type=int, default=5)
     parser.add_argument("--validation-queries", type=int, default=1_000)
     parser.add_argument("--rerank-depth", type=int, default=100)

@@ -266,6 +266,40 @@ def test_config_checks_its_values() -> None:
     assert TrainingConfig(metric="nDCG@10").measures == ["nDCG@10", "MRR@10"]
 
 
+# --- batches of similar lengths -------------------------------------------------------------------------
+
+
+def test_bucketed_batches_regroup_the_same_pairs_by_length(dl19: dict, pairs: list) -> None:
+    lengths = training.pair_lengths(pairs, dl19["texts"])
+    assert len(lengths) == len(pairs)
+    assert lengths[0] == max(len(dl19["texts"][pairs[0][1]]), len(dl19["texts"][pairs[0][2]]))
+    plain = training._PairOrder(len(pairs), seed=3)
+    size, bucket = 8, 4
+    order = training._BucketedOrder(training._PairOrder(len(pairs), seed=3), lengths, size, bucket, seed=3)
+    unbucketed = training._BucketedOrder(training._PairOrder(len(pairs), seed=3), lengths, size, 1, seed=3)
+    assert [unbucketed.batch(s) for s in range(5)] == [plain.batch(s * size, size) for s in range(5)]
+    for group in range(3):
+        batches = [order.batch(group * bucket + k) for k in range(bucket)]
+        assert all(len(batch) == size for batch in batches)
+        # the group holds exactly the plain stream's pairs of those steps
+        stream = plain.batch(group * size * bucket, size * bucket)
+        assert sorted(i for batch in batches for i in batch) == sorted(stream)
+        # its batches are consecutive slices of the pairs sorted by length
+        spans = sorted((min(lengths[batch]), max(lengths[batch])) for batch in batches)
+        assert all(spans[k][1] <= spans[k + 1][0] for k in range(bucket - 1))
+    # the step alone fixes the batch (a fresh order, steps taken in another order)
+    again = training._BucketedOrder(training._PairOrder(len(pairs), seed=3), lengths, size, bucket, seed=3)
+    assert [again.batch(s) for s in (9, 2, 5)] == [order.batch(s) for s in (9, 2, 5)]
+    # less padding: the summed longest passage per batch falls over 40 steps
+    padded = sum(max(lengths[order.batch(s)]) for s in range(40))
+    assert padded < sum(max(lengths[plain.batch(s * size, size)]) for s in range(40))
+
+
+def test_config_refuses_a_bucket_of_no_batches() -> None:
+    with pytest.raises(ValueError, match="'bucket_batches'"):
+        TrainingConfig(bucket_batches=0)
+
+
 # --- the training loop ------------------------------------------------------------------------------------
 
 
@@ -296,10 +330,12 @@ class Killed(Exception):
     """Stands in for the process being killed."""
 
 
+@pytest.mark.parametrize("bucket_batches", [1, 4])
 def test_an_interrupted_run_resumes_to_the_same_result(
-    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket_batches: int
 ) -> None:
-    config = small_config(max_steps=11, validate_every=3)  # validations at 3, 6, 9 and 11
+    # validations at 3, 6, 9 and 11; with buckets the kill falls inside a group of 4 batches
+    config = small_config(max_steps=11, validate_every=3, bucket_batches=bucket_batches)
     reference = run_training(dl19, pairs, tmp_path / "reference", config)
 
     calls = {"n": 0}
