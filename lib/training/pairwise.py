@@ -128,7 +128,7 @@ class TrainingConfig:
         bucket_batches: batches of similar passage lengths (less padding, the same pairs per epoch):
             each run of ``bucket_batches`` batches of the seeded shuffle is sorted by the pair's longer
             passage, cut into batches again, and those batches are taken in a seeded order — a bucket
-            iterator, as in the AllenNLP-based training code of the TK authors. ``1``: the plain shuffle.
+            iterator like AllenNLP's ``BucketIterator``. ``1``: the plain shuffle.
         mismatch: what a checkpoint in ``checkpoint_dir`` written with other arguments (other pairs,
             margins, settings) means: ``"error"`` refuses it, ``"retrain"`` warns and trains afresh
             (:func:`lib.training.loop.check_fingerprint`).
