@@ -48,6 +48,7 @@ bert_steps = None  # masked-LM pre-training steps of the small BERT
 batch_size = None
 distill_queries = None  # teacher-labelled dev-small queries (None: the profile's; the book's: 0)
 distill_pseudo_queries = None  # teacher-labelled pseudo-queries cut from book passages
+distill_random_negatives = None  # the fraction of triples whose negative is a random book passage
 word_learning_rate = None  # one Adam rate for the word models (the profile's; the paper: 1e-4 / 1e-3)
 
 # %% tags=["hide-input"]
@@ -86,6 +87,7 @@ settings = settings_profile.training.replace(
     batch_size=batch_size,
     distill_queries=distill_queries,
     distill_pseudo_queries=distill_pseudo_queries,
+    distill_random_negatives=distill_random_negatives,
     word_learning_rate=word_learning_rate,
 )
 test_sets = list(TEST_SETS)

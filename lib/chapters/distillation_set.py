@@ -15,11 +15,14 @@ The protocol of the distillation section (Hofstätter et al. 2020, Margin-MSE; :
    (never their queries or labels) are training text — transductive use of an unlabelled corpus.
 3. **Teacher**: the zero-shot MiniLM bi-encoder; every passage and query is encoded once and cached
    in the chapter's artifacts (:func:`lib.reranking.dense.cached_encodings`).
-4. **Triples**: :func:`lib.training.distillation.teacher_triples` on the teacher's scores.
+4. **Triples**: :func:`lib.training.distillation.teacher_triples` on the teacher's scores; a
+   ``distill_random_negatives`` fraction of them take a random passage of the encoded corpus as the
+   negative (:func:`random_passages`, scored by the teacher from its cached vectors).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,6 +95,19 @@ def training_queries(
     return selected
 
 
+def random_passages(candidates: Run, passage_ids: list[str], per_query: int, seed: int) -> dict[str, list[str]]:
+    """``per_query`` passages drawn uniformly from ``passage_ids`` for each query, none of its candidates.
+
+    The generator is seeded by ``(seed, qid)``: a query's draw does not depend on the other queries.
+    """
+    drawn = {}
+    for qid, known in candidates.items():
+        generator = random.Random(f"random-negatives:{seed}:{qid}")
+        pool = generator.sample(passage_ids, min(len(passage_ids), per_query + len(known)))
+        drawn[qid] = [pid for pid in pool if pid not in known][:per_query]
+    return drawn
+
+
 def build_distillation_set(
     profile: Profile,
     settings: TrainingSettings,
@@ -145,6 +161,13 @@ def build_distillation_set(
         for qid, nearest in dense_top_k(encoded_queries, passages, settings.distill_teacher_depth).items():
             candidates[qid].update({pid: 0.0 for pid in nearest if pid not in candidates[qid]})
     scores = dense_scores(encoded_queries, passages, candidates)
-    sampling = TripleSampling(per_query=settings.distill_triples_per_query)
-    triples, margins = teacher_triples(scores, sampling, seed)
+    sampling = TripleSampling(
+        per_query=settings.distill_triples_per_query, random_negatives=settings.distill_random_negatives
+    )
+    random_scores = None
+    if sampling.random_negatives > 0:
+        drawn = random_passages(candidates, passages.ids, sampling.per_query, seed)
+        unscored = {qid: dict.fromkeys(pids, 0.0) for qid, pids in drawn.items()}
+        random_scores = dense_scores(encoded_queries, passages, unscored)
+    triples, margins = teacher_triples(scores, sampling, seed, random_scores)
     return DistillationSet(queries, scores, triples, margins, seconds, passages)

@@ -43,7 +43,8 @@ class TrainingSettings(_Replaceable):
     layers (``None``: all). ``distill_*``: the teacher-labelled set of :mod:`lib.chapters.distillation_set`
     (dev-small queries — ``None``: all — and pseudo-queries cut from book passages, their number and
     span of words; BM25 and teacher candidates per query — a teacher depth of 0 encodes only the
-    BM25 candidates — and triples per query). ``word_learning_rate``: one Adam rate for every
+    BM25 candidates — triples per query, and the fraction of triples whose negative is a random
+    corpus passage). ``word_learning_rate``: one Adam rate for every
     parameter of the word models instead of the paper's 10⁻⁴ / 10⁻³ (``None``: the paper's). The
     ``book`` defaults are sized for the chapter's budget on 2 CPU cores; the ``paper`` defaults are the
     paper's scale (GPU). ``bucket_batches``: training batches of similar passage lengths
@@ -60,6 +61,7 @@ class TrainingSettings(_Replaceable):
     distill_triples_per_query: int = 16
     distill_pseudo_queries: int = 0
     distill_pseudo_span: tuple[int, int] = (3, 8)
+    distill_random_negatives: float = 0.0
     bert_layers: int = 2
     bert_hidden: int = 128
     bert_heads: int = 2

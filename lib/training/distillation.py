@@ -17,7 +17,11 @@ Named choices (the paper trains on MS MARCO's own triples, which the book does n
 positive is drawn from the teacher's top ``positive_top`` candidates and the negative from rank
 ``negative_from`` down, so that a triple compares passages the teacher clearly tells apart;
 ``scale`` multiplies the teacher's scores (a cosine lies in [−1, 1]; ×10 gives margins of the order
-of a kernel-pooling student's, as in the book's probe).
+of a kernel-pooling student's, as in the book's probe). ``random_negatives`` is the fraction of
+triples whose negative is instead a random corpus passage, scored by the teacher too: a student that
+only ever compares a query's BM25 candidates never learns that an off-topic passage is worse than
+all of them, which re-ranking *all* candidates asks of it (MS MARCO's own training triples draw
+their negatives from BM25's top 1,000, far deeper than the book's top 30).
 """
 
 from __future__ import annotations
@@ -50,8 +54,11 @@ class TripleSampling:
     positive_top: int = 3
     negative_from: int = 5
     scale: float = 10.0
+    random_negatives: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.random_negatives <= 1.0:
+            raise ValueError(f"'random_negatives' is a fraction in [0, 1], got {self.random_negatives}")
         if self.per_query < 1 or self.positive_top < 1:
             raise ValueError(f"'per_query' and 'positive_top' must be >= 1, got {self.per_query}, {self.positive_top}")
         if self.negative_from <= self.positive_top:
@@ -60,15 +67,22 @@ class TripleSampling:
             )
 
 
-def teacher_triples(teacher: Run, sampling: TripleSampling, seed: int) -> tuple[list[Triple], list[float]]:
+def teacher_triples(
+    teacher: Run, sampling: TripleSampling, seed: int, random_passages: Run | None = None
+) -> tuple[list[Triple], list[float]]:
     """Triples (qid, d⁺, d⁻) and the teacher's margins ``scale·(t⁺ − t⁻)``, from the teacher's scores.
 
     For each query (in query order) with at least ``negative_from`` candidates, ``per_query`` triples:
     a positive drawn uniformly from the teacher's top ``positive_top`` and a negative from rank
     ``negative_from`` (1-based) down, with a generator seeded by ``(seed, qid)`` — the same seed
     gives the same triples, whatever the other queries. Ties are ordered as trec_eval does
-    (:func:`lib.core.types.ranking_from_run`). Every margin is positive or zero.
+    (:func:`lib.core.types.ranking_from_run`). With ``sampling.random_negatives`` above 0, each
+    triple's negative is, with that probability, drawn instead from ``random_passages[qid]`` (the
+    teacher's scores of random corpus passages; required then). The margins of candidate negatives
+    are positive or zero; a random passage the teacher prefers to the positive gives a negative margin.
     """
+    if sampling.random_negatives > 0 and random_passages is None:
+        raise ValueError("'random_negatives' > 0 needs the teacher's scores of random passages ('random_passages')")
     triples: list[Triple] = []
     margins: list[float] = []
     for qid in sorted(teacher, key=query_order):
@@ -79,8 +93,12 @@ def teacher_triples(teacher: Run, sampling: TripleSampling, seed: int) -> tuple[
         generator = random.Random(f"triples:{seed}:{qid}")
         for _ in range(sampling.per_query):
             positive, negative = generator.choice(positives), generator.choice(negatives)
+            scores = teacher[qid]
+            if sampling.random_negatives > 0 and generator.random() < sampling.random_negatives:
+                scores = random_passages[qid]  # type: ignore[index]
+                negative = generator.choice(sorted(scores))
             triples.append((qid, positive, negative))
-            margins.append(sampling.scale * (teacher[qid][positive] - teacher[qid][negative]))
+            margins.append(sampling.scale * (teacher[qid][positive] - scores[negative]))
     return triples, margins
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.chapters.distillation_set import build_distillation_set, training_queries
+from lib.chapters.distillation_set import build_distillation_set, random_passages, training_queries
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run
 from lib.data import load_collection, load_queries, load_run
@@ -16,6 +16,8 @@ from lib.first_stage.lucene import build_index
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.pretrained import minilm_folder
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+from lib.reranking.dense import encode
 from tests.first_stage.test_lucene import write_collection
 
 pytestmark = pytest.mark.usefixtures("converted", "one_torch_thread")
@@ -75,3 +77,31 @@ def test_no_training_query_at_all_is_an_error_naming_the_parameters(corpus: dict
     settings = get_profile("book").training.replace(distill_queries=0, distill_pseudo_queries=0)
     with pytest.raises(ValueError, match="distill_pseudo_queries"):
         training_queries(get_profile("book"), settings, corpus, seed=42)
+
+
+def test_random_passages_are_seeded_per_query_and_never_a_candidate() -> None:
+    candidates = {"q1": {"a": 1.0, "b": 0.5}, "q2": {"c": 0.1}}
+    ids = [f"p{i}" for i in range(50)] + ["a", "b", "c"]
+    drawn = random_passages(candidates, ids, per_query=10, seed=1)
+    assert all(len(pids) == 10 == len(set(pids)) for pids in drawn.values())
+    assert not set(drawn["q1"]) & {"a", "b"} and "c" not in drawn["q2"]
+    assert random_passages({"q2": candidates["q2"]}, ids, 10, seed=1)["q2"] == drawn["q2"]
+    assert random_passages(candidates, ids, 10, seed=2) != drawn
+
+
+def test_random_negatives_are_scored_by_the_teacher_from_the_cached_vectors(
+    corpus: dict[str, str], index: Path, tmp_path: Path
+) -> None:
+    profile = get_profile("smoke")
+    settings = profile.training.replace(distill_queries=4, distill_bm25_depth=8, distill_teacher_depth=3,
+                                        distill_triples_per_query=8, distill_random_negatives=0.5)  # fmt: skip
+    teacher, tokenizer = BiEncoder(minilm_folder()), WordPieceTokenizer.from_vocab()
+    built = build_distillation_set(profile, settings, teacher, tokenizer, index, tmp_path, 7, False, corpus)
+    outside = [(i, t) for i, t in enumerate(built.triples) if t[2] not in built.teacher[t[0]]]
+    assert 0 < len(outside) < len(built.triples), "some negatives, not all, are random corpus passages"
+    assert all(negative in corpus for _, (_, _, negative) in outside)
+    i, (qid, positive, negative) = outside[0]
+    query = encode(teacher, tokenizer, built.queries, [qid], QUERY_MAX_LENGTH).vectors[0]
+    passage = encode(teacher, tokenizer, corpus, [negative], DOC_MAX_LENGTH).vectors[0]
+    expected = 10.0 * (built.teacher[qid][positive] - float(query @ passage))
+    assert built.margins[i] == pytest.approx(expected, abs=1e-4)

@@ -66,6 +66,28 @@ def test_triples_come_from_the_teachers_top_and_bottom_and_are_seeded() -> None:
         TripleSampling(positive_top=5, negative_from=5)
 
 
+RANDOM = {"q1": {"r1": 0.2, "r2": 0.95}, "q2": {"r3": -4.0}}
+
+
+def test_a_fraction_of_negatives_are_random_passages_with_the_teachers_margin() -> None:
+    sampling = TripleSampling(per_query=200, positive_top=2, negative_from=5, scale=10.0, random_negatives=0.25)
+    triples, margins = teacher_triples(TEACHER, sampling, seed=3, random_passages=RANDOM)
+    drawn = [(qid, negative) for qid, _, negative in triples if negative in RANDOM.get(qid, {})]
+    assert 0.15 < len(drawn) / len(triples) < 0.35, "about a quarter of the negatives are random passages"
+    assert {negative for _, negative in drawn} == {"r1", "r2", "r3"}
+    for (qid, positive, negative), margin in zip(triples, margins, strict=True):
+        negative_score = RANDOM[qid][negative] if negative in RANDOM[qid] else TEACHER[qid][negative]
+        assert margin == pytest.approx(10.0 * (TEACHER[qid][positive] - negative_score))
+    assert min(margins) < 0, "a random passage the teacher prefers to the positive gives a negative margin"
+    assert teacher_triples(TEACHER, sampling, seed=3, random_passages=RANDOM) == (triples, margins)
+    plain = TripleSampling(per_query=200, positive_top=2, negative_from=5, scale=10.0)
+    assert teacher_triples(TEACHER, plain, seed=3, random_passages=RANDOM) == teacher_triples(TEACHER, plain, seed=3)
+    with pytest.raises(ValueError, match="random_passages"):
+        teacher_triples(TEACHER, sampling, seed=3)
+    with pytest.raises(ValueError, match="random_negatives"):
+        TripleSampling(random_negatives=1.5)
+
+
 @pytest.fixture(scope="module")
 def teacher_slice(dl19: dict) -> dict:  # noqa: F811
     """BM25 as the teacher of 10 DL19 queries (their BM25 top-20): training triples, and held-out ones.
