@@ -507,7 +507,8 @@ def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:
 def held_out_margins(model: torch.nn.Module, tokenizer: Any, protocol: Protocol, limit: int = 2000) -> pd.DataFrame:
     """The student's and the teacher's margin on (the first ``limit``) held-out triples, never trained on.
 
-    One row per triple: ``teacher`` (the scaled teacher margin, ≥ 0) and ``student`` ``s(q, d⁺) − s(q, d⁻)``,
+    One row per triple: ``teacher`` (the scaled teacher margin, ≥ 0 unless the negative is a random passage
+    the teacher prefers to the positive) and ``student`` ``s(q, d⁺) − s(q, d⁻)``,
     scored with :func:`lib.reranking.scoring.score_candidates` (eval mode, no gradients).
     """
     triples = protocol.held_out[:limit]
