@@ -480,11 +480,14 @@ def run_model(
 
 
 def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]]) -> pd.DataFrame:
-    """One row per test year and variant: nDCG@10 at the tuned depth, the depth, nDCG@10 re-ranking all.
+    """One row per test year and variant: nDCG@10 at the tuned depth, the depth, nDCG@10 re-ranking all,
+    and the variant's best validation MRR@10 (DL21, the number a choice between variants may rest on;
+    NaN for an untrained model).
 
     ``runs`` maps a variant's label (the value of ``column``) to its results by test year, as
     :func:`run_model` returns them; rows follow the test years, then the labels in ``runs``' order.
     """
+    columns = ["set", column, "nDCG@10", "depth", "nDCG@10 (all)", "validation MRR@10"]
     rows = [
         {
             "set": query_set,
@@ -492,11 +495,12 @@ def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]]) -> 
             "nDCG@10": results[query_set].metrics_at_tuned_depth["nDCG@10"],
             "depth": results[query_set].tuned_depth,
             "nDCG@10 (all)": results[query_set].metrics_at_full_depth["nDCG@10"],
+            "validation MRR@10": results[query_set].history.get("MRR@10", pd.Series(dtype=float)).max(),
         }
         for query_set in next(iter(runs.values()), {})
         for label, results in runs.items()
     ]
-    return pd.DataFrame(rows, columns=["set", column, "nDCG@10", "depth", "nDCG@10 (all)"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:

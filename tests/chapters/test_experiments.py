@@ -179,12 +179,15 @@ def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
         )
 
 
-def _result(model: str, query_set: str, tuned: float, depth: int, everything: float) -> experiments.ModelResult:
+def _result(
+    model: str, query_set: str, tuned: float, depth: int, everything: float, validation: tuple[float, ...] = ()
+) -> experiments.ModelResult:
     empty = pd.DataFrame()
+    history = pd.DataFrame({"MRR@10": list(validation)}) if validation else empty
     return experiments.ModelResult(
         model=model, query_set=query_set, tuned_depth=depth, metrics_at_tuned_depth={"nDCG@10": tuned},
         metrics_at_full_depth={"nDCG@10": everything}, per_query=empty, per_query_all=empty, weight=0.0,
-        metrics_interpolated={}, per_query_interpolated=empty, docs_per_ms=1.0, history=empty, best_step=0,
+        metrics_interpolated={}, per_query_interpolated=empty, docs_per_ms=1.0, history=history, best_step=0,
         training=None,
     )  # fmt: skip
 
@@ -192,10 +195,15 @@ def _result(model: str, query_set: str, tuned: float, depth: int, everything: fl
 def test_variant_comparison_has_one_row_per_year_and_variant_in_order() -> None:
     runs = {
         "a": {"dl19": _result("tk2", "dl19", 0.5, 12, 0.4), "dl20": _result("tk2", "dl20", 0.45, 12, 0.35)},
-        "b": {"dl19": _result("tk2-b", "dl19", 0.3, 5, 0.2), "dl20": _result("tk2-b", "dl20", 0.25, 5, 0.15)},
+        "b": {
+            "dl19": _result("tk2-b", "dl19", 0.3, 5, 0.2, (0.4, 0.6, 0.5)),
+            "dl20": _result("tk2-b", "dl20", 0.25, 5, 0.15),
+        },
     }
     table = experiments.variant_comparison("source", runs)
-    assert table.columns.tolist() == ["set", "source", "nDCG@10", "depth", "nDCG@10 (all)"]
+    assert table.columns.tolist() == ["set", "source", "nDCG@10", "depth", "nDCG@10 (all)", "validation MRR@10"]
+    assert table["validation MRR@10"].iloc[1] == 0.6, "the best validation"
+    assert table["validation MRR@10"].iloc[[0, 2, 3]].isna().all(), "no history, no validation number"
     assert table[["set", "source"]].values.tolist() == [["dl19", "a"], ["dl19", "b"], ["dl20", "a"], ["dl20", "b"]]
     assert table["nDCG@10 (all)"].tolist() == [0.4, 0.2, 0.35, 0.15]
     assert table["depth"].tolist() == [12, 5, 12, 5]
