@@ -78,7 +78,8 @@ def teacher_triples(
     gives the same triples, whatever the other queries. Ties are ordered as trec_eval does
     (:func:`lib.core.types.ranking_from_run`). With ``sampling.random_negatives`` above 0, each
     triple's negative is, with that probability, drawn instead from ``random_passages[qid]`` (the
-    teacher's scores of random corpus passages; required then). The margins of candidate negatives
+    teacher's scores of random corpus passages; required then; a query without any keeps its
+    candidate negative). The margins of candidate negatives
     are positive or zero; a random passage the teacher prefers to the positive gives a negative margin.
     """
     if sampling.random_negatives > 0 and random_passages is None:
@@ -94,9 +95,9 @@ def teacher_triples(
         for _ in range(sampling.per_query):
             positive, negative = generator.choice(positives), generator.choice(negatives)
             scores = teacher[qid]
-            if sampling.random_negatives > 0 and generator.random() < sampling.random_negatives:
-                scores = random_passages[qid]  # type: ignore[index]
-                negative = generator.choice(sorted(scores))
+            drawn = random_passages.get(qid) if random_passages is not None else None
+            if sampling.random_negatives > 0 and generator.random() < sampling.random_negatives and drawn:
+                scores, negative = drawn, generator.choice(sorted(drawn))
             triples.append((qid, positive, negative))
             margins.append(sampling.scale * (teacher[qid][positive] - scores[negative]))
     return triples, margins

@@ -82,6 +82,8 @@ def test_a_fraction_of_negatives_are_random_passages_with_the_teachers_margin() 
     assert teacher_triples(TEACHER, sampling, seed=3, random_passages=RANDOM) == (triples, margins)
     plain = TripleSampling(per_query=200, positive_top=2, negative_from=5, scale=10.0)
     assert teacher_triples(TEACHER, plain, seed=3, random_passages=RANDOM) == teacher_triples(TEACHER, plain, seed=3)
+    none_drawn = teacher_triples(TEACHER, sampling, seed=3, random_passages={"q1": {}})[0]
+    assert all(negative in TEACHER[qid] for qid, _, negative in none_drawn), "no random passage: a candidate"
     with pytest.raises(ValueError, match="random_passages"):
         teacher_triples(TEACHER, sampling, seed=3)
     with pytest.raises(ValueError, match="random_negatives"):
