@@ -424,7 +424,8 @@ if len(query_comparison):
     query_reading += (
         f" On DL21 validation, the only set a choice may rest on, the best MRR@10 is "
         f"{validation['pseudo-queries']:.3f} from pseudo-queries and {validation['dev-small']:.3f} from dev-small "
-        f"questions: validation favours the {ahead} for TK-2"
+        f"questions: validation favours the {'pseudo-queries' if ahead == 'pseudo-queries' else 'dev-small questions'}"
+        " for TK-2"
         + (", the book's default." if ahead == "pseudo-queries" else ", not the book's default (see below).")
     )
 display(Markdown(query_reading))
