@@ -528,8 +528,8 @@ plt.show()
 # $M_s(q,d^+) - M_s(q,d^-)$ against the teacher's. A student that learned the teacher perfectly puts
 # every point on the diagonal; *agreement* is the share of triples it orders as the teacher does
 # (the teacher nearly always prefers $d^+$), and $r$ the correlation of the two margins. The random
-# negatives ({glue:text}`random_share` of the triples) give the largest teacher margins, at the right
-# of each panel.
+# negatives ({glue:text}`random_share` of the triples) mostly give the larger teacher margins, towards
+# the right of each panel.
 
 # %%
 margin_frames, agreement_rows = [], []
