@@ -62,6 +62,7 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from lib.analyses import pair_vectors
 from lib.chapters import artifacts, experiments
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
@@ -520,6 +521,41 @@ axis.set_ylabel("validation MRR@10 (DL21)")
 axis.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 save_figure(figure, out / "training_curves.png")
 plt.show()
+
+# %% [markdown]
+# ## Why BERT-cat starts slowly
+#
+# BERT-cat scores a pair by one linear layer on the output vector of `[CLS]`. The paper's BERT had
+# learned to summarise a sentence pair in that vector (next-sentence prediction); all-MiniLM-L6-v2
+# was trained as a bi-encoder whose output is the *mean* of its vectors, and nothing asked its
+# `[CLS]` vector to carry anything. The mean cosine between the vectors of different held-out
+# query–passage pairs says how much each one tells pairs apart, before and after fine-tuning:
+
+# %%
+pair_vector_rows = {}
+held_out_pairs = [
+    (protocol.queries[qid], protocol.texts[pid])
+    for qid, positive, negative in protocol.held_out[:32]
+    for pid in (positive, negative)
+]
+if "bert-cat" in trained and len(held_out_pairs) >= 2:
+    starting_model, wordpieces = experiments.build_model("bert-cat", representations, seed)
+    fine_tuned = results[(test_sets[0], "bert-cat")].training.model
+    for label, bert_cat in (("before fine-tuning", starting_model.to(chapter.device)), ("after", fine_tuned)):
+        pair_vector_rows[label] = pair_vectors.pair_vector_similarity(bert_cat, wordpieces, held_out_pairs)
+    bert_cat_loss = curves[curves["model"] == "bert-cat"].set_index("step")["train_loss"]
+    fallen = bert_cat_loss[bert_cat_loss < 0.8 * bert_cat_loss.iloc[0]]
+    cls_before = pair_vector_rows["before fine-tuning"]["[CLS] vector"]
+    display(Markdown(
+        f"Before fine-tuning, the `[CLS]` vectors of two different pairs have a mean cosine of {cls_before:.4f}: "
+        + ("every pair gets nearly the same vector, so the new linear layer has nothing to rank by until "
+           "fine-tuning has moved information into it. " if cls_before > 0.99 else "they already differ. ")
+        + (f"BERT-cat's training loss stayed above 80% of its first logged value until step {fallen.index[0]} "
+           f"of {int(bert_cat_loss.index[-1])}." if len(fallen) else
+           f"BERT-cat's training loss never fell below 80% of its first logged value in its "
+           f"{int(bert_cat_loss.index[-1])} steps.")
+    ))  # fmt: skip
+pd.DataFrame.from_dict(pair_vector_rows, orient="index").round(4) if pair_vector_rows else "BERT-cat not trained"
 
 # %% [markdown]
 # ## Did the students learn the teacher?

@@ -160,13 +160,20 @@ class BertCat(nn.Module):
         """The packed BERT input of a batch (:func:`pack_pairs` with this model's ids and length)."""
         return pack_pairs(query_ids, query_mask, doc_ids, doc_mask, self.cls_id, self.sep_id, self.max_length)
 
+    def encode_pairs(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """BERT's output on the packed pairs: last-layer vectors ``[B, T, H]`` and the attention mask ``[B, T]``."""
+        input_ids, token_type_ids, attention_mask = self.pack(query_ids, query_mask, doc_ids, doc_mask)
+        output = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return output.last_hidden_state, attention_mask
+
     def forward(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
         """One score per query–passage pair, ``FloatTensor[B]``."""
-        input_ids, token_type_ids, attention_mask = self.pack(query_ids, query_mask, doc_ids, doc_mask)
-        output = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-        vector = output.pooler_output if self.use_pooler else output.last_hidden_state[:, 0]
+        hidden, _ = self.encode_pairs(query_ids, query_mask, doc_ids, doc_mask)
+        vector = self.bert.pooler(hidden) if self.use_pooler else hidden[:, 0]
         return self.score(self.dropout(vector)).squeeze(-1)
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
