@@ -708,7 +708,8 @@ training_progress
 #   probes (`lib.core.profiles`), still learned more from pseudo-queries.
 # - **Representations.** 50-dimensional GloVe instead of 300-dimensional GloVe 42B, and TK scaled
 #   down to that width; MiniLM instead of BERT-Base, of which the `book` profile fine-tunes only the
-#   first layers for BERT-cat.
+#   first layers for BERT-cat, and whose `[CLS]` vector starts out the same for every pair (above):
+#   part of BERT-cat's few steps goes to making it say anything.
 # - **Compute.** On two CPU cores every model trains for minutes, not hours. The `paper` profile keeps
 #   this code but switches to paper-scale schedules and `bert-base-uncased`
 #   (`lib.core.profiles.PROFILES["paper"].training`, for a GPU machine with internet); training on the
