@@ -130,7 +130,11 @@ glue("representation_minutes", f"{representation_seconds / 60:.1f}", display=Fal
 print(f"vocabulary: {len(vocabulary):,} words; embeddings {tuple(representations.embeddings.shape)}")
 print(f"{settings.embedding_method}: {representations.coverage}")
 bert_cat_depth = "all" if settings.bert_cat_layers is None else f"the first {settings.bert_cat_layers}"
-print(f"BERT-cat starts from {settings.bert_cat_start} ({bert_cat_depth} layers)")
+bert_cat_rate = f"{settings.bert_cat_lr:g}" if settings.bert_cat_lr is not None else "the model's default rate"
+print(
+    f"BERT-cat starts from {settings.bert_cat_start} ({bert_cat_depth} layers) and fine-tunes at {bert_cat_rate}"
+    + (f", warmed up over {settings.bert_cat_warmup} steps and decayed linearly" if settings.bert_cat_warmup else "")
+)
 
 
 # %%
@@ -707,9 +711,9 @@ training_progress
 #   comparison above can come out the other way for TK-2, while BERT-cat, in the book's validation
 #   probes (`lib.core.profiles`), still learned more from pseudo-queries.
 # - **Representations.** 50-dimensional GloVe instead of 300-dimensional GloVe 42B, and TK scaled
-#   down to that width; MiniLM instead of BERT-Base, of which the `book` profile fine-tunes only the
-#   first layers for BERT-cat, and whose `[CLS]` vector starts out the same for every pair (above):
-#   part of BERT-cat's few steps goes to making it say anything.
+#   down to that width; MiniLM (6 layers, 384 wide) instead of BERT-Base (12 layers, 768 wide), whose
+#   `[CLS]` vector starts out the same for every pair (above): part of BERT-cat's few steps goes to
+#   making it say anything.
 # - **Compute.** On two CPU cores every model trains for minutes, not hours. The `paper` profile keeps
 #   this code but switches to paper-scale schedules and `bert-base-uncased`
 #   (`lib.core.profiles.PROFILES["paper"].training`, for a GPU machine with internet); training on the

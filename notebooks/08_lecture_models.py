@@ -68,7 +68,8 @@ lecture
 # %% [markdown]
 # ## The protocol: chapter 2's teacher and test years
 #
-# PreTTR and ColBERT start, like chapter 2's BERT-cat, from the first layers of all-MiniLM-L6-v2 and
+# PreTTR and ColBERT start, like chapter 2's BERT-cat, from all-MiniLM-L6-v2 (the layers and rates of
+# chapter 2's settings) and
 # train on chapter 2's BERT-cat schedule; TK-Sparse starts, like TK-2, from GloVe vectors and trains
 # on TK-2's schedule. The teacher, the triples, the validation year and the test years are chapter
 # 2's, so every difference below is the architecture's.

@@ -366,10 +366,12 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
 
     ``settings.word_learning_rate`` (when set) replaces both of a word model's Adam rates, the
     embeddings' 10⁻⁴ and the rest's 10⁻³ (TK paper §4.3): a deviation the book states where it uses it.
+    ``settings.bert_cat_lr`` (when set) replaces a BERT model's fine-tuning rate, and
+    ``settings.bert_cat_warmup`` gives the BERT models a warm-up-and-decay schedule
+    (:func:`lib.training.pairwise.warmup_decay`).
     """
     spec = model_spec(name)
     bert = spec.family == "wordpiece"
-    rate = settings.word_learning_rate
     return TrainingConfig(
         batch_size=settings.bert_cat_batch_size if bert else settings.batch_size,
         max_steps=settings.bert_cat_max_steps if bert else settings.max_steps,
@@ -382,10 +384,19 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         device=device,
         rerank_depth=settings.validation_depth,
         eval_batch_size=spec.eval_batch_size,
-        learning_rates={} if bert or rate is None else {"embedding_lr": rate, "other_lr": rate},
+        learning_rates=_learning_rates(bert, settings),
+        warmup_steps=settings.bert_cat_warmup if bert else 0,
         bucket_batches=settings.bucket_batches,
         mismatch="retrain",
     )
+
+
+def _learning_rates(bert: bool, settings: TrainingSettings) -> dict[str, float]:
+    """The keyword arguments of ``model.optimizer_groups`` that ``settings`` override (:func:`training_config`)."""
+    if bert:
+        return {} if settings.bert_cat_lr is None else {"bert_lr": settings.bert_cat_lr}
+    rate = settings.word_learning_rate
+    return {} if rate is None else {"embedding_lr": rate, "other_lr": rate}
 
 
 def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:

@@ -9,6 +9,7 @@ the training queries (ARCHITECTURE.md, "Conventions").
 
 - :func:`training_pairs` turns graded judgments and first-stage candidates into pairs.
 - :func:`hinge_loss` is ``mean(max(0, margin - s⁺ + s⁻))``.
+- :func:`warmup_decay` is the optional warm-up-and-decay schedule of the rates (BERT's fine-tuning).
 - :func:`train` runs the loop; see its docstring for the checkpoint and resume contract. Given a
   teacher's ``margins`` for the pairs, it minimises Margin-MSE instead
   (:func:`lib.training.distillation.margin_mse`): the same loop, validation and early stopping.
@@ -125,6 +126,10 @@ class TrainingConfig:
         learning_rates: keyword arguments for ``model.optimizer_groups(**learning_rates)``, to
             override the model's paper learning rates.
         margin: the hinge loss margin.
+        warmup_steps: with ``warmup_steps`` > 0 every Adam rate is scaled at step *s* (from 0) by
+            ``min(1, (s + 1) / warmup_steps) · (max_steps − s) / max_steps``: a linear warm-up times a
+            linear decay to zero at ``max_steps``, as in BERT's fine-tuning (Devlin et al., 2019, §A.2);
+            ``0``: constant rates (the TK paper, §4.3).
         bucket_batches: batches of similar passage lengths (less padding, the same pairs per epoch):
             each run of ``bucket_batches`` batches of the seeded shuffle is sorted by the pair's longer
             passage, cut into batches again, and those batches are taken in a seeded order — a bucket
@@ -149,6 +154,7 @@ class TrainingConfig:
     eval_batch_size: int = 256
     learning_rates: dict[str, float] = field(default_factory=dict)
     margin: float = 1.0
+    warmup_steps: int = 0
     bucket_batches: int = 1
     mismatch: str = "error"
 
@@ -166,6 +172,8 @@ class TrainingConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"parameter '{name}' must be a positive integer, got {value!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(f"parameter 'warmup_steps' must be a non-negative integer, got {self.warmup_steps!r}")
         if self.patience is not None and (not isinstance(self.patience, int) or self.patience < 1):
             raise ValueError(f"parameter 'patience' must be a positive integer or None, got {self.patience!r}")
         if self.metric not in MEASURES:
@@ -454,6 +462,20 @@ class _Validator:
 # --- the trainer ---------------------------------------------------------------------------------
 
 
+def warmup_decay(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, max_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """Scale every rate of ``optimizer`` at step *s* by ``min(1, (s + 1) / warmup_steps)`` times
+    ``(max_steps − s) / max_steps`` (:attr:`TrainingConfig.warmup_steps`)."""
+    if warmup_steps < 1 or max_steps < 1:
+        raise ValueError(f"parameters 'warmup_steps' and 'max_steps' must be >= 1, got {warmup_steps}, {max_steps}")
+
+    def factor(step: int) -> float:
+        return min(1.0, (step + 1) / warmup_steps) * max(0.0, (max_steps - step) / max_steps)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
 def train(
     model: nn.Module,
     tokenizer: Any,
@@ -529,7 +551,10 @@ def train(
     )
     validator = _Validator(model, tokenizer, validation, texts, config, device, checkpoint_dir, len(pairs))
     checkpoint_path = checkpoint_dir / CHECKPOINT_NAME
-    state = run_loop(model, optimizer, loss_of_step, checkpoint_path, fingerprint, settings, on_checkpoint=validator)
+    schedule = warmup_decay(optimizer, config.warmup_steps, config.max_steps) if config.warmup_steps else None
+    state = run_loop(
+        model, optimizer, loss_of_step, checkpoint_path, fingerprint, settings, schedule, on_checkpoint=validator
+    )
     extra = state.extra
     model.load_state_dict(extra["best_model"])
     model.eval()

@@ -12,7 +12,7 @@ import torch
 
 from lib.chapters import experiments
 from lib.core import paths
-from lib.core.profiles import get_profile
+from lib.core.profiles import TrainingSettings, get_profile
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import load_queries, read_run
 from lib.data.pseudo_queries import PSEUDO_PREFIX
@@ -89,7 +89,12 @@ def test_the_teacher_scores_its_own_held_out_margins(protocol: experiments.Proto
 def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
     book = get_profile("book").training
     assert experiments.training_config("tk2", book, 1, "cpu").learning_rates == {"embedding_lr": 1e-3, "other_lr": 1e-3}
-    assert experiments.training_config("bert-cat", book, 1, "cpu").learning_rates == {}
+    bert_cat = experiments.training_config("bert-cat", book, 1, "cpu")
+    assert bert_cat.learning_rates == {"bert_lr": book.bert_cat_lr}
+    assert bert_cat.warmup_steps == book.bert_cat_warmup > 0
+    assert experiments.training_config("tk2", book, 1, "cpu").warmup_steps == 0, "the word models keep constant rates"
+    default = experiments.training_config("bert-cat", TrainingSettings(), 1, "cpu")
+    assert default.learning_rates == {} and default.warmup_steps == 0, "None / 0 keep the model's rate, constant"
     paper = experiments.training_config("tk2", dataclasses.replace(book, word_learning_rate=None), 1, "cpu")
     assert paper.learning_rates == {}, "None keeps the paper's groups"
 

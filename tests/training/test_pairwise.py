@@ -264,6 +264,25 @@ def test_config_checks_its_values() -> None:
     with pytest.raises(ValueError, match="'amp'"):
         TrainingConfig(amp="fp16")
     assert TrainingConfig(metric="nDCG@10").measures == ["nDCG@10", "MRR@10"]
+    with pytest.raises(ValueError, match="'warmup_steps'"):
+        TrainingConfig(warmup_steps=-1)
+
+
+def test_warmup_decay_rises_then_falls_to_zero() -> None:
+    weight = nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([{"params": [weight], "lr": 1e-3}])
+    schedule = training.warmup_decay(optimizer, warmup_steps=4, max_steps=10)
+    rates = []
+    for _ in range(10):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    # step s: min(1, (s + 1) / 4) · (10 − s) / 10
+    expected = [1e-3 * min(1.0, (s + 1) / 4) * (10 - s) / 10 for s in range(10)]
+    assert rates == pytest.approx(expected)
+    assert rates[3] == pytest.approx(7e-4) and max(rates) == rates[3] and rates[-1] == pytest.approx(1e-4)
+    with pytest.raises(ValueError, match="'warmup_steps'"):
+        training.warmup_decay(optimizer, warmup_steps=0, max_steps=10)
 
 
 # --- batches of similar lengths -------------------------------------------------------------------------
@@ -330,12 +349,13 @@ class Killed(Exception):
     """Stands in for the process being killed."""
 
 
-@pytest.mark.parametrize("bucket_batches", [1, 4])
+@pytest.mark.parametrize(("bucket_batches", "warmup_steps"), [(1, 0), (4, 0), (1, 4)])
 def test_an_interrupted_run_resumes_to_the_same_result(
-    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket_batches: int
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket_batches: int, warmup_steps: int
 ) -> None:
-    # validations at 3, 6, 9 and 11; with buckets the kill falls inside a group of 4 batches
-    config = small_config(max_steps=11, validate_every=3, bucket_batches=bucket_batches)
+    # validations at 3, 6, 9 and 11; with buckets the kill falls inside a group of 4 batches, with a
+    # warm-up the schedule resumes mid-decay
+    config = small_config(max_steps=11, validate_every=3, bucket_batches=bucket_batches, warmup_steps=warmup_steps)
     reference = run_training(dl19, pairs, tmp_path / "reference", config)
 
     calls = {"n": 0}
