@@ -58,22 +58,24 @@ def latencies(
 ) -> pd.DataFrame:
     """The median latency over ``qids`` of re-ranking ``counts`` candidates of each query (its BM25 list,
     repeated when shorter): ``mode`` "whole at query time" for every model, and "passages stored" for a model
-    whose passage side can be pre-computed (:mod:`lib.evaluation.stored_latency`)."""
+    whose passage side can be pre-computed (:mod:`lib.evaluation.stored_latency`). Each query is timed
+    ``repetitions`` times; one untimed warm-up run per count and mode precedes the first query's (the
+    later queries find the model warm)."""
     device = next(model.parameters()).device
     modes = ["whole at query time"] + (["passages stored"] if is_precomputable(model) else [])
     rows = []
     for count in counts:
         timed: dict[str, list[float]] = {mode: [] for mode in modes}
-        for qid in qids:
+        for index, qid in enumerate(qids):
             pairs, repeated = candidate_pairs(first_stage, queries, texts, count, qid)
             tensors = encode_pairs(tokenizer, pairs, device)
+            warmup = 1 if index == 0 else 0
             timed["whole at query time"].append(
-                measure_latency(model, tensors, batch_size, repetitions, repeated=repeated).milliseconds
+                measure_latency(model, tensors, batch_size, repetitions, warmup, repeated=repeated).milliseconds
             )
             if "passages stored" in timed:
-                timed["passages stored"].append(
-                    measure_stored_latency(model, tensors, batch_size, repetitions, repeated=repeated).milliseconds
-                )
+                stored = measure_stored_latency(model, tensors, batch_size, repetitions, warmup, repeated=repeated)
+                timed["passages stored"].append(stored.milliseconds)
         rows += [{"candidates": count, "mode": mode, "ms": statistics.median(values)} for mode, values in timed.items()]
     return pd.DataFrame(rows)
 
