@@ -1,4 +1,4 @@
-"""Does BERT-cat's ``[CLS]`` vector tell query–passage pairs apart? (chapter 2, "Why BERT-cat starts slowly").
+"""Does BERT-cat's ``[CLS]`` vector tell query–passage pairs apart? (chapter 2, "BERT-cat's `[CLS]` vector").
 
 BERT-cat scores a pair by one linear layer on the output vector of ``[CLS]`` (Nogueira & Cho 2019;
 lecture 8, slide 9). That is a good start when ``[CLS]`` was trained to summarise its input, as
@@ -9,15 +9,20 @@ information there.
 
 :func:`pair_vector_similarity` measures it: the mean cosine between the vectors of different pairs,
 for the ``[CLS]`` vector and for the mean of the output vectors. A cosine near 1 means every pair
-gets (nearly) the same vector, so no linear layer on it can rank.
+gets (nearly) the same vector, so no linear layer on it can rank. :func:`similarity_by_depth` repeats
+it after each of the starting BERT's layers (a BERT-cat on its first *k* layers), which shows where
+the ``[CLS]`` vector starts to differ.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
+from transformers import BertConfig
 
 from lib.models.bert_cat import BertCat
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
@@ -65,3 +70,21 @@ def pair_vector_similarity(
         "[CLS] vector": mean_pairwise_cosine(torch.cat(cls_vectors)),
         "mean of the output vectors": mean_pairwise_cosine(torch.cat(mean_vectors)),
     }
+
+
+def similarity_by_depth(
+    bert_path: Path, tokenizer: Any, pairs: Sequence[tuple[str, str]], depths: Sequence[int] | None = None
+) -> pd.DataFrame:
+    """:func:`pair_vector_similarity` of an untrained BERT-cat on the first *k* layers of the BERT in
+    ``bert_path``, for each *k* of ``depths`` (``None``: 1 to all its layers); one row per *k*
+    (index ``layers``). The new linear layers' random start draws from a forked generator, so the
+    caller's random state is left as it was."""
+    depths = list(range(1, BertConfig.from_pretrained(bert_path).num_hidden_layers + 1)) if depths is None else depths
+    if not depths or min(depths) < 1:
+        raise ValueError(f"parameter 'depths' must be positive layer counts, got {depths}")
+    rows = []
+    with torch.random.fork_rng(devices=[]):
+        for depth in depths:
+            model = BertCat(bert_path, num_layers=depth)
+            rows.append({"layers": depth, **pair_vector_similarity(model, tokenizer, pairs)})
+    return pd.DataFrame(rows).set_index("layers")

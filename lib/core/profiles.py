@@ -274,7 +274,9 @@ PROFILES: dict[str, Profile] = {
         "the full shipped TREC DL subset (the default)",
         # Word models: 1,000 steps of 32 triples at one Adam rate of 1e-3 (the distillation probe:
         # 1e-3 for all parameters beat the paper's 1e-4 / 1e-3 groups by 0.07 nDCG@10 on DL19; at 2,000
-        # steps DL21 validation peaked by step 1,000 for TK-2 and earlier for TK-3, and only TK-1 gained later).
+        # steps DL21 validation peaked by step 1,000 for TK-2 and earlier for TK-3, and only TK-1 gained later;
+        # with the random negatives, TK-2 run to 3,800 steps, best at 3,000 by MRR@10 at the top 20, re-ranked
+        # all 100 at nDCG@10 0.356, below 1,000 steps' 0.37).
         # BERT-cat: all 6 of MiniLM's layers, 300 steps of 16 (~2.7 s a step on 2 CPU cores, bucketed) at
         # 1e-4 with a 30-step warm-up and a linear decay. On DL21 validation (nDCG@10 re-ranking all 100;
         # BM25 0.446, the teacher 0.577) the first 3 layers at a constant 3e-5 reached 0.351, all 6 at

@@ -1,4 +1,4 @@
-"""BERT-cat's pair vectors (``lib.analyses.pair_vectors``): cosine arithmetic, all-MiniLM-L6-v2's constant [CLS]."""
+"""BERT-cat's pair vectors (``lib.analyses.pair_vectors``): cosine arithmetic, all-MiniLM-L6-v2's [CLS] by depth."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.analyses.pair_vectors import mean_pairwise_cosine, pair_vector_similarity
+from lib.analyses.pair_vectors import mean_pairwise_cosine, pair_vector_similarity, similarity_by_depth
 from lib.data.readers import read_collection, read_queries
 from lib.models.bert_cat import BertCat
 from lib.representations.bert import load_tokenizer
@@ -45,6 +45,23 @@ def test_minilm_cls_vector_is_the_same_for_every_pair_and_its_mean_is_not(real_p
     assert similarity["[CLS] vector"] > 0.99
     assert similarity["mean of the output vectors"] < 0.9
     assert model.training  # the model's mode is restored
+
+
+def test_minilm_cls_vector_differs_only_after_its_last_layer(real_pairs) -> None:
+    """After MiniLM's first 1-5 layers [CLS] is the same for every pair; the sixth makes it differ."""
+    state = torch.random.get_rng_state()
+    table = similarity_by_depth(minilm_folder(), load_tokenizer(minilm_folder()), real_pairs, depths=[3, 5, 6])
+    assert torch.equal(torch.random.get_rng_state(), state), "the caller's random state is left alone"
+    assert table.index.tolist() == [3, 5, 6]
+    assert (table.loc[[3, 5], "[CLS] vector"] > 0.99).all()
+    assert table.loc[6, "[CLS] vector"] < 0.9
+    assert table.loc[3, "[CLS] vector"] == pytest.approx(
+        pair_vector_similarity(BertCat(minilm_folder(), num_layers=3), load_tokenizer(minilm_folder()), real_pairs)[
+            "[CLS] vector"
+        ]
+    )
+    with pytest.raises(ValueError, match="'depths'"):
+        similarity_by_depth(minilm_folder(), load_tokenizer(minilm_folder()), real_pairs, depths=[0])
 
 
 def test_pair_vectors_refuse_fewer_than_two_pairs(real_pairs) -> None:
