@@ -66,7 +66,7 @@ from lib.analyses import pair_vectors
 from lib.chapters import artifacts, experiments
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
-from lib.core.plotting import PALETTE, save_figure
+from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import book_texts, load_queries, load_run
@@ -558,7 +558,8 @@ if "bert-cat" in trained and len(held_out_pairs) >= 2:
 # %% tags=["hide-input"]
 if pair_vector_rows:
     figure, axis = plt.subplots(figsize=(7, 3.6))
-    for column, colour in zip(by_depth.columns, PALETTE, strict=False):
+    for index, column in enumerate(by_depth.columns):
+        colour = f"C{index}"
         axis.plot(by_depth.index, by_depth[column], marker="o", color=colour, label=f"{column}, before fine-tuning")
         axis.scatter(
             [used_depth], [pair_vector_rows[f"{used_depth} layers, fine-tuned"][column]],
