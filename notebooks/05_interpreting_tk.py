@@ -400,8 +400,9 @@ if case is not None:
 #   builds on, and it holds for the book's TK as for the paper's.
 # - **The explained model is a book-scale model.** Its kernel weights moved little from their random
 #   start (largest weight {glue:text}`largest_weight`, bound of the initialisation 0.014), and it
-#   trained on about a hundred queries. Cosines that look like "learned" associations may largely be
-#   the neighbourhoods of the pre-trained word vectors it started from (chapter 2). The paper's
+#   trained briefly on a teacher's labels for a few thousand pseudo-queries. Cosines that look like
+#   "learned" associations may largely be the neighbourhoods of the pre-trained word vectors it
+#   started from (chapter 2). The paper's
 #   observation about "define" is a property of a TK trained on millions of
 #   MS MARCO pairs; whether the book's model reproduces it is what the tables above show, and a
 #   difference says more about the training than about the method.

@@ -372,7 +372,7 @@ latencies
 # query on one core, which {glue:text}`latency_target` the target of 1 ms (the paper: 0.5 ms of
 # query processing and 29 ms of re-ranking for 1,000 BM25 candidates on its CPU); TILDEv2 takes
 # {glue:text}`v2_latency_top` ms, a lookup per candidate in a small sparse vector. Chapter 2's
-# BERT-cat, a few layers of MiniLM and far smaller than the BERT-Base of the paper, takes
+# BERT-cat, on MiniLM's six layers and far smaller than the BERT-Base of the paper, takes
 # {glue:text}`bert_cat_ratio`× as long as TILDE-QL for the same candidates. Chapter 3 measures the paper-size
 # BERT-Base on this machine; the orders of magnitude between the two designs only grow with it.
 
