@@ -595,7 +595,7 @@ if pair_vector_rows:
 pd.DataFrame.from_dict(pair_vector_rows, orient="index").round(4) if pair_vector_rows else "BERT-cat not trained"
 
 # %% [markdown]
-# This is why the `book` profile fine-tunes all six layers although three would train twice as fast
+# This is why the `book` profile fine-tunes all six layers although fewer would train faster
 # (`bert_cat_layers`): on the first three, the `[CLS]` vector starts out the same for every pair, and
 # in the book's validation runs (`lib.core.profiles`) BERT-cat on three layers stayed far below BERT-cat
 # on six after the same 300 steps.

@@ -332,10 +332,10 @@ glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
 #   little room to gain on this measure. MS MARCO dev queries have about one relevant passage each,
 #   which is why the paper's BM25 medians are so much larger.
 # - **Book-scale models.** The TK-2 and BERT-cat of chapter 2 trained briefly on a teacher's labels
-#   for a few thousand pseudo-queries; the paper's models learned from millions of MS MARCO pairs. Over all queries the medians
-#   are {glue:text}`median_bm25` (BM25), {glue:text}`median_tk2` (TK-2) and {glue:text}`median_bert`
-#   (BERT-cat): where the book's re-rankers fall behind BM25, the table shows where *they* are weakest,
-#   not where the paper's models were.
+#   for a few thousand pseudo-queries; the paper's models learned from millions of MS MARCO pairs.
+#   Over all queries the medians are {glue:text}`median_bm25` (BM25), {glue:text}`median_tk2`
+#   (TK-2) and {glue:text}`median_bert` (BERT-cat): where the book's re-rankers fall behind BM25, the
+#   table shows where *they* are weakest, not where the paper's models were.
 #
 # What does carry over is the method: TK's query vectors group queries by information need without
 # any label, and a per-cluster table of a robust rank measure is a cheap way to find a model's weak
