@@ -37,7 +37,7 @@ device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
 models = ["bi-encoder", "knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat"]
 compare_embeddings = "word2vec"  # TK-2 also trained on these vectors, for comparison ("" skips it)
-compare_queries = True  # TK-2 also trained on the dev-small queries alone, for comparison
+compare_queries = True  # TK-2 also trained on each source of training queries alone, for comparison
 # None keeps the profile's default (lib.core.profiles.PROFILES, section `training`)
 embedding_method = None  # "glove-6b-50d", "word2vec" or "fasttext"
 bert_cat_start = None  # "minilm", "small-bert" or "bert-base-uncased"
@@ -46,7 +46,7 @@ max_steps = None  # training steps of the word-embedding models
 bert_cat_max_steps = None
 bert_steps = None  # masked-LM pre-training steps of the small BERT
 batch_size = None
-distill_queries = None  # teacher-labelled dev-small queries (None: the profile's; the book's: 0)
+distill_queries = None  # teacher-labelled dev-small queries (None: the profile's; the book's: all)
 distill_pseudo_queries = None  # teacher-labelled pseudo-queries cut from book passages
 distill_random_negatives = None  # the fraction of triples whose negative is a random book passage
 word_learning_rate = None  # one Adam rate for the word models (the profile's; the paper: 1e-4 / 1e-3)
@@ -253,15 +253,15 @@ print("my_kernel_sums agrees with lib.models.kernels.kernel_sums")
 # TREC DL queries are either test queries (DL19, DL20) or too few to learn from (DL21's 53). What it
 # does have is a model that already ranks well: the MiniLM bi-encoder. So the bi-encoder becomes the
 # **teacher**, and the students learn its opinion of book passages for *training queries*. Which
-# queries? The obvious ones are the 6,980 real MS MARCO dev-small questions, but their relevant
-# passages are mostly not in the book's corpus: for most of them, every candidate is about something
-# else. At test time a re-ranker faces the opposite: a hundred passages that all share the query's
-# words, to be told apart. So the book's default training queries are **pseudo-queries** cut from its
-# own passages: a span of three to eight words inside one sentence, in the spirit of the Inverse
+# queries? The obvious ones are the 6,980 real MS MARCO dev-small questions: they are what users
+# ask, but their relevant passages are mostly not in the book's corpus, so for most of them every
+# candidate is about something else. At test time a re-ranker faces the opposite: a hundred passages
+# that all share the query's words, to be told apart. So the book adds **pseudo-queries** cut from
+# its own passages: a span of three to eight words inside one sentence, in the spirit of the Inverse
 # Cloze Task {cite}`lee2019ict` (a sentence of a passage as a pseudo-question). BM25's candidates
 # for such a span are passages that share its words — lists like the test lists — and the teacher
-# says which of them fits best. A section below trains TK-2 on the real dev-small questions instead,
-# to show what the choice is worth.
+# says which of them fits best. The students learn from both kinds together; a section below trains
+# TK-2 on each kind alone, to show what each is worth.
 #
 # For every training query the teacher scores candidates from the book corpus (BM25's top hits on
 # the book index of chapter 1, and its own nearest passages), and a triple $(q, d^+, d^-)$ takes a
@@ -390,48 +390,45 @@ write_csv(out / "embedding_comparison.csv", embedding_comparison)
 embedding_comparison.pivot(index="vectors", columns="set") if len(embedding_comparison) else "comparison skipped"
 
 # %% [markdown]
-# ## Do on-topic training queries matter?
+# ## Real questions or on-topic spans?
 #
-# The same TK-2, same teacher, schedule and vectors, trained once more on the 6,980 real dev-small
-# questions instead of the pseudo-queries: real questions whose candidates are mostly off-topic,
-# against made-up queries whose candidates look like test lists.
+# The same TK-2, same teacher, schedule and vectors, trained twice more: once on the real dev-small
+# questions alone (whose candidates are mostly off-topic) and once on the pseudo-queries alone
+# (made-up queries whose candidates look like test lists).
 
 # %%
 query_runs = {}
-if compare_queries and "tk2" in models:
-    dev_settings = experiments.dev_small_settings(settings)
-    dev_protocol = experiments.prepare_protocol(
-        settings_profile, dev_settings, seed, artifacts.book_index(profile), out / "teacher"
-    )
-    query_runs = {
-        "pseudo-queries": {fold: results[(fold, "tk2")] for fold in test_sets},
-        "dev-small": experiments.run_model(
-            "tk2", dev_protocol, representations, dev_settings, profile, CHAPTER, seed, device=device,
-            variant="dev-small",
-        ),
-    }  # fmt: skip
+sources = experiments.query_source_settings(settings) if compare_queries and "tk2" in models else {}
+if sources:
+    query_runs["both"] = {fold: results[(fold, "tk2")] for fold in test_sets}
+    for label, source_settings in sources.items():
+        source_protocol = experiments.prepare_protocol(
+            settings_profile, source_settings, seed, artifacts.book_index(profile), out / "teacher"
+        )
+        query_runs[label] = experiments.run_model(
+            "tk2", source_protocol, representations, source_settings, profile, CHAPTER, seed, device=device,
+            variant=label.split()[0],
+        )  # fmt: skip
 query_comparison = experiments.variant_comparison("training queries", query_runs)
 write_csv(out / "query_comparison.csv", query_comparison)
-query_reading = "The comparison was skipped (`compare_queries`)."
+query_reading = "The comparison was skipped (`compare_queries`, or a profile with one source of queries)."
 if len(query_comparison):
     by_source = query_comparison.set_index(["set", "training queries"])["nDCG@10 (all)"]
     query_reading = (
         "Re-ranking all candidates, TK-2 reaches nDCG@10 "
         + "; ".join(
-            f"{by_source[(fold, 'pseudo-queries')]:.3f} from pseudo-queries and {by_source[(fold, 'dev-small')]:.3f} "
-            f"from dev-small questions on {fold.upper()}"
+            f"{fold.upper()}: " + ", ".join(f"{by_source[(fold, label)]:.3f} ({label})" for label in query_runs)
             for fold in test_sets
         )
         + "."
     )
-    validation = query_comparison.groupby("training queries")["validation MRR@10"].first()
+    validation = query_comparison.groupby("training queries", sort=False)["validation MRR@10"].first()
     ahead = validation.idxmax()
     query_reading += (
-        f" On DL21 validation, the only set a choice may rest on, the best MRR@10 is "
-        f"{validation['pseudo-queries']:.3f} from pseudo-queries and {validation['dev-small']:.3f} from dev-small "
-        f"questions: validation favours the {'pseudo-queries' if ahead == 'pseudo-queries' else 'dev-small questions'}"
-        " for TK-2"
-        + (", the book's default." if ahead == "pseudo-queries" else ", not the book's default (see below).")
+        " On DL21 validation, the only set a choice may rest on, the best MRR@10 is "
+        + ", ".join(f"{value:.3f} ({label})" for label, value in validation.items())
+        + ": validation favours "
+        + ("both sources together, the book's default." if ahead == "both" else f"{ahead}, not the book's default.")
     )
 display(Markdown(query_reading))
 query_comparison.pivot(index="training queries", columns="set") if len(query_comparison) else "comparison skipped"
@@ -743,12 +740,11 @@ training_progress
 # the training triples. Three things separate the book's setting from the paper's:
 #
 # - **Training data.** The paper learns from MS MARCO's judged training triples; here every label
-#   is the teacher's opinion of book passages for pseudo-queries — spans of passages, not questions
-#   anyone asked (the real dev-small questions, tried above, mostly have no relevant passage in the
-#   corpus). A student can at best learn the teacher, and the teacher has its own errors. The
-#   default was chosen before the random negatives were added; with them, the
-#   comparison above can come out the other way for TK-2, while BERT-cat, in the book's validation
-#   probes (`lib.core.profiles`), still learned more from pseudo-queries.
+#   is the teacher's opinion of book passages for the dev-small questions (which mostly have no
+#   relevant passage in the corpus) and a few thousand pseudo-queries (spans of passages, not
+#   questions anyone asked). A student can at best learn the teacher, and the teacher has its own errors. Both
+#   sources together beat either alone on DL21 validation, for TK-2 (the comparison above) and for
+#   BERT-cat (the book's validation probes, `lib.core.profiles`).
 # - **Representations.** 50-dimensional GloVe instead of 300-dimensional GloVe 42B, and TK scaled
 #   down to that width; MiniLM (6 layers, 384 wide, trained as a bi-encoder) instead of BERT-Base
 #   (12 layers, 768 wide, whose `[CLS]` vector was trained to summarise a pair).

@@ -333,8 +333,8 @@ plt.show()
 # %% [markdown]
 # The dashed line is BM25 (depth 0). Where a curve falls below it, re-ranking that many candidates
 # hurts; the paper's models, trained on MS MARCO, gained most deep in the candidate list (their tuned
-# depths in Table 2 are close to 1,000), while the book's learned from a teacher's labels for a few
-# thousand pseudo-queries cut from book passages (chapter 2). The reading at the end of the chapter
+# depths in Table 2 are close to 1,000), while the book's learned from a teacher's labels for MS
+# MARCO dev-small questions and pseudo-queries cut from book passages (chapter 2). The reading at the end of the chapter
 # counts how the book's curves end.
 #
 # ## Figure 2 at book scale: the models as they are

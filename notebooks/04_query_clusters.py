@@ -83,9 +83,10 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 # TK contextualises the query on its own (eq. 1–3), before it ever sees a passage, so a query has a
 # representation of its own: the hybrid vectors $\hat q_1, \dots, \hat q_n$ of its terms. Following
 # the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use
-# chapter 2's TK-2, which learned from the teacher's labels of pseudo-queries cut from book passages
-# and was validated on DL21. None of the clustered queries was a training query of that model, no
-# DL19 or DL20 query was seen, and the clustering itself uses no relevance label.
+# chapter 2's TK-2, which learned from the teacher's labels of dev-small questions and pseudo-queries
+# cut from book passages and was validated on DL21. Most clustered dev-small queries were therefore
+# training queries of that model (with the teacher's opinion, never a judgment); no DL19 or DL20
+# query was seen, and the clustering itself uses no relevance label.
 
 # %%
 queries = query_clusters.load_cluster_queries()
@@ -332,7 +333,7 @@ glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
 #   little room to gain on this measure. MS MARCO dev queries have about one relevant passage each,
 #   which is why the paper's BM25 medians are so much larger.
 # - **Book-scale models.** The TK-2 and BERT-cat of chapter 2 trained briefly on a teacher's labels
-#   for a few thousand pseudo-queries; the paper's models learned from millions of MS MARCO pairs.
+#   for dev-small questions and pseudo-queries; the paper's models learned from millions of MS MARCO pairs.
 #   Over all queries the medians are {glue:text}`median_bm25` (BM25), {glue:text}`median_tk2`
 #   (TK-2) and {glue:text}`median_bert` (BERT-cat): where the book's re-rankers fall behind BM25, the
 #   table shows where *they* are weakest, not where the paper's models were.

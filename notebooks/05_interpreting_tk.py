@@ -27,9 +27,9 @@
 # This chapter builds that view for the TK-2 trained in {doc}`02_training`, for two cases: (a) the
 # paper's own example, the query "androgen receptor define", and (b) a DL19 query where the book's
 # TK-2 moved a relevant passage above BM25's top non-relevant one, picked by a fixed rule. The
-# book's TK-2 is trained at book scale (a short schedule on the teacher's labels of pseudo-queries
-# cut from book passages); the reading at the end says what that means for the explanations. The
-# deviations are listed in {doc}`../reproducing`.
+# book's TK-2 is trained at book scale (a short schedule on the teacher's labels of dev-small
+# questions and pseudo-queries cut from book passages); the reading at the end says what that means
+# for the explanations. The deviations are listed in {doc}`../reproducing`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
@@ -400,7 +400,7 @@ if case is not None:
 #   builds on, and it holds for the book's TK as for the paper's.
 # - **The explained model is a book-scale model.** Its kernel weights moved little from their random
 #   start (largest weight {glue:text}`largest_weight`, bound of the initialisation 0.014), and it
-#   trained briefly on a teacher's labels for a few thousand pseudo-queries. Cosines that look like
+#   trained briefly on a teacher's labels for dev-small questions and pseudo-queries. Cosines that look like
 #   "learned" associations may largely be the neighbourhoods of the pre-trained word vectors it
 #   started from (chapter 2). The paper's
 #   observation about "define" is a property of a TK trained on millions of

@@ -25,7 +25,7 @@
 # query separates the best from the worst.
 #
 # This chapter re-creates the three runs at book scale with the protocol of {doc}`02_training`: every
-# TK learns the margins of the same teacher on the same pseudo-queries, is validated on DL21 and is
+# TK learns the margins of the same teacher on the same training queries, is validated on DL21 and is
 # tested on DL19 and DL20, re-ranking the official BM25 top-100. The run files are written in TREC
 # format with the notebook's run names, and each claim gets a verdict computed from the numbers.
 # The deviations from the notebook are listed in {doc}`../reproducing`.
@@ -68,7 +68,7 @@ trec
 #
 # The notebook's models learned from MS MARCO's training triples with a pairwise hinge loss and
 # re-ranked the official top-1000 of each DL19 query. The book's runs learn as chapter 2's TK-2 does:
-# Margin-MSE on the teacher-labelled triples of pseudo-queries, the same schedule, early stopping on
+# Margin-MSE on the same teacher-labelled triples, the same schedule, early stopping on
 # DL21, and they re-rank the official BM25 top-100 of DL19 and DL20. No DL19 or DL20 query or
 # judgment is used before the test.
 
@@ -278,7 +278,7 @@ display(Markdown("\n\n".join(f"- {line}" for line in claims)))
 # book scale that cannot be separated from how much text the vectors were pre-trained on.
 #
 # These verdicts are about the book's scale: TK trained for minutes on a teacher's opinion of
-# pseudo-queries, not for hours on MS MARCO. Where the spread between the p1 inits above is as
+# a few thousand queries, not for hours on MS MARCO. Where the spread between the p1 inits above is as
 # large as the difference a claim is about, no single run can settle it — which is also why the
 # notebook reported its ensemble.
 

@@ -288,9 +288,18 @@ def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
     )
 
 
-def dev_small_settings(settings: TrainingSettings) -> TrainingSettings:
-    """``settings`` with every dev-small query and no pseudo-queries as training queries (chapter 2's comparison)."""
-    return dataclasses.replace(settings, distill_queries=None, distill_pseudo_queries=0)
+def query_source_settings(settings: TrainingSettings) -> dict[str, TrainingSettings]:
+    """``settings`` with each source of training queries alone (chapter 2's comparison), by label.
+
+    ``"dev-small only"``: the profile's dev-small queries and no pseudo-query; ``"pseudo-queries only"``:
+    the profile's pseudo-queries and no dev-small query. A source the profile does not use is left out
+    (its "alone" would be no training query at all, or the profile itself).
+    """
+    variants = {}
+    if settings.distill_queries != 0 and settings.distill_pseudo_queries > 0:
+        variants["dev-small only"] = dataclasses.replace(settings, distill_pseudo_queries=0)
+        variants["pseudo-queries only"] = dataclasses.replace(settings, distill_queries=0)
+    return variants
 
 
 def prepare_protocol(

@@ -71,9 +71,21 @@ def test_pseudo_query_examples_show_the_query_its_passage_and_the_teachers_first
         assert len(row["cut from"]) <= 42
 
 
-def test_dev_small_settings_take_every_dev_small_query_and_no_pseudo_query() -> None:
-    settings = experiments.dev_small_settings(get_profile("book").training.replace(distill_queries=0))
-    assert settings.distill_queries is None and settings.distill_pseudo_queries == 0
+def test_query_sources_are_each_of_the_profiles_sources_alone() -> None:
+    book = get_profile("book").training
+    assert book.distill_queries is None and book.distill_pseudo_queries > 0, "the book trains on both sources"
+    variants = experiments.query_source_settings(book)
+    assert list(variants) == ["dev-small only", "pseudo-queries only"]
+    dev, pseudo = variants["dev-small only"], variants["pseudo-queries only"]
+    assert dev.distill_queries is None and dev.distill_pseudo_queries == 0
+    assert pseudo.distill_queries == 0 and pseudo.distill_pseudo_queries == book.distill_pseudo_queries
+    assert dev.replace(distill_pseudo_queries=book.distill_pseudo_queries) == book
+
+
+def test_a_profile_with_one_source_of_queries_has_nothing_to_compare() -> None:
+    book = get_profile("book").training
+    assert experiments.query_source_settings(book.replace(distill_queries=0)) == {}
+    assert experiments.query_source_settings(book.replace(distill_pseudo_queries=0)) == {}
 
 
 def test_the_teacher_scores_its_own_held_out_margins(protocol: experiments.Protocol) -> None:
