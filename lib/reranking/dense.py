@@ -5,9 +5,11 @@ passage independently and scores their cosine, so every passage needs one encodi
 queries it meets — the property that makes it a cheap *teacher* for distillation (Hofstätter et al.
 2020, §3) and a dense retriever (lecture 8). This module
 
-- :func:`encode` — unit-length vectors of texts, in length-sorted batches (no autograd);
+- :func:`encode` — unit-length vectors of texts, in length-sorted batches (no autograd); under
+  torchrun each process encodes every ``W``-th batch and the processes exchange their rows
+  (:mod:`lib.core.distributed`), so ``W`` GPUs share the teacher's pass over a corpus;
 - :func:`cached_encodings` — the same, kept as ``<name>.npy`` + ``<name>.ids.txt`` and reused when
-  the ids match (both written atomically);
+  the ids match (both written atomically, by rank 0 alone under torchrun);
 - :func:`dense_scores` — the cosine of each (query, candidate) of a run;
 - :func:`candidate_scores` — a bi-encoder's score of every candidate of a run, each text encoded once
   (reusing vectors already computed);
@@ -28,6 +30,7 @@ import torch
 from torch.nn import functional
 from tqdm import tqdm
 
+from lib.core import distributed
 from lib.core.atomic import atomic_write
 from lib.core.types import Run
 from lib.models.bi_encoder import BiEncoder
@@ -58,25 +61,34 @@ def encode(
 
     Texts are cut at ``max_length`` word pieces (the book's 30 for queries, 200 for passages) and
     batched by length (less padding; the result does not depend on the batching). A missing id is a
-    ``KeyError`` naming it, raised before any encoding.
+    ``KeyError`` naming it, raised before any encoding. Under torchrun with ``W`` processes, process
+    ``r`` encodes batches ``r, r + W, …`` of the length order (similar lengths for all) and every
+    process returns all the rows (:func:`lib.core.distributed.gather_objects`; a single process's
+    vectors up to float rounding).
     """
     missing = [key for key in ids if key not in texts]
     if missing:
         raise KeyError(f"{len(missing)} ids have no text, e.g. {missing[:5]}")
     device = next(model.parameters()).device
     order = sorted(range(len(ids)), key=lambda i: len(texts[ids[i]]))
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    mine = batches[distributed.rank() :: distributed.world_size()]
     vectors = torch.zeros(len(ids), model.bert.config.hidden_size)
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            for start in tqdm(range(0, len(order), batch_size), desc="encode", unit="batch", disable=not progress):
-                chosen = order[start : start + batch_size]
+            show = progress and distributed.is_main()
+            for chosen in tqdm(mine, desc="encode", unit="batch", disable=not show):
                 piece_ids, mask = tokenizer.encode([texts[ids[i]] for i in chosen], max_length)
                 pooled = model.encode(piece_ids.to(device), mask.to(device)).float()
                 vectors[chosen] = functional.normalize(pooled, dim=-1).cpu()
     finally:
         model.train(was_training)
+    if distributed.is_distributed():
+        rows = [i for chosen in mine for i in chosen]
+        for their_rows, their_vectors in distributed.gather_objects((rows, vectors[rows].numpy())):
+            vectors[their_rows] = torch.from_numpy(their_vectors)
     return Encodings(list(ids), vectors)
 
 
@@ -96,10 +108,12 @@ def cached_encodings(
     if path.is_file() and id_path.is_file() and id_path.read_text(encoding="utf-8").split("\n") == list(ids):
         return Encodings(list(ids), torch.from_numpy(np.load(path, allow_pickle=False)))
     encodings = encode(model, tokenizer, texts, ids, max_length, batch_size, progress)
-    with atomic_write(path, mode="wb") as handle:
-        np.save(handle, encodings.vectors.numpy(), allow_pickle=False)
-    with atomic_write(id_path) as handle:
-        handle.write("\n".join(ids))
+    if distributed.is_main():
+        with atomic_write(path, mode="wb") as handle:
+            np.save(handle, encodings.vectors.numpy(), allow_pickle=False)
+        with atomic_write(id_path) as handle:
+            handle.write("\n".join(ids))
+    distributed.barrier()
     return encodings
 
 

@@ -6,7 +6,8 @@ and validation history of one process, within float rounding (the two halves' gr
 in another order). A distributed run stopped half-way resumes in both processes from rank 0's
 checkpoint to exactly the weights of an uninterrupted distributed run, and the process of rank 1
 never moves a file into place (rank 0 writes everything). One process still resumes an interrupted
-run to exactly the uninterrupted weights.
+run to exactly the uninterrupted weights. The two processes also share a bi-encoder's pass over a set
+of texts (``lib.reranking.dense``): each encodes about half, and both return one process's vectors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from torch import nn
 
 from lib.core import distributed
 from lib.models.tk import TK
+from lib.reranking import dense
 from lib.training import pairwise
 from lib.training.loop import CHECKPOINT_NAME, BatchOrder, LoopSettings, run_loop, step_seed
 
@@ -129,6 +132,35 @@ def train_regression(folder: Path, stop_after: int | None = None) -> tuple[nn.Mo
     return model, run_loop(model, optimizer, loss_of_step, folder / CHECKPOINT_NAME, {"task": "regression"}, settings)
 
 
+# --- a bi-encoder's pass over texts, for the shared encoding -------------------------------------------
+
+
+class TinyBiEncoder(nn.Module):
+    """The interface :func:`lib.reranking.dense.encode` uses: ``encode(ids, mask)`` and ``bert.config``; counts rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(2)
+        self.embedding = nn.Embedding(VOCAB, 4)
+        self.bert = SimpleNamespace(config=SimpleNamespace(hidden_size=4))
+        self.rows = 0
+
+    def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        self.rows += len(ids)
+        summed = (self.embedding(ids) * mask.unsqueeze(-1)).sum(dim=1)
+        return summed / mask.sum(dim=1, keepdim=True).clamp_min(1)
+
+
+#: 23 texts of 1–7 words: 6 batches of 4, an odd number for 2 processes.
+TEXTS = {f"t{i}": " ".join(f"w{(3 * i + j) % (VOCAB - 1)}" for j in range(1 + i % 7)) for i in range(23)}
+
+
+def encode_texts(folder: Path) -> tuple[dense.Encodings, int]:
+    encoder = TinyBiEncoder()
+    encodings = dense.cached_encodings(folder / "vectors.npy", encoder, WordTokenizer(), TEXTS, sorted(TEXTS), 8, 4)
+    return encodings, encoder.rows
+
+
 # --- the two processes -------------------------------------------------------------------------------
 
 
@@ -170,6 +202,8 @@ def _worker(rank: int, world: int, port: int, folder: Path) -> None:
             "resumed_losses": state.losses,
             "resumed_from": state.resumed_from,
         }
+        encodings, rows = encode_texts(folder)
+        outcome["encode"] = {"ids": encodings.ids, "vectors": encodings.vectors, "rows": rows}
         outcome["moved"] = moved
     finally:
         distributed.shutdown()
@@ -251,6 +285,19 @@ def test_every_process_resumes_a_distributed_run_from_rank_0s_checkpoint(two_pro
 
 def test_only_rank_0_writes_files(two_processes: list[dict[str, Any]]) -> None:
     assert two_processes[1]["moved"] == []
+
+
+def test_two_processes_share_an_encoding_pass_and_return_one_process_vectors(
+    tmp_path: Path, two_processes: list[dict[str, Any]]
+) -> None:
+    one, rows = encode_texts(tmp_path)
+    assert rows == len(TEXTS)
+    shares = [outcome["encode"]["rows"] for outcome in two_processes]
+    assert sum(shares) == len(TEXTS) and max(shares) <= 12, shares  # 6 batches of 4 (the last of 3): 3 each
+    for outcome in two_processes:
+        assert outcome["encode"]["ids"] == one.ids
+        torch.testing.assert_close(outcome["encode"]["vectors"], one.vectors, rtol=TOLERANCE, atol=TOLERANCE)
+    assert (one.vectors.norm(dim=1) > 0.99).all()
 
 
 def test_one_process_resumes_an_interrupted_run_to_the_same_weights(
