@@ -74,7 +74,7 @@ registry = pd.DataFrame(
             "repository": "/".join(entry.name.split("/")[:2]),
             "file": "/".join(entry.name.split("/")[2:]),
             "KB": round((raw / entry.name).stat().st_size / 1024),
-            "sha256": entry.sha256[:12] + "…",
+            "sha256": entry.digest[:12] + "…",
         }
         for entry in REGISTRY.values()
     ]

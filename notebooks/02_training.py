@@ -322,6 +322,7 @@ protocol = experiments.prepare_protocol(
     settings_profile, settings, seed, artifacts.book_index(profile), out / "teacher"
 )
 protocol_seconds = time.perf_counter() - start
+validation_label = experiments.query_set_label(protocol.validation_set)
 glue("distill_queries", f"{len(protocol.queries):,}", display=False)
 glue("distill_triples", f"{len(protocol.triples):,}", display=False)
 glue("random_share", f"{settings.distill_random_negatives:.0%}", display=False)
@@ -425,7 +426,7 @@ if len(query_comparison):
     validation = query_comparison.groupby("training queries", sort=False)["validation MRR@10"].first()
     ahead = validation.idxmax()
     query_reading += (
-        " On DL21 validation, the only set a choice may rest on, the best MRR@10 is "
+        f" On {validation_label} validation, the only set a choice may rest on, the best MRR@10 is "
         + ", ".join(f"{value:.3f} ({label})" for label, value in validation.items())
         + ": validation favours "
         + ("both sources together, the book's default." if ahead == "both" else f"{ahead}, not the book's default.")
@@ -451,7 +452,10 @@ table_rows = []
 for fold in test_sets:
     data = protocol.tests[fold]
     for system, label in (("bm25", "BM25"), ("bm25-rm3", "BM25+RM3")):
-        run = load_run(fold, system)
+        try:
+            run = load_run(fold, system)
+        except FileNotFoundError:
+            continue  # full MS MARCO's export (paper profile) ships BM25 only
         run = {qid: run[qid] for qid in data.queries if qid in run}
         table_rows.append({"set": fold, "model": label, **evaluation.evaluate(run, data.qrels)})
     for name in models:
@@ -463,7 +467,8 @@ shown = table.pivot(
     columns="set",
     values=["MRR@10", "nDCG@10", "depth", "nDCG@10 (all)", "nDCG@10 (+BM25)", "λ", "docs/ms"],
 )
-shown = shown.reindex(["BM25", "BM25+RM3", *models]).swaplevel(axis=1).sort_index(axis=1, level=0)
+shown = shown.reindex([label for label in ("BM25", "BM25+RM3", *models) if label in shown.index])
+shown = shown.swaplevel(axis=1).sort_index(axis=1, level=0)
 shown
 
 # %% [markdown]
@@ -518,7 +523,7 @@ for name, colour in zip(trained, sns.color_palette(n_colors=len(trained)), stric
     best = history[history["step"] == results[(test_sets[0], name)].best_step]
     axis.scatter(best["step"], best["MRR@10"], color=colour, zorder=3)
 axis.set_xlabel("training step")
-axis.set_ylabel("validation MRR@10 (DL21)")
+axis.set_ylabel(f"validation MRR@10 ({validation_label})")
 axis.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 save_figure(figure, out / "training_curves.png")
 plt.show()

@@ -126,7 +126,7 @@ def training_settings(profile: str) -> dict[str, Any]:
 
 
 def training_protocol(profile: str) -> tuple[TrainingSettings, int, experiments.Protocol]:
-    """Chapter 2's settings, seed and distillation protocol (teacher-labelled triples, DL21 validation, the
+    """Chapter 2's settings, seed and distillation protocol (teacher-labelled triples, the validation set, the
     DL19/DL20 tests), rebuilt from its teacher cache and chapter 1's index, for a chapter that trains more
     models the same way (chapters 7 and 8)."""
     settings, seed = experiments.read_settings(training_settings(profile))

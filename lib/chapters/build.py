@@ -10,7 +10,9 @@ that profile's HTML into ``_build/<profile>/``.
 
 A chapter is re-executed only when its *fingerprint* changed: the sha256 of its source, of the
 ``lib/`` modules it imports (transitively, read with :mod:`ast`, with the ``__init__`` files of their
-packages and the data files beside them), of the converted data's ``manifest.json``, of its
+packages and the data files beside them), of the ``manifest.json`` of the profile's data folder
+(:func:`lib.core.paths.converted_dir`: the converted book subset, or the ``paper`` profile's MS MARCO
+export; a chapter reads the same folder, :func:`lib.chapters.prologue.start_chapter`), of its
 parameters, and of the fingerprints of the chapters before it (later chapters read earlier chapters'
 artifacts). Editing a module that only chapter 6 imports therefore re-executes chapter 6 alone. The
 fingerprint is stored beside the output (``.NN_topic.stamp.json``) once the chapter succeeded; the
@@ -38,6 +40,7 @@ import yaml
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import get_profile
+from lib.data import fill_command
 
 CHAPTERS_DIR = "book/chapters"
 
@@ -161,11 +164,12 @@ def library_fingerprint(source: Path, root: Path = paths.REPO_ROOT) -> str:
     return digest.hexdigest()
 
 
-def data_fingerprint() -> str:
-    """The sha256 of the converted data's manifest (every converted file's hash)."""
-    manifest = paths.converted_dir() / "manifest.json"
+def data_fingerprint(profile: str) -> str:
+    """The sha256 of the manifest of ``profile``'s data folder (every file's hash); a missing one names the command."""
+    folder = paths.converted_dir(profile)
+    manifest = folder / "manifest.json"
     if not manifest.is_file():
-        raise ChapterError(f"{manifest}: missing; run `make data` first")
+        raise ChapterError(f"{manifest}: missing; run {fill_command(folder)} first")
     return _sha256(manifest.read_bytes())
 
 
@@ -241,7 +245,7 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
     chapters = chapters_in_toc(profile)
     if only is not None and only not in {chapter.name for chapter in chapters}:
         raise ChapterError(f"--only {only!r}: not a chapter of _toc.yml ({[c.name for c in chapters]})")
-    data = data_fingerprint()
+    data = data_fingerprint(profile)
     previous = ""
     for chapter in chapters:
         current = fingerprint(chapter, parameters, previous, library_fingerprint(chapter.source), data)

@@ -2,8 +2,9 @@
 
 The protocol of the distillation section (Hofstätter et al. 2020, Margin-MSE; :mod:`lib.training.distillation`):
 
-1. **Queries**: the MS MARCO dev-small queries (6,980; the profile's ``distill_queries`` first in query
-   order) and ``distill_pseudo_queries`` pseudo-queries cut from book passages
+1. **Queries**: the MS MARCO queries of the profile's ``distill_query_set`` (dev-small's 6,980; the
+   ``paper`` profile's train queries, since it validates on dev-small; the profile's ``distill_queries``
+   first in query order) and ``distill_pseudo_queries`` pseudo-queries cut from book passages
    (:mod:`lib.data.pseudo_queries`: on-topic for the book corpus, which most dev-small queries are
    not), refused if any shares an id or a text with a test year
    (:func:`lib.data.splits.check_disjoint_from_tests`; a pseudo-query whose words are a test query's is
@@ -42,9 +43,6 @@ from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.dense import Encodings, cached_encodings, dense_scores, dense_top_k
 from lib.training.distillation import Triple, TripleSampling, teacher_triples
 
-#: The query set the students learn from.
-TRAINING_QUERIES = "dev-small"
-
 
 @dataclass
 class DistillationSet:
@@ -73,13 +71,13 @@ class DistillationSet:
 def training_queries(
     profile: Profile, settings: TrainingSettings, corpus: Mapping[str, str], seed: int
 ) -> dict[str, str]:
-    """The queries the students learn from: dev-small's and pseudo-queries cut from ``corpus`` (module docstring).
+    """The queries the students learn from: ``distill_query_set``'s and pseudo-queries cut from ``corpus``.
 
-    The pseudo-queries' count is ``distill_pseudo_queries`` (the smoke profile's query limit caps
-    it too); the whole set is checked to share nothing with the test years.
+    See the module docstring. The pseudo-queries' count is ``distill_pseudo_queries`` (the smoke
+    profile's query limit caps it too); the whole set is checked to share nothing with the test years.
     """
     tests = {name: load_queries(name) for name in TEST_SETS}
-    queries = load_queries(TRAINING_QUERIES)
+    queries = load_queries(settings.distill_query_set)
     chosen = limit_queries(list(queries), profile)
     if settings.distill_queries is not None:
         chosen = chosen[: settings.distill_queries]
@@ -121,7 +119,7 @@ def build_distillation_set(
 ) -> DistillationSet:
     """Queries, candidates, teacher scores and triples (module docstring); encodings cached in ``folder``.
 
-    The teacher's vectors of the dev-small queries and of the pseudo-queries are cached apart, so that
+    The teacher's vectors of the MS MARCO queries and of the pseudo-queries are cached apart, so that
     sets with and without either source reuse them.
 
     ``corpus`` is what ``index_dir`` indexes and the teacher searches (default: the v1 book passages).

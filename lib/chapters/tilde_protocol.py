@@ -45,7 +45,13 @@ from lib.models.tilde_pooled_cache import PooledCache
 from lib.models.tilde_v2 import TildeV2
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import CLS_ID, WordPieceTokenizer, load_tokenizer
-from lib.representations.pretrained import MINILM_FILES, minilm_folder, pin
+from lib.representations.pretrained import (
+    BERT_BASE_REVISION,
+    MINILM_FILES,
+    bert_base_uncased_folder,
+    minilm_folder,
+    pin,
+)
 from lib.reranking.scoring import rerank
 from lib.reranking.tilde_index import cast_index, load_index
 from lib.reranking.tilde_runs import IndexSummary, candidate_pids, random_order, score_first_stages
@@ -105,7 +111,8 @@ class StartingBert:
 
 def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
     """The encoder of ``profile``: all-MiniLM-L6-v2 (``start="minilm"``) or chapter 2's small BERT (``"small-bert"``,
-    an error naming chapter 2 when missing); the ``paper`` profile loads ``bert-base-uncased`` by name.
+    an error naming chapter 2 when missing); the ``paper`` profile loads bert-base-uncased from its pinned,
+    hash-checked folder (:func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once).
 
     MiniLM was trained with mean pooling and never saw the ``[unused]`` markers, so its TILDE reads the
     unit-length mean of the output vectors — MiniLM's own sentence vector, the one chapter 2's teacher
@@ -114,9 +121,10 @@ def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
     """
     markers = (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
     if profile == "paper":
+        folder = bert_base_uncased_folder()
         return StartingBert(
-            "bert-base-uncased", "bert-base-uncased", WordPieceTokenizer.from_vocab(), markers, "first",
-            "bert-base-uncased, loaded by name",
+            "bert-base-uncased", folder, load_tokenizer(folder), markers, "first",
+            f"bert-base-uncased (Hugging Face revision {BERT_BASE_REVISION[:12]}, hash-checked)",
         )  # fmt: skip
     if start not in STARTS:
         raise ValueError(f"parameter 'start' must be one of {list(STARTS)}, got {start!r}")

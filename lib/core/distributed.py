@@ -14,13 +14,15 @@ the gradients of all processes are averaged before each optimizer step; a traine
 process's :func:`shard` of the global batch, so the global batch size is the same whatever the
 number of processes; rank 0 alone writes checkpoints and markers while the others wait at a
 :func:`barrier`, and every process resumes from the checkpoint that rank 0 read and
-:func:`broadcast_object` sent.
+:func:`broadcast_object` sent. Encoding passes share their batches the same way: the teacher's
+vectors (:func:`lib.reranking.dense.encode`, every process gets all rows) and TILDE's indexes
+(:func:`map_round_robin`, rank 0 gets the results in order and writes).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -30,6 +32,7 @@ import torch.distributed as dist
 from torch import nn
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: How long a collective (a barrier, a broadcast) waits for the slowest process. Rank 0 validates
 #: alone at a checkpoint while the others wait, which can take minutes at paper scale: torch's
@@ -152,6 +155,29 @@ def gather_objects(obj: Any) -> list[Any]:
     return gathered
 
 
+def map_round_robin(items: Sequence[T], function: Callable[[T], R]) -> Iterator[R]:
+    """``function(item)`` of every item, in item order, on rank 0; the items dealt round-robin to the processes.
+
+    Without a group: ``function`` of each item in turn. With ``W`` processes, process ``r`` computes
+    items ``r, r + W, r + 2W, …``: round ``k`` is items ``kW … kW + W − 1``, one per process, and rank 0
+    receives each round's results (a gather to rank 0) and yields them in item order, so it holds one
+    round at a time — what a writer streaming an index larger than memory needs (TILDE's indexes,
+    :mod:`lib.reranking.tilde_index`). The other processes yield nothing, but each round is a
+    collective: every process must iterate to the end.
+    """
+    if not is_distributed():
+        yield from map(function, items)
+        return
+    processes, me = world_size(), rank()
+    for first in range(0, len(items), processes):
+        mine = first + me
+        result = function(items[mine]) if mine < len(items) else None
+        gathered: list[Any] | None = [None] * processes if is_main() else None
+        dist.gather_object(result, gathered, dst=0)
+        if gathered is not None:
+            yield from gathered[: len(items) - first]
+
+
 def mean_over_ranks(value: torch.Tensor) -> float:
     """The mean over all processes of a scalar tensor, as a float (``float(value)`` without a group)."""
     value = value.detach()
@@ -190,6 +216,7 @@ __all__ = [
     "is_distributed",
     "is_main",
     "local_rank",
+    "map_round_robin",
     "mean_over_ranks",
     "rank",
     "rank_seed",

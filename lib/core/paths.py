@@ -4,9 +4,21 @@ Every location can be moved with an environment variable, so a re-runner can put
 artifacts on another disk:
 
 ``TKBOOK_DATA``       the data folder (default ``<repo>/data``): ``raw/`` holds the fetched,
-                      hash-checked registry files, ``converted/`` the standard MS MARCO / TREC files.
+                      hash-checked registry files, ``converted/`` the book subset in the standard
+                      MS MARCO / TREC files (``make data``), ``msmarco/`` full MS MARCO in the same
+                      formats (``python -m lib.data.msmarco``).
 ``TKBOOK_ARTIFACTS``  the artifacts root (default ``<repo>/artifacts``), one folder per profile,
                       then one per chapter, plus ``runs/`` for every TREC run a chapter evaluates.
+
+**Which standard-format folder the loaders read** (:mod:`lib.data`) follows the profile, by one
+mechanism: each profile names its folder (:attr:`lib.core.profiles.Profile.data_folder`:
+``converted`` for ``smoke`` and ``book``, ``msmarco`` for ``paper``); a chapter's first cell,
+:func:`lib.chapters.prologue.start_chapter`, calls :func:`use_profile_data`, which sets
+``TKBOOK_CONVERTED`` (:data:`CONVERTED_VARIABLE`) to that folder's name for the chapter's process and
+the processes it starts; :func:`converted_dir` without a profile reads that folder (``converted``
+when the variable is unset, e.g. in tests and ``python -m`` tools). Code that must name one
+profile's folder whatever the process reads (the book build's data fingerprint, the converter and
+the MS MARCO export writing their folders) passes the profile: ``converted_dir("paper")``.
 """
 
 from __future__ import annotations
@@ -15,7 +27,12 @@ import os
 import re
 from pathlib import Path
 
+from lib.core.profiles import get_profile
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: The environment variable naming the folder, under the data folder, that the loaders read.
+CONVERTED_VARIABLE = "TKBOOK_CONVERTED"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -30,9 +47,28 @@ def raw_dir() -> Path:
     return data_dir() / "raw"
 
 
-def converted_dir() -> Path:
-    """The converted standard-format files (``collection.tsv``, ``queries.<set>.tsv``, …)."""
-    return data_dir() / "converted"
+def converted_dir(profile: str | None = None) -> Path:
+    """A folder of standard-format files (``collection.tsv``, ``queries.<set>.tsv``, …) under the data folder.
+
+    ``profile``: that profile's folder (``<data>/<Profile.data_folder>``); ``None``: the folder this
+    process reads, ``<data>/$TKBOOK_CONVERTED``, or the ``book`` profile's ``<data>/converted`` when
+    the variable is unset (module doc). The variable must be a plain folder name.
+    """
+    if profile is not None:
+        name = get_profile(profile).data_folder
+    else:
+        name = os.environ.get(CONVERTED_VARIABLE) or get_profile("book").data_folder
+    return data_dir() / _checked("data folder", name)
+
+
+def use_profile_data(profile: str) -> Path:
+    """Make this process, and every process it starts, read ``profile``'s data folder; returns the folder.
+
+    Sets ``TKBOOK_CONVERTED`` (:data:`CONVERTED_VARIABLE`) to the profile's
+    :attr:`~lib.core.profiles.Profile.data_folder`; what :func:`converted_dir` returns from then on.
+    """
+    os.environ[CONVERTED_VARIABLE] = get_profile(profile).data_folder
+    return converted_dir()
 
 
 def artifacts_root() -> Path:

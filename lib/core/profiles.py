@@ -47,7 +47,12 @@ class TrainingSettings(_Replaceable):
     (dev-small queries — ``None``: all — and pseudo-queries cut from book passages, their number and
     span of words; BM25 and teacher candidates per query — a teacher depth of 0 encodes only the
     BM25 candidates — triples per query, and the fraction of triples whose negative is a random
-    corpus passage). ``word_learning_rate``: one Adam rate for every
+    corpus passage). ``distill_query_set``: the query set whose queries the teacher labels (``dev-small``;
+    the ``paper`` profile's MS MARCO ``train`` queries). ``validation_set``: the query set that validates
+    (early stopping, the tuned re-ranking depth and interpolation weight): DL21's judged queries, or MS
+    MARCO dev-small for the ``paper`` profile (as the TK paper and Hofstätter et al. 2020 validate);
+    never a test year nor the training queries (:func:`lib.chapters.experiments.validation_set` refuses
+    both). ``word_learning_rate``: one Adam rate for every
     parameter of the word models instead of the paper's 10⁻⁴ / 10⁻³ (``None``: the paper's). The
     ``book`` defaults are sized for the chapter's budget on 2 CPU cores; the ``paper`` defaults are the
     paper's scale (GPU). ``bucket_batches``: training batches of similar passage lengths
@@ -67,6 +72,8 @@ class TrainingSettings(_Replaceable):
     distill_pseudo_queries: int = 0
     distill_pseudo_span: tuple[int, int] = (3, 8)
     distill_random_negatives: float = 0.0
+    distill_query_set: str = "dev-small"
+    validation_set: str = "dl21"
     bert_layers: int = 2
     bert_hidden: int = 128
     bert_heads: int = 2
@@ -227,12 +234,16 @@ class Profile:
             The smoke profile takes the first queries of each set in query order, so that every
             chapter runs in CI within minutes on a slice of the real data.
         description: one line for tables and logs.
+        data_folder: the folder under the data folder (:func:`lib.core.paths.converted_dir`) whose standard
+            MS MARCO / TREC files the profile's chapters read: ``converted`` (the book subset, ``make data``)
+            or ``msmarco`` (full MS MARCO, ``python -m lib.data.msmarco``).
         training, speed, clusters, tilde, trec, lecture: the per-chapter sections (see the module doc).
     """
 
     name: str
     query_limit: int | None
     description: str
+    data_folder: str = "converted"
     training: TrainingSettings = TrainingSettings()
     speed: SpeedSettings = SpeedSettings()
     clusters: ClusterSettings = ClusterSettings()
@@ -312,10 +323,14 @@ PROFILES: dict[str, Profile] = {
         "paper",
         None,
         "full MS MARCO passage, GloVe and bert-base-uncased (GPU + internet)",
+        data_folder="msmarco",
+        # The exported official top-1000 runs carry no BM25 order (lib.data.msmarco): the tests re-rank all
+        # 1,000 candidates, the paper's setting; validation_depth and the tuned depth cut a shuffled list
+        # unless a scored BM25 run replaces the export's.
         training=TrainingSettings(
             bert_cat_start="bert-base-uncased", bert_steps=0, batch_size=64, max_steps=100_000, validate_every=4_000,
             patience=5, bert_cat_batch_size=32, bert_cat_max_steps=100_000, bert_cat_validate_every=4_000,
-            validation_depth=100,
+            validation_depth=100, candidate_depth=1000, distill_query_set="train", validation_set="dev-small",
         ),
         speed=SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
         clusters=ClusterSettings(ks=tuple(range(2, 61, 2)), n_init=10),

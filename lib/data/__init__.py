@@ -1,7 +1,9 @@
 """Stage 1: the data layer: registry and fetch, conversion, readers, splits, and loaders.
 
-The loaders below read the converted standard files (``make data`` produces them) and are what
-chapters call; a missing file is an error that says how to produce it.
+The loaders below read the standard files of the data folder the process reads
+(:func:`lib.core.paths.converted_dir`: the book subset that ``make data`` converts, or, under the
+``paper`` profile, full MS MARCO exported by ``python -m lib.data.msmarco``) and are what chapters
+call; a missing folder or file is an error that names it and the command that writes it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "DataFormatError",
     "book_texts",
     "converted_file",
+    "fill_command",
     "load_collection",
     "load_qrels",
     "load_queries",
@@ -36,21 +39,52 @@ __all__ = [
 ]
 
 
+#: The v2 passages of DL21: the book subset has them, full MS MARCO's export does not (MS MARCO v1 only).
+V2_COLLECTION = "collection.v2.tsv"
+
+
+def _is_book_folder(folder: Path) -> bool:
+    return folder == paths.converted_dir("book")
+
+
+def fill_command(folder: Path) -> str:
+    """The command that writes ``folder``'s files: ``make data`` for the book subset, else the MS MARCO export."""
+    if _is_book_folder(folder):
+        return "`make data` (or `python -m lib.data.convert`)"
+    return f"`python -m lib.data.msmarco --out {folder}`"
+
+
 def converted_file(name: str) -> Path:
-    """The path of a converted file; a missing one is a ``FileNotFoundError`` that says what to run."""
-    path = paths.converted_dir() / name
-    if not path.is_file():
+    """The path of a file of the data folder; a missing one is a ``FileNotFoundError`` that says what to run.
+
+    In the book subset's folder: the command that converts the data. In another folder (the ``paper``
+    profile's full MS MARCO export), a missing folder names the folder and the export command; a
+    missing file names the export command too, and says when the export writes no such file at all.
+    """
+    folder = paths.converted_dir()
+    path = folder / name
+    if path.is_file():
+        return path
+    if _is_book_folder(folder):
+        raise FileNotFoundError(f"{path}: no such file. Run {fill_command(folder)} to fetch and convert the data.")
+    if not folder.is_dir():
         raise FileNotFoundError(
-            f"{path}: no such file. Run `make data` (or `python -m lib.data.convert`) to fetch and convert the data."
+            f"{folder}: no such folder: the full MS MARCO export this process reads "
+            f"({paths.CONVERTED_VARIABLE}={folder.name}, the paper profile's data) is missing. "
+            f"Run {fill_command(folder)} to export it."
         )
-    return path
+    raise FileNotFoundError(
+        f"{path}: no such file in {folder}. Run {fill_command(folder)} (`--subset PART` for one part) to export "
+        "it; the export writes full MS MARCO v1's collection, train, dev-small, DL19 and DL20 files and their "
+        "official BM25 runs, never the book subset's DL21, v2 passages or other shipped runs."
+    )
 
 
 def load_collection(corpus: str = "v1") -> dict[str, str]:
-    """``{pid: text}`` of the v1 (DL19/DL20) or v2 (DL21) book corpus."""
+    """``{pid: text}`` of the v1 (DL19/DL20) or v2 (DL21) corpus of the data folder."""
     if corpus not in ("v1", "v2"):
         raise ValueError(f"parameter 'corpus' must be 'v1' or 'v2', got {corpus!r}")
-    return read_collection(converted_file("collection.tsv" if corpus == "v1" else "collection.v2.tsv"))
+    return read_collection(converted_file("collection.tsv" if corpus == "v1" else V2_COLLECTION))
 
 
 def load_queries(query_set: str) -> dict[str, str]:
@@ -69,5 +103,14 @@ def load_run(query_set: str, system: str) -> dict[str, dict[str, float]]:
 
 
 def book_texts() -> dict[str, str]:
-    """Every book passage, v1 and v2 together (their ids never collide: v2 ids look like ``msmarco_passage_…``)."""
-    return {**load_collection("v1"), **load_collection("v2")}
+    """Every passage of the data folder, v1 and v2 together (their ids never collide: v2 ids look like
+    ``msmarco_passage_…``).
+
+    Full MS MARCO's export (the ``paper`` profile) has no v2 corpus: its passages are ``collection.tsv``
+    alone. The book subset's folder always has both (a missing v2 file there is an error).
+    """
+    texts = load_collection("v1")
+    folder = paths.converted_dir()
+    if _is_book_folder(folder) or (folder / V2_COLLECTION).is_file():
+        texts.update(load_collection("v2"))
+    return texts

@@ -1,7 +1,7 @@
 """Convert the fetched registry files into the standard MS MARCO / TREC formats.
 
-Outputs (under :func:`lib.core.paths.converted_dir`), the same formats as the official MS MARCO files so
-that everything downstream reads only these:
+Outputs (under :func:`lib.core.paths.converted_dir` of the ``book`` profile, ``<data>/converted``), the
+same formats as the official MS MARCO files so that everything downstream reads only these:
 
 - ``collection.tsv``      ``pid<TAB>text``, the MS MARCO **v1** passages of DL19 + DL20 (29,963);
 - ``collection.v2.tsv``   ``pid<TAB>text``, the MS MARCO **v2** passages of DL21 (10,553);
@@ -126,7 +126,7 @@ def convert(raw: str | os.PathLike | None = None, out: str | os.PathLike | None 
     Returns the manifest ``{relative output path: sha256}``, also written to ``manifest.json``.
     """
     raw = Path(raw or paths.raw_dir())
-    out = Path(out or paths.converted_dir())
+    out = Path(out or paths.converted_dir("book"))
     (out / "runs").mkdir(parents=True, exist_ok=True)
     outputs: list[Path] = []
 
@@ -188,7 +188,7 @@ def prepare(raw: str | os.PathLike | None = None, out: str | os.PathLike | None 
     Conversion is skipped when ``manifest.json`` exists and every file it lists still has its hash.
     """
     raw = Path(raw or paths.raw_dir())
-    out = Path(out or paths.converted_dir())
+    out = Path(out or paths.converted_dir("book"))
     for name in sorted(REGISTRY):
         fetch(name, raw)
     manifest_path = out / "manifest.json"

@@ -87,8 +87,11 @@ RUN_SYSTEM = "bm25"
 
 
 def default_out() -> Path:
-    """The default export folder: ``<data>/msmarco`` (``TKBOOK_DATA``, :func:`lib.core.paths.data_dir`)."""
-    return paths.data_dir() / "msmarco"
+    """The default export folder: the ``paper`` profile's data folder, ``<data>/msmarco`` (``TKBOOK_DATA``).
+
+    The ``paper`` profile's chapters read it (:func:`lib.core.paths.converted_dir`).
+    """
+    return paths.converted_dir("paper")
 
 
 def load_ir_datasets(home: str | os.PathLike | None = None) -> ModuleType:

@@ -155,8 +155,9 @@ def read_teacher_scores(path: str | os.PathLike) -> tuple[list[tuple[str, str, s
     the BERT-cat teacher's scores of the positive and the negative passage. The paper's authors
     publish them on Zenodo, record 4068216:
     ``bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv`` (T2, the mean of the BERT-Base,
-    BERT-Large and ALBERT-Large BERT-cat scores; MD5 ``4d99696386f96a7f1631076bcc53ac3c`` as
-    published with it; its sha256 is not known to the book, so it is not in the registry) and
+    BERT-Large and ALBERT-Large BERT-cat scores; in ``lib/data/paper_registry.txt`` with the MD5
+    ``4d99696386f96a7f1631076bcc53ac3c`` published with it, fetched and checked by
+    :func:`lib.data.registry.fetch_paper`) and
     ``bertbase_cat_msmarcopassage_train_scores_ids.tsv`` (T1, BERT-Base alone). The ids are those of
     :func:`lib.data.msmarco.export`'s ``collection.tsv`` and ``queries.train.tsv``.
 

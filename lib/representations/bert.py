@@ -3,7 +3,8 @@
 No pre-trained BERT can be downloaded at book scale (ARCHITECTURE.md, "Conventions"). The BERT-style
 models (BERT-cat, TILDE, …) therefore start from a small BERT that the book pre-trains with the
 masked-LM objective of Devlin et al. on its own corpus, with the real bert-base-uncased vocabulary,
-so that the ``paper`` profile only swaps the checkpoint for ``bert-base-uncased``.
+so that the ``paper`` profile only swaps the checkpoint for ``bert-base-uncased`` (its pinned,
+hash-checked folder, :func:`lib.representations.pretrained.bert_base_uncased_folder`).
 
 - :func:`small_bert_config` — the book's size, chosen for 2 CPU cores: 2 layers, hidden 128, 2 heads,
   feed-forward 512 (the shape of Google's "BERT-tiny", Turc et al. 2019; 4.4M parameters, 3.9M of
@@ -16,8 +17,8 @@ so that the ``paper`` profile only swaps the checkpoint for ``bert-base-uncased`
 - :class:`WordPieceTokenizer` — the tokenizer contract of :mod:`lib.representations.text` over the real
   ``vocab.txt``: ``encode`` returns word pieces **without** ``[CLS]``/``[SEP]`` (the models add them).
 - masked-LM pre-training of the small BERT is :func:`lib.training.masked_lm.pretrain_mlm`.
-- :func:`load_bert` — a local checkpoint folder, or a Hugging Face name (``bert-base-uncased``) for
-  the ``paper`` profile.
+- :func:`load_bert` — a local checkpoint folder (the ``paper`` profile's is the pinned bert-base-uncased
+  folder), or a Hugging Face name that a user passes explicitly (unpinned: the hub's latest revision).
 
 transformers 5 note: ``BertTokenizerFast(vocab_file=...)`` silently ignores ``vocab_file`` and builds
 a five-token vocabulary; this module therefore reads ``vocab.txt`` itself and passes the mapping.
@@ -42,8 +43,6 @@ from lib.representations.text import pad_batch
 
 #: Where ``make data`` puts the real bert-base-uncased vocabulary (a registry file; 30,522 lines).
 BERT_VOCAB_NAME = "AtaQou/AnakthshPlhroforias/colbertv2.0/vocab.txt"
-#: The ``paper`` profile's BERT.
-PAPER_BERT = "bert-base-uncased"
 #: bert-base-uncased's special ids.
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 100, 101, 102, 103
 #: The first ordinary word piece of bert-base-uncased ("!"); ids below are [PAD], [unused*], specials.
@@ -219,11 +218,12 @@ def _looks_like_path(name: str) -> bool:
 def load_bert(
     name_or_path: str | os.PathLike, lm_head: bool = False, pooler: bool = False, local_files_only: bool = False
 ) -> BertModel | BertForMaskedLM:
-    """A BERT from a local checkpoint folder or, for the ``paper`` profile, a Hugging Face name.
+    """A BERT from a local checkpoint folder or a Hugging Face name.
 
     Args:
-        name_or_path: a folder written by ``save_pretrained`` (e.g. by :func:`pretrain_mlm`), or a hub
-            name such as ``bert-base-uncased`` (needs internet or the local Hugging Face cache). A name
+        name_or_path: a folder written by ``save_pretrained`` (e.g. by :func:`pretrain_mlm`, or the
+            ``paper`` profile's :func:`lib.representations.pretrained.bert_base_uncased_folder`), or a hub
+            name such as ``bert-base-uncased`` (unpinned; needs internet or the local Hugging Face cache). A name
             that is no existing folder and does not look like a path (``./x``, ``/x``, ``~/x``,
             ``a/b/c``) is a hub name, also when given as a ``Path``.
         lm_head: return ``BertForMaskedLM`` (TILDE needs the LM head) instead of ``BertModel``.
@@ -250,13 +250,14 @@ def load_bert(
         raise OSError(
             f"cannot load {text!r}: it is not a local folder and the Hugging Face Hub (or its local cache) "
             f"does not give it ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
-            f"The paper profile needs internet to download {text!r} once (or download it elsewhere and pass the "
-            "folder); the book and smoke profiles use the small BERT that lib.training.masked_lm.pretrain_mlm writes."
+            f"A hub name needs internet to download {text!r} once (or download it elsewhere and pass the "
+            "folder; the paper profile's pinned bert-base-uncased is "
+            "lib.representations.pretrained.bert_base_uncased_folder())."
         ) from error
 
 
 def load_tokenizer(name_or_path: str | os.PathLike) -> WordPieceTokenizer:
-    """The tokenizer saved beside a checkpoint, or a hub name's tokenizer (``paper`` profile)."""
+    """The tokenizer saved beside a checkpoint (or its ``vocab.txt``), or a hub name's tokenizer."""
     path = Path(name_or_path).expanduser()
     if path.exists():
         return WordPieceTokenizer.load(path)
@@ -283,7 +284,6 @@ def _quiet_transformers() -> Iterator[None]:
 __all__ = [
     "BERT_SIZES",
     "BERT_VOCAB_NAME",
-    "PAPER_BERT",
     "WordPieceTokenizer",
     "bert_vocab_file",
     "load_bert",

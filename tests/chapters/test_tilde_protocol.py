@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import BertModel
 
 from lib.chapters import experiments
 from lib.chapters.distillation_set import DistillationSet
@@ -21,7 +22,7 @@ from lib.chapters.tilde_protocol import (
     trained_part,
 )
 from lib.core.types import ranking_from_run
-from lib.data import book_texts
+from lib.data import book_texts, registry
 from lib.evaluation import measures as evaluation
 from lib.models.bi_encoder import BiEncoder
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID
@@ -32,6 +33,7 @@ from lib.reranking.dense import Encodings, encode
 from lib.reranking.tilde_runs import random_order
 from lib.reranking.tilde_scoring import TildeScores
 from lib.training.tilde import fold_training_data
+from tests.representations.test_pretrained import fake_bert_base  # noqa: F401  (fixture)
 
 FIRST_STAGE = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 2.0, "c": 1.0}}
 OTHER = {"q1": {"c": 5.0, "a": 4.0}, "q2": {"c": 2.0}}
@@ -84,7 +86,10 @@ def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifa
     assert message.startswith("BERT-cat row left out") and "chapter 2 (02_training)" in message
 
 
-def test_the_starting_encoder_is_minilm_the_small_bert_or_bert_base_by_name(artifacts_root: Path) -> None:
+def test_the_starting_encoder_is_minilm_the_small_bert_or_the_pinned_bert_base(
+    artifacts_root: Path,
+    fake_bert_base: BertModel,  # noqa: F811
+) -> None:
     minilm = starting_bert("smoke")
     assert minilm.name == "minilm" and minilm.markers == (CLS_ID, CLS_ID) and minilm.pooling == "unit-mean"
     assert "all-MiniLM-L6-v2" in str(minilm) and minilm.tokenizer.vocab_size == 30522
@@ -92,9 +97,11 @@ def test_the_starting_encoder_is_minilm_the_small_bert_or_bert_base_by_name(arti
         starting_bert("smoke", "small-bert")
     with pytest.raises(ValueError, match="'start'"):
         starting_bert("smoke", "bert-large")
-    paper = starting_bert("paper")
-    assert isinstance(paper, StartingBert) and paper.path == "bert-base-uncased"
-    assert str(paper) == "bert-base-uncased, loaded by name" and paper.markers == (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
+    paper = starting_bert("paper")  # the pinned files, from the fake mirror of the fixture
+    assert isinstance(paper, StartingBert) and paper.path == registry.paper_dir() / "google-bert" / "bert-base-uncased"
+    assert str(paper) == "bert-base-uncased (Hugging Face revision 86b5e0934494, hash-checked)"
+    assert paper.markers == (PASSAGE_MARKER_ID, QUERY_MARKER_ID) and paper.tokenizer.vocab_size == 10
+    assert paper.tilde().bert.config.hidden_size == 8, "TILDE starts from the fetched folder's weights"
 
 
 def test_every_new_model_of_a_start_has_the_same_weights() -> None:

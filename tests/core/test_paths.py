@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ def test_repo_root_holds_the_library() -> None:
 
 def test_default_data_and_artifact_folders(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TKBOOK_DATA", raising=False)
+    monkeypatch.delenv(paths.CONVERTED_VARIABLE, raising=False)
     monkeypatch.delenv("TKBOOK_ARTIFACTS", raising=False)
     assert paths.data_dir() == paths.REPO_ROOT / "data"
     assert paths.raw_dir() == paths.REPO_ROOT / "data" / "raw"
@@ -25,11 +27,48 @@ def test_default_data_and_artifact_folders(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_variables_move_the_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TKBOOK_DATA", str(tmp_path / "d"))
+    monkeypatch.delenv(paths.CONVERTED_VARIABLE, raising=False)
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "a"))
     assert paths.data_dir() == tmp_path.resolve() / "d"
     assert paths.raw_dir() == tmp_path.resolve() / "d" / "raw"
     assert paths.converted_dir() == tmp_path.resolve() / "d" / "converted"
     assert paths.artifacts_root() == tmp_path.resolve() / "a"
+
+
+def test_each_profile_names_its_data_folder_and_the_variable_picks_the_one_the_loaders_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path))
+    monkeypatch.delenv(paths.CONVERTED_VARIABLE, raising=False)
+    data = tmp_path.resolve()
+    assert paths.converted_dir("smoke") == paths.converted_dir("book") == data / "converted"
+    assert paths.converted_dir("paper") == data / "msmarco"
+    assert paths.converted_dir() == data / "converted", "unset: the book subset"
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "msmarco")
+    assert paths.converted_dir() == data / "msmarco"
+    assert paths.converted_dir("book") == data / "converted", "a named profile ignores the variable"
+
+
+def test_use_profile_data_sets_the_variable_for_this_process_and_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    assert paths.use_profile_data("paper") == tmp_path.resolve() / "msmarco"
+    assert os.environ[paths.CONVERTED_VARIABLE] == "msmarco" and paths.converted_dir() == tmp_path.resolve() / "msmarco"
+    assert paths.use_profile_data("smoke") == tmp_path.resolve() / "converted"
+    assert os.environ[paths.CONVERTED_VARIABLE] == "converted"
+    with pytest.raises(ValueError, match="'profile'"):
+        paths.use_profile_data("huge")
+
+
+@pytest.mark.parametrize("value", ["../elsewhere", "a/b", "/abs"])
+def test_a_data_folder_variable_that_is_not_a_plain_name_is_refused(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, value)
+    with pytest.raises(ValueError, match="invalid data folder name"):
+        paths.converted_dir()
 
 
 def test_chapter_and_run_folders_are_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

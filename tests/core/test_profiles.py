@@ -72,6 +72,18 @@ def test_every_profile_has_every_chapter_section() -> None:
     assert PROFILES["paper"].tilde.lr == 2e-5  # TILDE §4.3 for bert-base-uncased
 
 
+def test_each_profile_names_its_data_folder_its_validation_set_and_its_training_queries() -> None:
+    for name in ("smoke", "book"):
+        profile = get_profile(name)
+        assert profile.data_folder == "converted", "the book subset of `make data`"
+        assert profile.training.validation_set == "dl21" and profile.training.distill_query_set == "dev-small"
+    paper = get_profile("paper")
+    assert paper.data_folder == "msmarco", "full MS MARCO of `python -m lib.data.msmarco`"
+    assert paper.training.validation_set == "dev-small", "the TK paper's and Hofstätter et al.'s validation"
+    assert paper.training.distill_query_set == "train", "never the validation queries"
+    assert paper.training.candidate_depth == 1000, "the export's top-1000 has no BM25 order to cut"
+
+
 def test_settings_replace_ignores_none_and_refuses_unknown_names() -> None:
     base = get_profile("book").training
     assert base.replace(max_steps=None) == base

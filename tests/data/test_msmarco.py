@@ -19,8 +19,20 @@ from pathlib import Path
 
 import pytest
 
+from lib.core import paths
 from lib.core.paths import REPO_ROOT
-from lib.data import msmarco, read_collection, read_qrels, read_queries, read_run, read_triples
+from lib.data import (
+    book_texts,
+    load_qrels,
+    load_queries,
+    load_run,
+    msmarco,
+    read_collection,
+    read_qrels,
+    read_queries,
+    read_run,
+    read_triples,
+)
 from lib.data.registry import sha256_of
 
 COLLECTION = {
@@ -104,6 +116,21 @@ def test_the_readers_read_every_exported_file(exported: tuple[Path, str]) -> Non
     assert read_queries(out / "queries.dev-small.tsv") == dev_small
     assert read_qrels(out / "qrels.dev-small.txt") == {"2": {"5": 1}, "1048585": {"4": 1}}
     assert read_run(out / "runs" / "dev-small__bm25.trec") == {"2": {"5": 0.0, "4": 0.0}, "1048585": {"1": 0.0}}
+
+
+def test_the_paper_profile_reads_the_default_export_through_the_loaders(
+    exported: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, _ = exported
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    assert msmarco.default_out() == tmp_path.resolve() / "msmarco", "the export's default is the paper profile's folder"
+    (tmp_path / "msmarco").symlink_to(out, target_is_directory=True)
+    paths.use_profile_data("paper")
+    assert book_texts() == read_collection(out / "collection.tsv")
+    assert load_queries("dev-small") == read_queries(out / "queries.dev-small.tsv")
+    assert load_qrels("dl20") == read_qrels(out / "qrels.dl20.txt")
+    assert load_run("dl19", "bm25") == read_run(out / "runs" / "dl19__bm25.trec")
 
 
 def test_trec_dl_keeps_the_judged_queries_and_their_unscored_top_1000(exported: tuple[Path, str]) -> None:

@@ -62,9 +62,9 @@ def test_load_bert_errors_are_clear(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no config.json"):
         load_bert(tmp_path / "empty")
-    with pytest.raises(OSError, match="paper profile needs internet"):
+    with pytest.raises(OSError, match="hub name needs internet.*bert_base_uncased_folder"):
         load_bert("tkbook-no-such-model-xyz", local_files_only=True)
-    with pytest.raises(OSError, match="paper profile needs internet"):
+    with pytest.raises(OSError, match="hub name needs internet.*bert_base_uncased_folder"):
         load_bert(Path("tkbook-no-such-model-xyz"), local_files_only=True)  # a Path that names no folder: a hub name
 
 

@@ -7,7 +7,9 @@ in another order). A distributed run stopped half-way resumes in both processes 
 checkpoint to exactly the weights of an uninterrupted distributed run, and the process of rank 1
 never moves a file into place (rank 0 writes everything). One process still resumes an interrupted
 run to exactly the uninterrupted weights. The two processes also share a bi-encoder's pass over a set
-of texts (``lib.reranking.dense``): each encodes about half, and both return one process's vectors.
+of texts (``lib.reranking.dense``): each encodes about half, and both return one process's vectors;
+and the passes of TILDE and TILDEv2 over the passages of their indexes (``lib.reranking.tilde_index``,
+``lib.reranking.tilde_v2_index``): each encodes about half, and rank 0 writes the very files of one process.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from lib.core import distributed
+from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.models.tk import TK
-from lib.reranking import dense
+from lib.representations.bert import WordPieceTokenizer
+from lib.reranking import dense, tilde_index, tilde_v2_index
 from lib.training import pairwise
 from lib.training.loop import CHECKPOINT_NAME, BatchOrder, LoopSettings, run_loop, step_seed
+from tests.tilde_helpers import tiny_tilde, tiny_tilde_v2
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -161,6 +166,48 @@ def encode_texts(folder: Path) -> tuple[dense.Encodings, int]:
     return encodings, encoder.rows
 
 
+# --- TILDE's and TILDEv2's passes over the passages of an index ----------------------------------------
+
+#: 9 passages of 1–9 words: 5 batches of 2, an odd number for 2 processes.
+INDEX_TEXTS = {
+    f"p{i}": " ".join(["the", "cat", "sat", "on", "a", "mat", "with", "its", "dog"][: 1 + (4 * i) % 9])
+    for i in range(9)
+}
+
+
+def _counting(model: nn.Module, method: str) -> list[int]:
+    """Count the passages that go through ``model.method`` (its first argument: a list of piece lists)."""
+    count, original = [0], getattr(model, method)
+
+    def counted(pieces: Sequence[Sequence[int]], *args: Any, **kwargs: Any) -> Any:
+        count[0] += len(pieces)
+        return original(pieces, *args, **kwargs)
+
+    setattr(model, method, counted)
+    return count
+
+
+def build_indexes(folder: Path) -> dict[str, Any]:
+    """Both indexes of :data:`INDEX_TEXTS` in batches of 2: the passages this process encoded, the files, the pids."""
+    tokenizer = WordPieceTokenizer.from_vocab()
+    tilde, tilde_v2 = tiny_tilde(), tiny_tilde_v2()
+    rows = {"tilde": _counting(tilde, "piece_log_probs"), "tilde-v2": _counting(tilde_v2, "piece_weights")}
+    pids = sorted(INDEX_TEXTS)
+    indexes = {
+        "tilde": tilde_index.build_index(
+            tilde, tokenizer, INDEX_TEXTS, pids, folder / "tilde", TargetVocabulary.cleaned(tokenizer), 2, False
+        ),
+        "tilde-v2": tilde_v2_index.build_index(tilde_v2, tokenizer, INDEX_TEXTS, pids, folder / "tilde-v2", 2, False),
+    }
+    return {
+        "rows": {name: count[0] for name, count in rows.items()},
+        "pids": {name: index.pids for name, index in indexes.items()},
+        "files": {
+            str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()
+        },
+    }
+
+
 # --- the two processes -------------------------------------------------------------------------------
 
 
@@ -204,6 +251,7 @@ def _worker(rank: int, world: int, port: int, folder: Path) -> None:
         }
         encodings, rows = encode_texts(folder)
         outcome["encode"] = {"ids": encodings.ids, "vectors": encodings.vectors, "rows": rows}
+        outcome["indexes"] = build_indexes(folder / "indexes")
         outcome["moved"] = moved
     finally:
         distributed.shutdown()
@@ -239,6 +287,7 @@ def test_without_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch
     assert (distributed.rank(), distributed.world_size(), distributed.is_main()) == (0, 1, True)
     assert distributed.broadcast_object({"a": 1}) == {"a": 1}
     assert distributed.gather_objects(3) == [3]
+    assert list(distributed.map_round_robin([1, 2, 3], lambda item: 10 * item)) == [10, 20, 30]
     assert distributed.mean_over_ranks(torch.tensor(2.5)) == 2.5
     module = nn.Linear(2, 1)
     assert distributed.wrap(module) is module
@@ -298,6 +347,20 @@ def test_two_processes_share_an_encoding_pass_and_return_one_process_vectors(
         assert outcome["encode"]["ids"] == one.ids
         torch.testing.assert_close(outcome["encode"]["vectors"], one.vectors, rtol=TOLERANCE, atol=TOLERANCE)
     assert (one.vectors.norm(dim=1) > 0.99).all()
+
+
+def test_two_processes_share_the_pass_of_tildes_indexes_and_rank_0_writes_one_process_files(
+    tmp_path: Path, two_processes: list[dict[str, Any]]
+) -> None:
+    one = build_indexes(tmp_path)
+    assert one["rows"] == {"tilde": len(INDEX_TEXTS), "tilde-v2": len(INDEX_TEXTS)}
+    assert {name.split("/")[0] for name in one["files"]} == {"tilde", "tilde-v2"} and len(one["files"]) == 8
+    for name in ("tilde", "tilde-v2"):
+        shares = [outcome["indexes"]["rows"][name] for outcome in two_processes]
+        assert shares == [5, 4], (name, shares)  # 5 batches of 2 (the last of 1): batches 0, 2, 4 and 1, 3
+    for outcome in two_processes:
+        assert outcome["indexes"]["files"] == one["files"]  # byte for byte, the header and its pid order included
+        assert outcome["indexes"]["pids"] == one["pids"]  # every process loads the index rank 0 wrote
 
 
 def test_one_process_resumes_an_interrupted_run_to_the_same_weights(

@@ -1,17 +1,35 @@
-"""The paper-scale distillation entry point on tiny files in the exported MS MARCO formats (one process, CPU)."""
+"""The paper-scale distillation entry point on tiny files in the exported MS MARCO formats (CPU).
+
+A word model and BERT-cat train through the command line; a run killed (SIGKILL) after its first
+checkpoints resumes, when the same command is started again, to exactly the weights of a run that was
+never interrupted (tolerance 0: on one CPU thread every step is bit-for-bit reproducible).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from lib.data import DataFormatError
+from lib.models.bert_cat import HEAD_LR, PAPER_BERT_LR
+from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import Vocabulary
 from lib.training import paper_distillation
+from lib.training.loop import CHECKPOINT_NAME
+from lib.training.pairwise import BEST_NAME
+from tests.tilde_helpers import tiny_bert
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
 PASSAGES = {
     "p1": "the cat and the dog",
     "p2": "the zebra and the cat",
@@ -68,7 +86,136 @@ def test_bad_input_names_the_file_and_line_or_the_parameter(tmp_path: Path) -> N
     with pytest.raises(DataFormatError, match=r"teacher\.tsv:5: pos_score 'nan' is not finite"):
         paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, bad, tmp_path / "out")))
     good = _teacher(tmp_path / "good.tsv")
-    with pytest.raises(ValueError, match="parameter '--model'.*'bert-cat'"):
+    with pytest.raises(ValueError, match="parameter '--model'.*'bi-encoder' is used zero-shot"):
         paper_distillation.run(
-            paper_distillation.parse_arguments(_arguments(data, good, tmp_path / "out", "--model", "bert-cat"))
+            paper_distillation.parse_arguments(_arguments(data, good, tmp_path / "out", "--model", "bi-encoder"))
         )
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT saved with bert-base-uncased's ``vocab.txt``, as a downloaded BERT folder is."""
+    folder = tmp_path_factory.mktemp("bert")
+    tiny_bert().save_pretrained(folder)
+    WordPieceTokenizer.from_vocab().save_files(folder)
+    return folder
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_bert_cat_trains_from_a_bert_folder_with_its_wordpieces_and_the_papers_bert_rate(
+    tmp_path: Path, bert_folder: Path
+) -> None:
+    data, teacher, out = _export(tmp_path / "data"), _teacher(tmp_path / "teacher.tsv"), tmp_path / "out"
+    arguments = _arguments(data, teacher, out, "--model", "bert-cat", "--bert", str(bert_folder))
+    record = paper_distillation.run(paper_distillation.parse_arguments(arguments))
+    assert record["model"] == "bert-cat" and record["start"] == str(bert_folder) and record["steps"] == 4
+    assert not (out / "vocabulary.txt").exists(), "a WordPiece model needs no word vocabulary"
+    saved = torch.load(out / "checkpoints" / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
+    rates = {group["name"]: group["lr"] for group in saved["optimizer"]["param_groups"]}
+    assert rates == {"bert": PAPER_BERT_LR, "head": HEAD_LR}
+    assert saved["model"]["bert.embeddings.word_embeddings.weight"].shape[0] == 30522  # bert-base-uncased's pieces
+    start = tiny_bert().bert.embeddings.word_embeddings.weight
+    assert not torch.equal(saved["model"]["bert.embeddings.word_embeddings.weight"], start), "BERT was fine-tuned"
+
+
+# --- killed and started again ------------------------------------------------------------------------
+
+#: Long enough that the run is still training when its first checkpoints appear; no early stopping.
+KILL_ARGUMENTS = ("--steps", "400", "--validate-every", "20", "--patience", "1000")
+
+
+def _command_line(data: Path, teacher: Path, out: Path) -> list[str]:
+    arguments = _arguments(data, teacher, out, *KILL_ARGUMENTS)
+    return [sys.executable, "-m", "lib.training.paper_distillation", *arguments]
+
+
+def _environment() -> dict[str, str]:
+    """One thread, as the in-process run has (bit-identical arithmetic), and no torchrun variables."""
+    environment = {key: value for key, value in os.environ.items() if key not in ("WORLD_SIZE", "RANK")}
+    return {**environment, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
+def _kill_after_a_checkpoint(command: list[str], checkpoint: Path, log: Path, timeout: float = 120.0) -> int:
+    """Start ``command`` (its stderr into ``log``), SIGKILL it as soon as ``checkpoint`` holds a step > 0; that step."""
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(command, cwd=ROOT, env=_environment(), stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if checkpoint.is_file():  # written atomically (temp file + rename): always a whole checkpoint
+                step = torch.load(checkpoint, map_location="cpu", weights_only=True)["step"]
+                if step > 0:
+                    process.send_signal(signal.SIGKILL)
+                    process.wait()
+                    return step
+            time.sleep(0.02)
+        raise AssertionError(f"no checkpoint after step 0 before the run ended: {log.read_text()[-2000:]}")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_killed_run_started_again_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path: Path) -> None:
+    data, teacher = _export(tmp_path / "data"), _teacher(tmp_path / "teacher.tsv")
+    cut = tmp_path / "cut"
+    checkpoint = cut / "checkpoints" / CHECKPOINT_NAME
+    killed_at = _kill_after_a_checkpoint(_command_line(data, teacher, cut), checkpoint, tmp_path / "killed.log")
+    assert 0 < killed_at < 400 and not (cut / "result.json").exists()
+    assert torch.load(checkpoint, map_location="cpu", weights_only=True)["step"] >= killed_at
+    again = subprocess.run(
+        _command_line(data, teacher, cut), cwd=ROOT, env=_environment(), capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    first_bar = re.search(r"train:\s+\d+%\|[^|]*\|\s*(\d+)/400", again.stderr)
+    assert first_bar is not None and int(first_bar.group(1)) >= killed_at, "the second run resumed, not restarted"
+
+    whole = tmp_path / "whole"
+    record = paper_distillation.run(
+        paper_distillation.parse_arguments(_arguments(data, teacher, whole, *KILL_ARGUMENTS))
+    )
+    assert json.loads(again.stdout) == record == json.loads((cut / "result.json").read_text())
+    resumed, uninterrupted = (
+        torch.load(folder / "checkpoints" / CHECKPOINT_NAME, weights_only=True) for folder in (cut, whole)
+    )
+    assert resumed["step"] == uninterrupted["step"] == 400
+    assert resumed["losses"] == uninterrupted["losses"]
+    for name, tensor in uninterrupted["model"].items():
+        assert torch.equal(resumed["model"][name], tensor), name  # tolerance 0
+    best = torch.load(whole / "checkpoints" / BEST_NAME, weights_only=True)
+    for name, tensor in torch.load(cut / "checkpoints" / BEST_NAME, weights_only=True).items():
+        assert torch.equal(tensor, best[name]), name
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_the_published_teacher_and_glove_42b_are_the_defaults_fetched_and_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``--teacher``: the paper registry's scores, md5-checked; ``glove-42b-300d`` records its file's sha256."""
+    from lib.data import registry
+
+    published = tmp_path / "mirror" / registry.TEACHER_SCORES
+    published.parent.mkdir(parents=True)
+    _teacher(published)
+    entry = registry.RegistryEntry(registry.TEACHER_SCORES, registry.file_digest(published, "md5"), "https://x", "md5")
+    monkeypatch.setattr(registry, "PAPER_REGISTRY", {registry.TEACHER_SCORES: entry})
+    monkeypatch.setenv(registry.MIRROR_VARIABLE, str(tmp_path / "mirror"))
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path / "data-root"))
+    glove = tmp_path / "glove.42B.300d.txt"
+    words = ["the", "cat", "dog", "zebra", "and", "a"]
+    rows = [" ".join([word, *(f"{(i + j) / 10:.1f}" for j in range(300))]) for i, word in enumerate(words)]
+    glove.write_text("\n".join(rows) + "\n")
+    monkeypatch.setenv("TKBOOK_GLOVE_42B", str(glove))
+    data, out = _export(tmp_path / "data"), tmp_path / "out"
+    arguments = [a for a in _arguments(data, published, out) if a not in ("--teacher", str(published))]
+    arguments[arguments.index("--vectors") + 1] = "glove-42b-300d"
+    record = paper_distillation.run(paper_distillation.parse_arguments(arguments))
+    fetched = tmp_path / "data-root" / "paper" / registry.TEACHER_SCORES
+    assert fetched.read_bytes() == published.read_bytes(), "the published scores were fetched into <data>/paper"
+    assert record["triples"] == 4
+    assert record["start"].startswith("glove-42b-300d") and registry.sha256_of(glove) in record["start"]
+    published.write_text(published.read_text() + "1.0\t0.0\t11\tp1\tp2\n")
+    fetched.unlink()
+    with pytest.raises(registry.DataFetchError, match="md5 mismatch"):
+        paper_distillation.run(paper_distillation.parse_arguments([*arguments, "--out", str(tmp_path / "out2")]))
