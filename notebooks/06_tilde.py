@@ -532,8 +532,8 @@ display(Markdown(reading(table2, test_sets, ablation_tables, top, ql_top, sizes,
 # model: the paper's TILDE inherits a masked-LM head from `bert-base-uncased` and learns from 533k
 # training judgments; the book's starts from an encoder without that head and learns from a few
 # thousand pairs on two CPU cores, and the reading above says how far it gets. A reader with a GPU
-# and the MS MARCO training triples can run the `paper` profile, which loads `bert-base-uncased` by
-# name and uses the paper's optimiser settings.
+# and the MS MARCO training triples can run the `paper` profile, which loads `bert-base-uncased` (pinned
+# and hash-checked) and uses the paper's optimiser settings.
 
 # %% tags=["hide-input"]
 summary = {

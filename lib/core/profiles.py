@@ -35,7 +35,8 @@ class TrainingSettings(_Replaceable):
     """Chapter 2's knobs (representations, the distillation set, the TK-family and BERT-cat schedules, depths).
 
     ``embedding_method``: the word vectors of KNRM, Conv-KNRM and TK — ``"glove-6b-50d"`` (pre-trained,
-    :func:`lib.representations.pretrained.glove_6b_50d`, the default) or vectors trained on the book
+    :func:`lib.representations.pretrained.glove_6b_50d`, the default), ``"glove-42b-300d"`` (the TK
+    paper's, :func:`lib.representations.pretrained.glove_42b_300d`) or vectors trained on the book
     corpus (``"word2vec"``, ``"fasttext"``, ``embedding_epochs``). ``bert_cat_start``: the BERT that
     BERT-cat fine-tunes — ``"minilm"`` (all-MiniLM-L6-v2, the default), ``"small-bert"`` (the book's
     small BERT, pre-trained here by masked LM: the ``bert_*`` shape and schedule below, which chapter 6's
