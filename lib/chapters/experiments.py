@@ -34,12 +34,13 @@ import pandas as pd
 import torch
 
 from lib.chapters.distillation_set import DistillationSet, build_distillation_set
+from lib.chapters.first_stage_runs import SYSTEM, bm25_run
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import ranking_from_run, top_of_run
-from lib.data import book_texts, load_qrels, load_queries, load_run
+from lib.data import book_texts, load_qrels, load_queries
 from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, train_validation_split
 from lib.evaluation import measures as evaluation
@@ -66,7 +67,7 @@ from lib.training.masked_lm import pretrain_mlm
 from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train
 
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
-FIRST_STAGE = "bm25"
+FIRST_STAGE = SYSTEM
 #: The word vectors chapter 2 can start from (``TrainingSettings.embedding_method``).
 WORD_VECTORS: tuple[str, ...] = ("glove-6b-50d", "glove-42b-300d", "word2vec", "fasttext")
 #: Width of the vectors trained on the book corpus: GloVe 6B's 50, so that comparing them changes the
@@ -289,14 +290,18 @@ def prepare_representations(
 
 
 def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
-    """The profile's slice of judged year ``name`` with its judgments and official BM25 top ``depth``."""
+    """The profile's slice of judged year ``name`` with its judgments and scored BM25 top ``depth``.
+
+    The BM25 run is the data folder's, or chapter 1's retrieval where that folder's is unscored
+    (:func:`lib.chapters.first_stage_runs.bm25_run`).
+    """
     queries = load_queries(name)
     chosen = limit_queries(list(queries), profile)
     return QuerySet(
         name=name,
         queries={q: queries[q] for q in chosen},
         qrels=load_qrels(name),
-        run=top_of_run(load_run(name, FIRST_STAGE), depth, chosen),
+        run=top_of_run(bm25_run(profile.name, name), depth, chosen),
     )
 
 

@@ -325,9 +325,9 @@ PROFILES: dict[str, Profile] = {
         None,
         "full MS MARCO passage, GloVe and bert-base-uncased (GPU + internet)",
         data_folder="msmarco",
-        # The exported official top-1000 runs carry no BM25 order (lib.data.msmarco): the tests re-rank all
-        # 1,000 candidates, the paper's setting; validation_depth and the tuned depth cut a shuffled list
-        # unless a scored BM25 run replaces the export's.
+        # The exported official top-1000 runs carry no BM25 order (lib.data.msmarco): chapter 1 retrieves a
+        # scored BM25 top-1000 (candidate_depth) in their place (lib.chapters.first_stage_runs), so
+        # validation_depth and the tuned depth cut a ranking; the tests re-rank all 1,000, the paper's setting.
         training=TrainingSettings(
             bert_cat_start="bert-base-uncased", bert_steps=0, batch_size=64, max_steps=100_000, validate_every=4_000,
             patience=5, bert_cat_batch_size=32, bert_cat_max_steps=100_000, bert_cat_validate_every=4_000,

@@ -8,9 +8,11 @@ call; a missing folder or file is an error that names it and the command that wr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from lib.core import paths
+from lib.core.types import Run
 from lib.data.readers import (
     DataFormatError,
     read_collection,
@@ -25,11 +27,17 @@ __all__ = [
     "DataFormatError",
     "book_texts",
     "converted_file",
+    "corpus_tag",
     "fill_command",
+    "held_query_sets",
+    "held_runs",
+    "holds",
+    "is_unscored",
     "load_collection",
     "load_qrels",
     "load_queries",
     "load_run",
+    "missing_sentence",
     "read_collection",
     "read_qrels",
     "read_queries",
@@ -114,3 +122,49 @@ def book_texts() -> dict[str, str]:
     if _is_book_folder(folder) or (folder / V2_COLLECTION).is_file():
         texts.update(load_collection("v2"))
     return texts
+
+
+def corpus_tag() -> str:
+    """How a system name tags a retrieval over the data folder's ``collection.tsv`` (``bm25-<tag>``).
+
+    ``bookcorpus`` for the book subset's pooled corpus, else the folder's name (``msmarco``: full MS MARCO).
+    """
+    folder = paths.converted_dir()
+    return "bookcorpus" if _is_book_folder(folder) else folder.name
+
+
+def holds(*names: str) -> bool:
+    """Whether the data folder this process reads has every file of ``names`` (e.g. ``collection.v2.tsv``).
+
+    What a chapter asks before a part that only some folders support: the book subset has DL21, the
+    v2 passages and every shipped run; full MS MARCO's export has none of them (module doc).
+    """
+    folder = paths.converted_dir()
+    return all((folder / name).is_file() for name in names)
+
+
+def held_query_sets(query_sets: Iterable[str]) -> tuple[str, ...]:
+    """The sets of ``query_sets`` whose queries and qrels the data folder has, in the given order."""
+    return tuple(name for name in query_sets if holds(f"queries.{name}.tsv", f"qrels.{name}.txt"))
+
+
+def held_runs(query_set: str, systems: Iterable[str]) -> tuple[str, ...]:
+    """The systems of ``systems`` whose run of ``query_set`` the data folder has, in the given order."""
+    return tuple(system for system in systems if holds(f"runs/{query_set}__{system}.trec"))
+
+
+def is_unscored(run: Run) -> bool:
+    """Whether every candidate of ``run`` has the score 0, as in the MS MARCO export's official top-1000.
+
+    Such a run's order is no ranking (the organisers shuffled the candidates, :mod:`lib.data.msmarco`):
+    measures at a cut-off and a cut to a smaller depth mean nothing on it. An empty run is unscored.
+    """
+    return all(score == 0 for candidates in run.values() for score in candidates.values())
+
+
+def missing_sentence(what: str, names: Iterable[str]) -> str:
+    """The sentence a chapter shows instead of a part whose files (``names``) the data folder lacks."""
+    folder = paths.converted_dir()
+    book = _is_book_folder(folder)
+    why = f"run {fill_command(folder)} to write them" if book else "full MS MARCO's export writes none"
+    return f"The data folder {paths.shown(folder)} has no {what} ({', '.join(names)}): {why}, so this part is left out."

@@ -101,15 +101,24 @@ def test_each_profile_validates_on_its_own_set_and_the_prose_names_it() -> None:
     assert experiments.query_set_label("dev-small") == "MS MARCO dev-small"
 
 
-def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export(data_folders: Path) -> None:  # noqa: F811
+def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export(
+    data_folders: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
     paths.use_profile_data("paper")
     paper = get_profile("paper")
     name = experiments.validation_set(paper.training)
-    validation = experiments.query_set(name, paper, paper.training.candidate_depth)
+    with pytest.raises(FileNotFoundError, match="CH=01_data_and_first_stage PROFILE=paper"):
+        experiments.query_set(name, paper, paper.training.candidate_depth)  # the export's run is unscored
+    scored = {"2": {"0": 7.5, "1": 3.25}, "1048585": {"0": 1.5}}  # what chapter 1 retrieves in its place
+    evaluation.write_trec_run(scored, paths.run_path("paper", name, "bm25"), tag="bm25")
+    validation = experiments.query_set(name, paper, 1)
     assert validation.name == "dev-small"
     assert validation.queries == {"2": "andrew kaufman", "1048585": "what is paula deen's brother"}
     assert validation.qrels == {"2": {"1": 1}, "1048585": {"0": 1}}
-    assert {qid: set(run) for qid, run in validation.run.items()} == {"2": {"0", "1"}, "1048585": {"0"}}
+    assert validation.run == {"2": {"0": 7.5}, "1048585": {"0": 1.5}}, "chapter 1's scored run, cut at the depth"
 
 
 @pytest.mark.parametrize("test_year", ["dl19", "dl20"])

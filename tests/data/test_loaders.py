@@ -113,3 +113,27 @@ def test_fill_command_names_make_data_for_the_book_subset_and_the_export_otherwi
     assert "make data" in data.fill_command(paths.converted_dir("book"))
     export = data_folders / "msmarco"
     assert data.fill_command(paths.converted_dir("paper")) == f"`python -m lib.data.msmarco --out {export}`"
+
+
+def test_the_export_holds_no_book_only_files_and_its_runs_are_unscored(data_folders: Path) -> None:
+    paths.use_profile_data("paper")
+    assert data.holds("collection.tsv", "queries.dl19.tsv") and not data.holds(data.V2_COLLECTION)
+    assert data.held_query_sets(("dl19", "dl20", "dl21", "dev-small")) == ("dl19", "dev-small")
+    assert data.held_runs("dl19", ("bm25", "bm25-rm3", "tas-b")) == ("bm25",)
+    assert data.is_unscored(data.load_run("dl19", "bm25"))
+    assert data.corpus_tag() == "msmarco"
+    sentence = data.missing_sentence("DL21 queries and judgments", ["queries.dl21.tsv", "qrels.dl21.txt"])
+    assert sentence == (
+        "The data folder data/msmarco has no DL21 queries and judgments (queries.dl21.tsv, qrels.dl21.txt): "
+        "full MS MARCO's export writes none, so this part is left out."
+    )
+
+
+def test_a_run_with_any_score_is_scored_and_the_book_folder_is_the_book_corpus(data_folders: Path) -> None:
+    assert not data.is_unscored({"1": {"7": 0.0, "8": -1.5}})
+    assert data.is_unscored({"1": {"7": 0.0}, "2": {}})
+    paths.use_profile_data("book")
+    assert data.corpus_tag() == "bookcorpus"
+    assert data.holds(data.V2_COLLECTION)
+    assert data.held_query_sets(("dl21",)) == (), "queries without qrels are no query set"
+    assert "make data" in data.missing_sentence("DL21 judgments", ["qrels.dl21.txt"])
