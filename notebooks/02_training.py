@@ -63,13 +63,13 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses import pair_vectors
-from lib.chapters import artifacts, experiments
+from lib.chapters import artifacts, experiments, first_stage_runs
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run, top_of_run
-from lib.data import book_texts, load_queries, load_run
+from lib.data import book_texts, load_queries
 from lib.data.splits import TEST_SETS
 from lib.evaluation import measures as evaluation
 from lib.models.kernels import kernel_mus, kernel_sigmas
@@ -175,7 +175,7 @@ pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [ne
 
 # %%
 dl19_queries = load_queries("dl19")
-bm25_dl19 = load_run("dl19", "bm25")
+bm25_dl19 = first_stage_runs.bm25_run(profile, "dl19")
 example_qid = sorted(dl19_queries, key=int)[0]
 example_pid = ranking_from_run(bm25_dl19[example_qid])[0]
 texts = book_texts()
@@ -280,16 +280,18 @@ print("my_kernel_sums agrees with lib.models.kernels.kernel_sums")
 # margins have the size of a kernel-pooling model's score differences). A margin says *how much*
 # better $d^+$ is, not only that it is: a richer signal than a hinge loss on labels.
 #
-# Validation (early stopping on MRR@10, and the re-ranking depth of Table 2) uses DL21's graded
-# judgments on its BM25 candidates. The two test years are never touched: **no DL19 or DL20 query
-# and no DL19/DL20 judgment enters training or validation**, which the code checks (by id and by
-# text) every time it builds the training set. One thing the test years do share with training is
-# the corpus: the book's passages *are* the pools of DL19 and DL20, so the teacher's candidates for
-# training queries — and the passages pseudo-queries are cut from — include passages that are later
-# re-ranked for test queries, never with a test query, never with a label (a pseudo-query whose words
-# happen to be a test query's is dropped). That is a transductive use of an unlabelled corpus, and it is stated
-# here so that nobody mistakes it for something else. A twentieth of the training queries is held
-# out: their triples are never trained on, and show below how well each student learned the teacher.
+# Validation (early stopping on MRR@10, and the re-ranking depth of Table 2) uses the judgments of a
+# query set that is neither a test year nor a training set (in the `book` profile DL21's graded
+# judgments, in `paper` MS MARCO dev-small's) on its BM25 candidates. The two test years are never
+# touched: **no DL19 or DL20 query and no DL19/DL20 judgment enters training or validation**, which
+# the code checks (by id and by text) every time it builds the training set. One thing the test
+# years do share with training is the corpus: the book's passages *are* the pools of DL19 and DL20,
+# so the teacher's candidates for training queries — and the passages pseudo-queries are cut from —
+# include passages that are later re-ranked for test queries, never with a test query, never with a
+# label (a pseudo-query whose words happen to be a test query's is dropped). That is a transductive
+# use of an unlabelled corpus, and it is stated here so that nobody mistakes it for something else.
+# A twentieth of the training queries is held out: their triples are never trained on, and show
+# below how well each student learned the teacher.
 
 # %% [markdown]
 # **Exercise:** write Margin-MSE for a batch of student scores and teacher margins (the solution is
@@ -323,6 +325,7 @@ protocol = experiments.prepare_protocol(
 )
 protocol_seconds = time.perf_counter() - start
 validation_label = experiments.query_set_label(protocol.validation_set)
+glue("validation_set", validation_label, display=False)
 glue("distill_queries", f"{len(protocol.queries):,}", display=False)
 glue("distill_triples", f"{len(protocol.triples):,}", display=False)
 glue("random_share", f"{settings.distill_random_negatives:.0%}", display=False)
@@ -343,8 +346,8 @@ pd.DataFrame(experiments.pseudo_query_examples(protocol, count=5)).style.hide(ax
 # triples (building them, the teacher's pass over the corpus included, took
 # {glue:text}`protocol_minutes` minutes; the encodings are cached for the next run). Every model,
 # KNRM to BERT-cat, learns from these same triples with Adam, and is validated every few steps on
-# DL21. The bi-encoder is not trained: it *is* the teacher, and only its depth is tuned on
-# validation.
+# the judged queries of {glue:text}`validation_set`. The bi-encoder is not trained: it *is* the
+# teacher, and only its depth is tuned on validation.
 #
 # ## Training
 #
@@ -437,7 +440,8 @@ query_comparison.pivot(index="training queries", columns="set") if len(query_com
 # %% [markdown]
 # ## Table 2 at book scale
 #
-# The first-stage rows are the official runs of chapter 1, evaluated on the same test queries.
+# The first-stage rows are the scored runs of chapter 1 (the book subset's official ones), evaluated on the
+# same test queries.
 # *Depth* is the re-ranking depth tuned on validation MRR@10 (depth 0 means that re-ranking did not
 # help on the validation queries at any depth, so the model leaves BM25's order untouched);
 # *nDCG@10 (all)* re-ranks every candidate regardless of the tuned depth, the model's own ranking
@@ -451,11 +455,7 @@ query_comparison.pivot(index="training queries", columns="set") if len(query_com
 table_rows = []
 for fold in test_sets:
     data = protocol.tests[fold]
-    for system, label in (("bm25", "BM25"), ("bm25-rm3", "BM25+RM3")):
-        try:
-            run = load_run(fold, system)
-        except FileNotFoundError:
-            continue  # full MS MARCO's export (paper profile) ships BM25 only
+    for label, run in experiments.first_stage_baselines(profile, fold).items():
         run = {qid: run[qid] for qid in data.queries if qid in run}
         table_rows.append({"set": fold, "model": label, **evaluation.evaluate(run, data.qrels)})
     for name in models:
@@ -467,7 +467,7 @@ shown = table.pivot(
     columns="set",
     values=["MRR@10", "nDCG@10", "depth", "nDCG@10 (all)", "nDCG@10 (+BM25)", "λ", "docs/ms"],
 )
-shown = shown.reindex([label for label in ("BM25", "BM25+RM3", *models) if label in shown.index])
+shown = shown.reindex([label for label in (*experiments.FIRST_STAGE_LABELS.values(), *models) if label in shown.index])
 shown = shown.swaplevel(axis=1).sort_index(axis=1, level=0)
 shown
 
@@ -483,7 +483,7 @@ shown
 significance_tables = []
 for fold in test_sets:
     data = protocol.tests[fold]
-    bm25 = {qid: bm25_run for qid, bm25_run in load_run(fold, "bm25").items() if qid in data.queries}
+    bm25 = {qid: run for qid, run in first_stage_runs.bm25_run(profile, fold).items() if qid in data.queries}
     for depth_name, attribute in (
         ("tuned", "per_query"),
         ("all", "per_query_all"),
@@ -503,9 +503,9 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 # ## Training curves
 #
 # Validation MRR@10 over the training steps, one line per model (the marker is the step whose
-# weights were kept). Validation re-ranks the BM25 top-{glue:text}`validation_depth` of DL21's judged
-# queries (`validation_depth` of the settings); the dashed line is BM25's own MRR@10 on the same candidates,
-# the bar a re-ranker has to clear.
+# weights were kept). Validation re-ranks the BM25 top-{glue:text}`validation_depth` of the judged
+# queries of {glue:text}`validation_set` (`validation_depth` of the settings); the dashed line is
+# BM25's own MRR@10 on the same candidates, the bar a re-ranker has to clear.
 
 # %%
 trained = [name for name in models if not model_spec(name).zero_shot]
@@ -747,9 +747,9 @@ training_progress
 # - **Training data.** The paper learns from MS MARCO's judged training triples; here every label
 #   is the teacher's opinion of book passages for the dev-small questions (which mostly have no
 #   relevant passage in the corpus) and a few thousand pseudo-queries (spans of passages, not
-#   questions anyone asked). A student can at best learn the teacher, and the teacher has its own errors. Both
-#   sources together beat either alone on DL21 validation, for TK-2 (the comparison above) and for
-#   BERT-cat (the book's validation probes, `lib.core.profiles`).
+#   questions anyone asked). A student can at best learn the teacher, and the teacher has its own errors. The
+#   comparison above shows, on validation, what each source gives TK-2 alone; the profile's comment
+#   in `lib.core.profiles` records the validation probes that chose both sources together.
 # - **Representations.** 50-dimensional GloVe instead of 300-dimensional GloVe 42B, and TK scaled
 #   down to that width; MiniLM (6 layers, 384 wide, trained as a bi-encoder) instead of BERT-Base
 #   (12 layers, 768 wide, whose `[CLS]` vector was trained to summarise a pair).

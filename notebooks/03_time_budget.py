@@ -51,13 +51,13 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import artifacts, experiments, speed_report
+from lib.chapters import artifacts, experiments, first_stage_runs, speed_report
 from lib.chapters.prologue import start_chapter
 from lib.chapters.time_budget_figure import plot_budget_curves
 from lib.core import paths
 from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
-from lib.data import book_texts, load_qrels, load_queries, load_run
+from lib.data import book_texts, load_qrels, load_queries
 from lib.evaluation import time_budget
 from lib.evaluation.precision_effect import precision_effect
 from lib.evaluation.speed_benchmark import run_benchmark
@@ -101,7 +101,7 @@ LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
 # table says which.
 
 # %%
-dl19_run = load_run("dl19", experiments.FIRST_STAGE)
+dl19_run = first_stage_runs.bm25_run(profile, "dl19")
 speed_inputs = {qid: dl19_run[qid] for qid in list(dl19_run)[: max(2, speed_settings.max_documents // 100 + 1)]}
 speed = run_benchmark(timed, speed_inputs, load_queries("dl19"), book_texts(), running_on, settings=speed_settings)
 speed["inputs"] = {"set": "dl19", "first_stage": experiments.FIRST_STAGE, "queries": len(speed_inputs)}
@@ -280,7 +280,7 @@ tk2 = artifacts.trained_model(profile, "tk2", running_on)
 bf16_rows = {}
 for query_set in sets:
     bf16_rows[query_set] = precision_effect(
-        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(), load_run(query_set, experiments.FIRST_STAGE),
+        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(), first_stage_runs.bm25_run(profile, query_set),
         load_qrels(query_set), batch_size=MODELS["tk2"].eval_batch_size,
     )  # fmt: skip
 bf16_table = pd.DataFrame(bf16_rows).T
@@ -303,7 +303,7 @@ curves: dict[str, dict[str, pd.DataFrame]] = {}
 first_stage_values: dict[str, dict[str, float]] = {}
 for query_set in sets:
     qrels = load_qrels(query_set)
-    bm25 = load_run(query_set, experiments.FIRST_STAGE)
+    bm25 = first_stage_runs.bm25_run(profile, query_set)
     curves[query_set] = {}
     for name in models:
         scores = artifacts.candidate_scores(profile, query_set, name)

@@ -53,14 +53,14 @@ from myst_nb import glue
 from lib.analyses import query_clusters
 from lib.analyses.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
 from lib.analyses.query_vectors import mean_query_vectors
-from lib.chapters import analysis_plots
+from lib.chapters import analysis_plots, first_stage_runs
 from lib.chapters.artifacts import candidate_scores, trained_model
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.types import query_order
-from lib.data import load_qrels, load_run
+from lib.data import load_qrels
 from lib.models import registry
 from lib.representations.text import tokenize
 
@@ -84,9 +84,10 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 # representation of its own: the hybrid vectors $\hat q_1, \dots, \hat q_n$ of its terms. Following
 # the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use
 # chapter 2's TK-2, which learned from the teacher's labels of dev-small questions and pseudo-queries
-# cut from book passages and was validated on DL21. Most clustered dev-small queries were therefore
-# training queries of that model (with the teacher's opinion, never a judgment); no DL19 or DL20
-# query was seen, and the clustering itself uses no relevance label.
+# cut from book passages and was validated on queries of neither test year (DL21 in the `book`
+# profile). Most clustered dev-small queries were therefore training queries of that model (with the
+# teacher's opinion, never a judgment); no DL19 or DL20 query was seen, and the clustering itself
+# uses no relevance label.
 
 # %%
 queries = query_clusters.load_cluster_queries()
@@ -236,8 +237,9 @@ glue("pca_variance", f"{100 * query_map.explained_variance_ratio.sum():.0f}", di
 # %%
 all_runs = {}
 for query_set in TEST_SETS:
+    bm25 = first_stage_runs.bm25_run(profile, query_set)
     all_runs[query_set] = {
-        label: load_run(query_set, "bm25") if model is None else candidate_scores(profile, query_set, model)
+        label: bm25 if model is None else candidate_scores(profile, query_set, model)
         for label, model in SYSTEMS.items()
     }
 # chapter 2's candidate depth: how many BM25 candidates per query its models scored

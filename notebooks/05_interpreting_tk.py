@@ -51,13 +51,13 @@ from myst_nb import glue
 from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
 from lib.analyses.explain_tk import explain_pair, passage_matches
-from lib.chapters import analysis_plots
+from lib.chapters import analysis_plots, first_stage_runs
 from lib.chapters.artifacts import candidate_scores, trained_model
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv, write_text
 from lib.core.plotting import save_figure
-from lib.data import book_texts, load_collection, load_qrels, load_queries, load_run
+from lib.data import book_texts, load_collection, load_qrels, load_queries
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "05_interpreting_tk"
@@ -316,7 +316,7 @@ glue("androgen_agrees", "yes" if agrees else "no", display=False)
 # chapter 2's scores of all BM25 candidates of the query (no time budget).
 
 # %%
-dl19_queries, dl19_qrels, bm25 = load_queries("dl19"), load_qrels("dl19"), load_run("dl19", "bm25")
+dl19_queries, dl19_qrels, bm25 = load_queries("dl19"), load_qrels("dl19"), first_stage_runs.bm25_run(profile, "dl19")
 tk_scores = candidate_scores(profile, "dl19", model_name)
 try:
     case = pick_case(bm25, tk_scores, dl19_qrels)

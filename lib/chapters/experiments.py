@@ -40,7 +40,7 @@ from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
 from lib.core.types import ranking_from_run, top_of_run
-from lib.data import book_texts, load_qrels, load_queries
+from lib.data import book_texts, held_runs, load_qrels, load_queries, load_run
 from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, train_validation_split
 from lib.evaluation import measures as evaluation
@@ -68,6 +68,10 @@ from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet,
 
 #: The first stage that is re-ranked (the official BM25 top-100 from the full MS MARCO index).
 FIRST_STAGE = SYSTEM
+#: The shipped BM25+RM3 run, Table 2's second first-stage row where the data folder has it (the book subset).
+RM3 = "bm25-rm3"
+#: The labels of Table 2's first-stage rows (:func:`first_stage_baselines`).
+FIRST_STAGE_LABELS = {FIRST_STAGE: "BM25", RM3: "BM25+RM3"}
 #: The word vectors chapter 2 can start from (``TrainingSettings.embedding_method``).
 WORD_VECTORS: tuple[str, ...] = ("glove-6b-50d", "glove-42b-300d", "word2vec", "fasttext")
 #: Width of the vectors trained on the book corpus: GloVe 6B's 50, so that comparing them changes the
@@ -303,6 +307,19 @@ def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
         qrels=load_qrels(name),
         run=top_of_run(bm25_run(profile.name, name), depth, chosen),
     )
+
+
+def first_stage_baselines(profile: str, name: str) -> dict[str, dict[str, float]]:
+    """Table 2's first-stage runs of judged year ``name``, by label, every candidate of every query.
+
+    ``BM25``: the scored BM25 run (:func:`lib.chapters.first_stage_runs.bm25_run`: the data folder's, or
+    chapter 1's retrieval where that folder's is unscored); ``BM25+RM3``: the data folder's run, only
+    where the folder holds one (the book subset does, full MS MARCO's export does not).
+    """
+    runs = {FIRST_STAGE_LABELS[FIRST_STAGE]: bm25_run(profile, name)}
+    if held_runs(name, (RM3,)):
+        runs[FIRST_STAGE_LABELS[RM3]] = load_run(name, RM3)
+    return runs
 
 
 def validation_set(settings: TrainingSettings) -> str:

@@ -14,7 +14,7 @@ from lib.chapters import experiments
 from lib.core import paths
 from lib.core.profiles import TrainingSettings, get_profile
 from lib.core.types import ranking_from_run, top_of_run
-from lib.data import load_queries, read_run, registry
+from lib.data import load_queries, load_run, read_run, registry
 from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.registry import sha256_of
 from lib.evaluation import measures as evaluation
@@ -119,6 +119,31 @@ def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export(
     assert validation.queries == {"2": "andrew kaufman", "1048585": "what is paula deen's brother"}
     assert validation.qrels == {"2": {"1": 1}, "1048585": {"0": 1}}
     assert validation.run == {"2": {"0": 7.5}, "1048585": {"0": 1.5}}, "chapter 1's scored run, cut at the depth"
+
+
+def test_table_2_compares_against_chapter_1s_scored_bm25_on_the_msmarco_export(
+    data_folders: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    paths.use_profile_data("paper")
+    with pytest.raises(FileNotFoundError, match="CH=01_data_and_first_stage PROFILE=paper"):
+        experiments.first_stage_baselines("paper", "dl19")  # the export's run is unscored: never compared against
+    scored = {"19335": {"1": 9.5, "0": 2.0}}  # what chapter 1 retrieves in its place
+    evaluation.write_trec_run(scored, paths.run_path("paper", "dl19", "bm25"), tag="bm25")
+    assert experiments.first_stage_baselines("paper", "dl19") == {"BM25": scored}, "no BM25+RM3 in the export"
+
+
+def test_table_2_compares_against_the_book_subsets_shipped_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")
+    runs = experiments.first_stage_baselines("book", "dl19")
+    assert list(runs) == ["BM25", "BM25+RM3"]
+    assert runs["BM25"] == load_run("dl19", "bm25") and runs["BM25+RM3"] == load_run("dl19", "bm25-rm3")
+    assert not paths.run_path("book", "dl19", "bm25").exists(), "the shipped run is read where it is"
 
 
 @pytest.mark.parametrize("test_year", ["dl19", "dl20"])

@@ -9,6 +9,7 @@ DL21, v2 passages or other runs.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,11 @@ def test_chapter_1_runs_under_the_paper_profile_on_the_export(paper_data: Path, 
     assert "has no v2 corpus of DL21" in notebook
     assert (out / "recall_by_depth.csv").is_file() and not (out / "folds.csv").exists()
     assert (paths.runs_dir("paper") / "dl19__bm25-msmarco.trec").is_file()
+
+
+@pytest.mark.parametrize("chapter", ["02_training", "03_time_budget", "04_query_clusters", "05_interpreting_tk"])
+def test_chapters_after_the_first_read_bm25_through_bm25_run(chapter: str) -> None:
+    source = (paths.REPO_ROOT / "notebooks" / f"{chapter}.py").read_text(encoding="utf-8")
+    direct = re.findall(r"load_run\([^)]*(?:\"bm25\"|FIRST_STAGE)\)", source)
+    assert not direct, f"{chapter} reads the data folder's BM25 run, unscored in the MS MARCO export: {direct}"
+    assert "first_stage_runs.bm25_run(profile, " in source
