@@ -42,12 +42,12 @@
 #
 # **Protocol.** Both models start from the pre-trained all-MiniLM-L6-v2 encoder (the paper:
 # `bert-base-uncased`; {doc}`02_training`'s small BERT is the named alternative, parameter `start`)
-# and learn from two sources: the pairs (query, passage judged ≥ 2) of DL21, the judged year that
-# is not a test year, and chapter 2's teacher-labelled training queries, each paired with the passage
-# the teacher ranks first. TILDE also learns from the collection itself: sampled passages predict
-# their own pieces, text without any judgment (the book's addition). As in chapter 2, no DL19 or DL20
-# query or judgment trains or validates them, so one model serves both test years. The paper trains
-# on the 533k MS MARCO training judgments.
+# and learn from two sources: {glue:text}`judged_source`, and chapter 2's teacher-labelled training
+# queries without judged pairs, each paired with the passage the teacher ranks first. TILDE also
+# learns from the collection itself: sampled passages predict their own pieces, text without any
+# judgment (the book's addition). As in chapter 2, no DL19 or DL20 query or judgment trains or
+# validates them, so one model serves both test years. The paper trains on the 533k MS MARCO
+# training judgments.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
@@ -84,12 +84,14 @@ from lib.chapters.tilde_protocol import (
     check_test_sets,
     evaluation_year,
     judged_groups,
+    judged_source,
     pooled_cache,
     run_names,
     score_both_precisions,
     starting_bert,
     table2_systems,
     teacher_labelled,
+    tilde_training_data,
     tilde_v2_scores,
     trained_part,
 )
@@ -111,11 +113,11 @@ from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
-from lib.data import book_texts
+from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
-from lib.training.tilde import fold_training_data, with_reconstruction, with_teacher_pairs
+from lib.training.tilde import with_reconstruction
 from lib.training.tilde_v2 import NEGATIVES_FROM, teacher_groups, train_tilde_v2
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
 
@@ -150,13 +152,9 @@ bert = starting_bert(profile, start)
 tokenizer = bert.tokenizer
 print(bert)
 texts = book_texts()
-max_train_queries = None if settings.query_limit is None else 4 * settings.query_limit
 teacher = teacher_labelled(settings, seed)
-training_data = with_teacher_pairs(
-    fold_training_data(test_sets[0], texts, seed=seed, max_train_queries=max_train_queries),
-    teacher.teacher,
-    teacher.queries,
-)
+training_data = tilde_training_data(settings, test_sets[0], texts, teacher, seed)
+glue("judged_source", judged_source(training_data), display=False)
 training_data = with_reconstruction(training_data, texts, tilde_settings.reconstruction, seed)
 training_data_table(training_data, steps, batch_size)
 
@@ -165,7 +163,8 @@ training_data_table(training_data, steps, batch_size)
 # is computed once and kept (`lib.models.tilde_pooled_cache`). MiniLM's TILDE reads MiniLM's own
 # sentence vector (the unit-length mean), the vector chapter 2's teacher computed for every passage
 # of the book's v1 collection (all of DL19's and DL20's candidates): those are reused, after a few
-# are recomputed as a check. Only DL21's v2 passages and the queries go through MiniLM here.
+# are recomputed as a check. Only the other passages (the book subset's v2 passages of DL21) and the
+# queries go through MiniLM here.
 
 # %%
 pooled = pooled_cache(out / "pooled", bert.tilde(), tokenizer, texts, teacher)
@@ -227,7 +226,7 @@ print(f"TILDE training time this run: {training_seconds:.0f} s (0 when every mod
 # %%
 glue("v2_negatives", tilde_settings.v2_group_size - 1, display=False)
 glue("v2_negatives_from", NEGATIVES_FROM, display=False)
-v2_groups = judged_groups(training_data, texts, depth=100) + teacher_groups(teacher.teacher)
+v2_groups = judged_groups(settings, training_data, texts, depth=100) + teacher_groups(teacher.teacher)
 v2_result = train_tilde_v2(
     bert.tilde_v2(),
     tokenizer,
@@ -263,6 +262,9 @@ print(f"TILDEv2 training time this run: {v2_result.seconds:.0f} s")
 # %%
 glue("depth", depth, display=False)
 years = {test_set: evaluation_year(test_set, first_stages, texts, settings, depth) for test_set in test_sets}
+unheld = [stage for stage in first_stages if stage not in years[test_sets[0]].runs]
+if unheld:
+    print(missing_sentence(f"run of {', '.join(unheld)}", [f"runs/{test_sets[0]}__{stage}.trec" for stage in unheld]))
 main_model = trained[MAIN_VARIANT].model.to("cpu").eval()
 cleaned = TargetVocabulary.cleaned(tokenizer)
 main_scores, index_summaries = {}, {}
@@ -438,7 +440,7 @@ for test_set in ablation_sets:
 # %%
 sweeps, references = [], {}
 for test_set, year in years.items():
-    for stage in first_stages:
+    for stage in year.runs:  # the first stages the data folder has runs of
         label = STAGE_LABELS.get(stage, stage)
         sweep = alpha_sweep(main_scores[test_set]["float16"][stage], year.runs[stage], year.qrels, alphas)
         sweeps.append(sweep.assign(set=test_set, first_stage=label))

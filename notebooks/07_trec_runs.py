@@ -24,11 +24,12 @@
 # three short claims — GloVe and fastText are about equal, the ensemble helps a little, and no type of
 # query separates the best from the worst.
 #
-# This chapter re-creates the three runs at book scale with the protocol of {doc}`02_training`: every
-# TK learns the margins of the same teacher on the same training queries, is validated on DL21 and is
-# tested on DL19 and DL20, re-ranking the official BM25 top-100. The run files are written in TREC
-# format with the notebook's run names, and each claim gets a verdict computed from the numbers.
-# The deviations from the notebook are listed in {doc}`../reproducing`.
+# This chapter re-creates the three runs at book scale with the protocol of {doc}`02_training`:
+# every TK learns the margins of the same teacher on the same training queries, is validated on
+# chapter 2's validation queries (DL21 at book scale) and is tested on DL19 and DL20, re-ranking the
+# official BM25 top-100. The run files are written in TREC format with the notebook's run names, and
+# each claim gets a verdict computed from the numbers. The deviations from the notebook are listed
+# in {doc}`../reproducing`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
@@ -67,10 +68,10 @@ trec
 # ## The protocol: chapter 2's teacher, triples and test years
 #
 # The notebook's models learned from MS MARCO's training triples with a pairwise hinge loss and
-# re-ranked the official top-1000 of each DL19 query. The book's runs learn as chapter 2's TK-2 does:
-# Margin-MSE on the same teacher-labelled triples, the same schedule, early stopping on
-# DL21, and they re-rank the official BM25 top-100 of DL19 and DL20. No DL19 or DL20 query or
-# judgment is used before the test.
+# re-ranked the official top-1000 of each DL19 query. The book's runs learn as chapter 2's TK-2
+# does: Margin-MSE on the same teacher-labelled triples, the same schedule, early stopping on
+# chapter 2's validation queries, and they re-rank the official BM25 top-100 of DL19 and DL20. No
+# DL19 or DL20 query or judgment is used before the test.
 
 # %%
 start = time.perf_counter()
@@ -87,9 +88,9 @@ pd.DataFrame(
 # ## TUW19-p1: the best of several inits
 #
 # One TK-2 per seed: the seed sets the initial weights and the order of the triples, nothing else.
-# The notebook kept the init with the best validation result; here that is the best MRR@10 on DL21
-# (the measure early stopping watches). The test columns are shown for every init, so the spread
-# between inits is visible — it is the yardstick for every other difference in this chapter.
+# The notebook kept the init with the best validation result; here that is the best validation
+# MRR@10 (the measure early stopping watches). The test columns are shown for every init, so the
+# spread between inits is visible — it is the yardstick for every other difference in this chapter.
 
 # %%
 init_results = {}

@@ -27,10 +27,11 @@
 #
 # This chapter builds that comparison on the book's data. Every model learns from the same teacher
 # with the protocol of {doc}`02_training` (Margin-MSE on the same teacher-labelled triples, early
-# stopping on DL21) and is tested on DL19 and DL20, re-ranking the official BM25 top-100. Query latency
-# is measured on this machine, with real candidates, both running the whole model at query time and
-# with the passage side stored where the architecture allows. Each section ends with questions for
-# students; cells marked as exercises become a student notebook with `make exercises`.
+# stopping on chapter 2's validation queries) and is tested on DL19 and DL20, re-ranking the
+# official BM25 top-100. Query latency is measured on this machine, with real candidates, both
+# running the whole model at query time and with the passage side stored where the architecture
+# allows. Each section ends with questions for students; cells marked as exercises become a student
+# notebook with `make exercises`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper

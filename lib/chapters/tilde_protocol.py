@@ -4,12 +4,15 @@
   name), the weights every TILDE variant and TILDEv2 are fine-tuned from (TILDE paper §4.1 starts from BERT-Base).
 - :func:`trained_part` — what a ``trainable_layers`` setting fine-tunes, in words for the chapter.
 - :func:`teacher_labelled` — chapter 2's teacher-labelled queries and the teacher's scores of their candidates;
-  :func:`judged_groups` — TILDEv2's groups of the judged DL21 training queries.
+  :func:`tilde_training_data` — TILDE's pairs: the judged pairs of the profile (DL21's; ``paper``: MS MARCO's training
+  judgments, as :mod:`lib.training.paper_tilde`) and the teacher's, :func:`judged_source` how the chapter names them;
+  :func:`judged_groups` — TILDEv2's groups of the judged training queries that have a BM25 run.
 - :func:`pooled_cache` — where a frozen encoder's vectors are kept, holding chapter 2's teacher vectors of
   every book passage when TILDE's encoder and pooling are the teacher's.
 - :func:`check_test_sets` — the chapter's test and ablation years must be folds of the protocol.
-- :func:`evaluation_year` — a test year's queries, judgments and, per first stage, the top-``depth`` candidates
-  that have text (the book's queries of the profile, judged ones only).
+- :func:`evaluation_year` — a test year's queries, judgments and, per first stage the data folder has (BM25's scored
+  run always, :func:`lib.chapters.first_stage_runs.bm25_run`), the top-``depth`` candidates that have text (the
+  profile's judged queries).
 - :func:`score_both_precisions` — one model pass, TILDE-QL/-DL scores of every first stage from the float16
   index (the one the paper stores and serves, §3.2) and, as a check, from the float32 vectors.
 - :func:`ablation_scores` — every other variant's scores of BM25's candidates (Table 3).
@@ -32,11 +35,13 @@ import torch
 
 from lib.chapters import artifacts
 from lib.chapters.distillation_set import DistillationSet, build_distillation_set
+from lib.chapters.experiments import validation_set
+from lib.chapters.first_stage_runs import bm25_run, rerank_sets
 from lib.chapters.tilde_tables import scoring_runs
 from lib.core import paths
 from lib.core.profiles import Profile, limit_queries
 from lib.core.types import top_of_run
-from lib.data import load_qrels, load_queries, load_run
+from lib.data import held_runs, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import label
@@ -59,7 +64,14 @@ from lib.reranking.tilde_scoring import TildeScores, score_run
 from lib.reranking.tilde_v2_index import TildeV2Index
 from lib.reranking.tilde_v2_index import build_index as build_tilde_v2_index
 from lib.reranking.tilde_v2_index import score_run as score_v2_run
-from lib.training.tilde import TildeTrainingData
+from lib.training.tilde import (
+    MIN_RELEVANCE,
+    MSMARCO_TRAIN_SET,
+    TildeTrainingData,
+    fold_training_data,
+    msmarco_training_data,
+    with_teacher_pairs,
+)
 from lib.training.tilde_v2 import Group, groups
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 
@@ -205,12 +217,59 @@ def pooled_cache(
     return cache
 
 
-def judged_groups(data: TildeTrainingData, texts: Mapping[str, str], depth: int) -> list[Group]:
+def judged_training_data(profile: Profile, fold: str, texts: Mapping[str, str], seed: int) -> TildeTrainingData:
+    """The judged pairs TILDE learns from under ``profile`` (``profile.tilde.train_set``), for test year ``fold``.
+
+    ``None``: the fold's judged years that are not test years, DL21
+    (:func:`lib.training.tilde.fold_training_data`); ``"train"`` (``paper``): MS MARCO's training queries and
+    judgments, the profile's ``validation_set`` the validation queries
+    (:func:`lib.training.tilde.msmarco_training_data`). A profile with a query limit keeps the first
+    ``4 × query_limit`` training queries.
+    """
+    max_train_queries = None if profile.query_limit is None else 4 * profile.query_limit
+    train_set = profile.tilde.train_set
+    if train_set is None:
+        return fold_training_data(fold, texts, seed=seed, max_train_queries=max_train_queries)
+    if train_set == MSMARCO_TRAIN_SET:
+        validation = validation_set(profile.training)
+        return msmarco_training_data(fold, texts, validation, max_train_queries=max_train_queries)
+    raise ValueError(f"tilde setting 'train_set' must be None or {MSMARCO_TRAIN_SET!r}, got {train_set!r}")
+
+
+def tilde_training_data(
+    profile: Profile, fold: str, texts: Mapping[str, str], teacher: DistillationSet, seed: int
+) -> TildeTrainingData:
+    """:func:`judged_training_data` plus one pair per teacher-labelled query that is no judged training query.
+
+    Each such query is paired with the passage the teacher ranks first
+    (:func:`lib.training.tilde.with_teacher_pairs`, which refuses a validation query); a query with
+    judged pairs keeps its judgments (under ``paper`` the teacher labels MS MARCO training queries too).
+    """
+    data = judged_training_data(profile, fold, texts, seed)
+    judged = set(data.train_qids)
+    unjudged = {qid: candidates for qid, candidates in teacher.teacher.items() if qid not in judged}
+    return with_teacher_pairs(data, unjudged, teacher.queries)
+
+
+def judged_source(data: TildeTrainingData) -> str:
+    """How the chapter names ``data``'s judged pairs: DL21's graded pairs or MS MARCO's training judgments."""
+    if data.train_sets == (MSMARCO_TRAIN_SET,):
+        return "the pairs (query, passage judged relevant) of MS MARCO's training judgments, the paper's training data"
+    years = " and ".join(name.upper() for name in data.train_sets)
+    return f"the pairs (query, passage judged ≥ {MIN_RELEVANCE}) of {years}, the judged year that is not a test year"
+
+
+def judged_groups(profile: Profile, data: TildeTrainingData, texts: Mapping[str, str], depth: int) -> list[Group]:
     """TILDEv2's groups of the judged training queries: each pair's positive against the query's BM25 top
-    ``depth`` that is not judged relevant (grade ≥ 1)."""
-    candidates = {}
-    for train_set in data.train_sets:
-        run = load_run(train_set, BM25)
+    ``depth`` that is not judged relevant (grade ≥ 1).
+
+    BM25's scored run (:func:`lib.chapters.first_stage_runs.bm25_run`) exists for the sets the chapters
+    re-rank (:func:`lib.chapters.first_stage_runs.rerank_sets`): DL21 in the book subset; MS MARCO's
+    training queries have none, so under ``paper`` this gives no group.
+    """
+    candidates, with_runs = {}, rerank_sets(profile)
+    for train_set in (name for name in data.train_sets if name in with_runs):
+        run = bm25_run(profile.name, train_set)
         candidates.update({q: {p: s for p, s in run[q].items() if p in texts} for q in data.train_qids if q in run})
     relevant = {q: {p for p, grade in data.qrels.get(q, {}).items() if grade >= 1} for q in candidates}
     judged = [(q, p) for q, p in data.pairs if q in candidates]
@@ -240,12 +299,19 @@ class EvaluationYear:
 def evaluation_year(
     name: str, first_stages: Sequence[str], texts: Mapping[str, str], profile: Profile, depth: int
 ) -> EvaluationYear:
-    """The judged queries of ``name`` (the profile's slice) and each first stage's top ``depth`` passages with text."""
+    """The judged queries of ``name`` (the profile's slice) and each first stage's top ``depth`` passages with text.
+
+    BM25's is the scored run of :func:`lib.chapters.first_stage_runs.bm25_run`; another first stage's is the
+    data folder's run, and a first stage the folder has no run of (full MS MARCO's export has none but
+    BM25's) is left out of ``runs``.
+    """
     queries, qrels = load_queries(name), load_qrels(name)
     judged = limit_queries([q for q in queries if q in qrels], profile)
     runs = {}
     for stage in first_stages:
-        full = load_run(name, stage)
+        if stage != BM25 and not held_runs(name, (stage,)):
+            continue
+        full = bm25_run(profile.name, name) if stage == BM25 else load_run(name, stage)
         chosen = {q: {p: s for p, s in full[q].items() if p in texts} for q in judged if q in full}
         runs[stage] = top_of_run(chosen, depth)
     return EvaluationYear(name, queries, qrels, runs)

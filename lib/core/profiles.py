@@ -207,8 +207,13 @@ class TildeSettings(_Replaceable):
     TILDEv2: ``v2_steps`` of ``v2_batch_size`` groups of ``v2_group_size`` passages, Adam at ``v2_lr``,
     the encoder's top ``v2_trainable_layers`` layers fine-tuned. ``variants``: the ablation's TILDE
     models (:data:`lib.training.tilde_variants.VARIANTS`), the paper's Table 3 rows by default.
+    ``train_set``: where the judged training pairs come from — ``None``: the judged years of the test
+    fold that are not test years (DL21, :func:`lib.training.tilde.fold_training_data`); ``"train"`` (the
+    ``paper`` profile): MS MARCO's training queries and judgments, validated on ``training.validation_set``
+    (:func:`lib.training.tilde.msmarco_training_data`).
     """
 
+    train_set: str | None = None
     steps: int = 300
     batch_size: int = 16
     lr: float = 1e-4
@@ -336,8 +341,8 @@ PROFILES: dict[str, Profile] = {
         speed=SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
         clusters=ClusterSettings(ks=tuple(range(2, 61, 2)), n_init=10),
         tilde=TildeSettings(
-            steps=42_000, batch_size=128, lr=2e-5, head_lr=None, trainable_layers=None, v2_steps=50_000, v2_lr=2e-5,
-            v2_trainable_layers=None,
+            train_set="train", steps=42_000, batch_size=128, lr=2e-5, head_lr=None, trainable_layers=None,
+            v2_steps=50_000, v2_lr=2e-5, v2_trainable_layers=None,
         ),
         trec=TrecSettings(inits=(1, 2, 3, 4, 5)),
     ),

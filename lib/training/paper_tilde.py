@@ -3,7 +3,8 @@
 The book's chapter 6 fine-tunes TILDE on DL21's judged pairs at book scale (:mod:`lib.training.tilde`);
 this entry point is the paper's setting (TILDE paper §4.3): BiQDL (eq. 8) over the (query, relevant
 passage) pairs of the MS MARCO training set as :mod:`lib.data.msmarco` exports it (``queries.train.tsv``,
-``qrels.train.txt``, ``collection.tsv``; MS MARCO's judgments are binary, so ``--min-relevance`` is 1),
+``qrels.train.txt``, ``collection.tsv``; :func:`lib.training.tilde.msmarco_training_pairs`, the pairs chapter 6
+trains on under the ``paper`` profile; MS MARCO's judgments are binary, so ``--min-relevance`` is 1),
 starting from bert-base-uncased (``--bert``, default the pinned
 :func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once per node by its local
 rank 0; any folder :func:`lib.representations.bert.load_bert` loads, with its ``vocab.txt``), Adam at
@@ -47,11 +48,8 @@ from lib.models.tilde_vocabulary import VOCABULARIES, TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
 from lib.representations.pretrained import bert_base_uncased_folder
 from lib.reranking.tilde_index import HEADER_NAME, TildeIndex, build_index, load_index
-from lib.training.tilde import PAPER_LR, relevant_pairs, train_tilde
+from lib.training.tilde import MSMARCO_MIN_RELEVANCE, PAPER_LR, msmarco_training_pairs, train_tilde
 from lib.training.tilde_losses import LOSSES
-
-#: MS MARCO's training judgments are binary: a judged passage (grade 1) is relevant.
-MSMARCO_MIN_RELEVANCE = 1
 
 
 def _bert_folder(bert: str | None) -> str:
@@ -91,8 +89,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     data, out = Path(arguments.data), Path(arguments.out)
     texts = read_collection(data / "collection.tsv")
     queries = read_queries(data / "queries.train.tsv")
-    pairs = relevant_pairs(read_qrels(data / "qrels.train.txt"), texts, arguments.min_relevance)
-    pairs = [(qid, pid) for qid, pid in pairs if qid in queries]
+    pairs = msmarco_training_pairs(queries, read_qrels(data / "qrels.train.txt"), texts, arguments.min_relevance)
     if not pairs:
         raise ValueError(f"{data}: no training query has a passage judged >= {arguments.min_relevance} with text")
     steps = arguments.steps or math.ceil(arguments.epochs * len(pairs) / arguments.batch_size)

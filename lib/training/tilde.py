@@ -2,10 +2,12 @@
 
 The paper fine-tunes ``bert-base-uncased`` with BiQDL on the ~533k (query, relevant passage)
 judgments of the MS MARCO training set: Adam, learning rate 2e-5, batch 128, 10 epochs, no
-validation. The book has no MS MARCO training data (ARCHITECTURE.md, "Conventions"): it trains on
-the judged TREC DL queries of the years that are not test years — DL21 — whichever test year a
+validation. The book subset has no MS MARCO training data (ARCHITECTURE.md, "Conventions"): it trains
+on the judged TREC DL queries of the years that are not test years — DL21 — whichever test year a
 fold names (:func:`fold_training_data`), so no DL19 or DL20 judgment ever trains TILDE
-(:func:`lib.data.splits.train_validation_split` holds out a validation slice of them).
+(:func:`lib.data.splits.train_validation_split` holds out a validation slice of them). Full MS MARCO's
+export (the ``paper`` profile, :mod:`lib.training.paper_tilde`) has the paper's pairs
+(:func:`msmarco_training_pairs`, :func:`msmarco_training_data`).
 
 Named choices:
 
@@ -45,7 +47,7 @@ from lib.core import distributed
 from lib.core.device import autocast, resolve_device
 from lib.core.types import query_order
 from lib.data import load_qrels, load_queries
-from lib.data.splits import FOLDS, TEST_SETS, train_validation_split
+from lib.data.splits import FOLDS, TEST_SETS, check_disjoint_from_tests, train_validation_split, without_test_queries
 from lib.models.tilde import Tilde
 from lib.models.tilde_pooled_cache import PooledCache
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -65,6 +67,10 @@ from lib.training.tilde_losses import LOSSES, dl_loss, ql_loss, vocabulary_bce
 
 #: Pairs are (query, passage judged at least this grade): "highly relevant" in TREC DL (module doc).
 MIN_RELEVANCE = 2
+#: MS MARCO's training judgments are binary: a judged passage (grade 1) is relevant.
+MSMARCO_MIN_RELEVANCE = 1
+#: MS MARCO's training queries and judgments in the export (``queries.train.tsv``, ``qrels.train.txt``).
+MSMARCO_TRAIN_SET = "train"
 #: The paper's Adam learning rate for bert-base-uncased (§4.3).
 PAPER_LR = 2e-5
 #: The book's rate for its small BERT and few queries (:func:`lib.training.masked_lm.pretrain_mlm`'s rate too):
@@ -87,16 +93,28 @@ def relevant_pairs(
     ]
 
 
+def msmarco_training_pairs(
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    texts: Mapping[str, str],
+    min_relevance: int = MSMARCO_MIN_RELEVANCE,
+) -> list[Pair]:
+    """The paper's pairs (§4.3): :func:`relevant_pairs` of MS MARCO's training ``qrels`` whose query has text."""
+    return [(qid, pid) for qid, pid in relevant_pairs(qrels, texts, min_relevance) if qid in queries]
+
+
 @dataclass
 class TildeTrainingData:
     """A fold's training material for TILDE (:func:`fold_training_data`).
 
     Attributes:
         fold: the test set (``dl19`` or ``dl20``).
-        train_sets: the judged years the pairs come from (``("dl21",)``: never a test year).
+        train_sets: the judged sets the pairs come from (``("dl21",)``, or MS MARCO's ``("train",)``: never a
+            test year).
         pairs: ``(qid, pid)`` training pairs of the training queries.
         queries: texts of the training and validation queries; ``qrels``: their judgments.
-        train_qids, validation_qids: the split of the training years' queries (as every chapter's).
+        train_qids, validation_qids: the split of the training years' queries (as every chapter's), or MS
+            MARCO's judged training queries and the judged queries of a validation set.
         sources: each source of training examples and how many it gives (for the chapter's table).
         reconstruction: passages that learn to predict their own pieces (:func:`with_reconstruction`).
     """
@@ -182,6 +200,41 @@ def fold_training_data(
     pairs = relevant_pairs({q: qrels[q] for q in train_qids if q in qrels}, texts, min_relevance)
     source = f"{' + '.join(s.upper() for s in train_sets)} judged pairs (grade ≥ {min_relevance})"
     return TildeTrainingData(fold, train_sets, pairs, queries, qrels, train_qids, validation_qids, {source: len(pairs)})
+
+
+def msmarco_training_data(
+    fold: str,
+    texts: Mapping[str, str],
+    validation_set: str,
+    min_relevance: int = MSMARCO_MIN_RELEVANCE,
+    max_train_queries: int | None = None,
+) -> TildeTrainingData:
+    """Test year ``fold``'s TILDE on the paper's data: MS MARCO's judged training queries, ``validation_set``'s.
+
+    The training queries are the judged ones of ``queries.train.tsv`` less any that shares an id or a
+    text with a test year (:func:`lib.data.splits.without_test_queries`), in query order
+    (``max_train_queries``: the first only); their pairs are :func:`msmarco_training_pairs`. The
+    validation queries are ``validation_set``'s judged ones (MS MARCO dev-small for the ``paper``
+    profile); a validation query that is a test query is a ``ValueError``
+    (:func:`lib.data.splits.check_disjoint_from_tests`). Every test year trains on the same pairs.
+    """
+    if fold not in FOLDS:
+        raise ValueError(f"parameter 'fold' must be one of {sorted(FOLDS)}, got {fold!r}")
+    tests = {name: load_queries(name) for name in TEST_SETS}
+    train_queries = without_test_queries(load_queries(MSMARCO_TRAIN_SET), tests)
+    train_qrels = load_qrels(MSMARCO_TRAIN_SET)
+    train_qids = sorted((q for q in train_qrels if q in train_queries), key=query_order)[:max_train_queries]
+    queries = {qid: train_queries[qid] for qid in train_qids}
+    pairs = msmarco_training_pairs(queries, train_qrels, texts, min_relevance)
+    validation_queries, validation_qrels = load_queries(validation_set), load_qrels(validation_set)
+    validation_qids = sorted((q for q in validation_qrels if q in validation_queries), key=query_order)
+    check_disjoint_from_tests({qid: validation_queries[qid] for qid in validation_qids}, tests)
+    queries.update({qid: validation_queries[qid] for qid in validation_qids})
+    qrels = {qid: train_qrels[qid] for qid in train_qids} | {q: validation_qrels[q] for q in validation_qids}
+    source = f"MS MARCO {MSMARCO_TRAIN_SET} judged pairs (grade ≥ {min_relevance})"
+    return TildeTrainingData(
+        fold, (MSMARCO_TRAIN_SET,), pairs, queries, qrels, train_qids, validation_qids, {source: len(pairs)}
+    )
 
 
 @dataclass
@@ -405,10 +458,14 @@ def train_tilde(
 __all__ = [
     "BOOK_LR",
     "MIN_RELEVANCE",
+    "MSMARCO_MIN_RELEVANCE",
+    "MSMARCO_TRAIN_SET",
     "PAPER_LR",
     "TildeTrainingData",
     "TildeTrainingResult",
     "fold_training_data",
+    "msmarco_training_data",
+    "msmarco_training_pairs",
     "relevant_pairs",
     "teacher_pairs",
     "train_tilde",

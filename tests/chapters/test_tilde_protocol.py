@@ -1,4 +1,6 @@
-"""Chapter 6's protocol (``lib.chapters.tilde_protocol``): its test years, the starting BERT and Table 2's systems."""
+"""Chapter 6's protocol (``lib.chapters.tilde_protocol``): its test years, the starting BERT, the training pairs of
+each profile (DL21's in the book subset, MS MARCO's training judgments in the ``paper`` profile's export) and
+Table 2's systems."""
 
 from __future__ import annotations
 
@@ -14,15 +16,22 @@ from lib.chapters.tilde_protocol import (
     EvaluationYear,
     StartingBert,
     check_test_sets,
+    evaluation_year,
     judged_groups,
+    judged_source,
+    judged_training_data,
     pooled_cache,
     run_names,
     starting_bert,
     table2_systems,
+    tilde_training_data,
     trained_part,
 )
-from lib.core.types import ranking_from_run
-from lib.data import book_texts, registry
+from lib.core import paths
+from lib.core.profiles import get_profile
+from lib.core.types import query_order, ranking_from_run, top_of_run
+from lib.data import book_texts, load_queries, load_run, read_collection, read_qrels, read_queries, registry
+from lib.data.splits import TEST_SETS
 from lib.evaluation import measures as evaluation
 from lib.models.bi_encoder import BiEncoder
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID
@@ -32,7 +41,8 @@ from lib.representations.text import DOC_MAX_LENGTH
 from lib.reranking.dense import Encodings, encode
 from lib.reranking.tilde_runs import random_order
 from lib.reranking.tilde_scoring import TildeScores
-from lib.training.tilde import fold_training_data
+from lib.training.tilde import fold_training_data, msmarco_training_pairs, with_teacher_pairs
+from tests.chapters.test_first_stage_runs import DEV_QUERIES, export  # noqa: F401  (fixture)
 from tests.representations.test_pretrained import fake_bert_base  # noqa: F401  (fixture)
 
 FIRST_STAGE = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 2.0, "c": 1.0}}
@@ -128,8 +138,8 @@ def test_run_names_name_this_chapters_rerankings_only() -> None:
 def test_judged_groups_use_bm25_candidates_not_judged_relevant(converted: Path) -> None:
     texts = book_texts()
     data = fold_training_data("dl19", texts, max_train_queries=2)
-    made = judged_groups(data, texts, depth=50)
-    assert made and {g.qid for g in made} <= set(data.train_qids)
+    made = judged_groups(get_profile("book"), data, texts, depth=50)
+    assert made and {g.qid for g in made} <= set(data.train_qids) & set(load_run("dl21", "bm25"))
     for group in made:
         assert data.qrels[group.qid][group.positive] >= 2
         assert all(data.qrels[group.qid].get(pid, 0) < 1 for pid in group.negatives)
@@ -175,3 +185,117 @@ def test_the_pooled_cache_refuses_vectors_that_are_not_the_encoders(converted: P
     first.pooling = "mean"  # another pooling: the cache starts empty
     cache = pooled_cache(tmp_path / "other", first, minilm.tokenizer, texts, teacher)
     assert len(cache) == 0 and not (tmp_path / "other").exists()
+
+
+#: Training queries of the export below: real dev-small queries that the export's dev-small does not hold.
+TRAIN_QUERIES = 8
+#: A DL20 query's text under an id of MS MARCO's training set: a test query all the same.
+DL20_TEXT_ID = "990000001"
+
+
+@pytest.fixture
+def paper_train(
+    converted: Path,
+    export: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """``export`` with MS MARCO's training files, read as the ``paper`` profile's folder (artifacts in ``tmp_path``).
+
+    ``queries.train.tsv``: :data:`TRAIN_QUERIES` real dev-small queries after the export's, a DL19 query
+    and a DL20 query's text under :data:`DL20_TEXT_ID`; ``qrels.train.txt`` judges each of them relevant
+    (grade 1, MS MARCO's only grade) to one export passage, except the last training query (unjudged);
+    the first query is also judged to a passage without text.
+    """
+    pids = list(read_collection(export / "collection.tsv"))
+    train = list(read_queries(converted / "queries.dev-small.tsv").items())[DEV_QUERIES : DEV_QUERIES + TRAIN_QUERIES]
+    dl19_qid, dl19_text = next(iter(read_queries(export / "queries.dl19.tsv").items()))
+    dl20_text = next(iter(read_queries(export / "queries.dl20.tsv").values()))
+    queries = [*train, (dl19_qid, dl19_text), (DL20_TEXT_ID, dl20_text)]
+    (export / "queries.train.tsv").write_text("".join(f"{qid}\t{text}\n" for qid, text in queries), encoding="utf-8")
+    judged = [qid for qid, _ in queries if qid != train[-1][0]]
+    lines = [f"{qid} 0 {pids[i]} 1\n" for i, qid in enumerate(judged)] + [f"{train[0][0]} 0 no-text 1\n"]
+    (export / "qrels.train.txt").write_text("".join(lines), encoding="utf-8")
+    monkeypatch.setenv("TKBOOK_DATA", str(export.parent))
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    paths.use_profile_data("paper")
+    return export
+
+
+def _teacher(run: dict[str, dict[str, float]], queries: dict[str, str]) -> DistillationSet:
+    return DistillationSet(queries, run, [], [], {}, Encodings([], torch.empty(0, 1)))
+
+
+def test_the_paper_profile_trains_on_ms_marcos_training_judgments_without_test_queries(paper_train: Path) -> None:
+    texts, paper = book_texts(), get_profile("paper")
+    data = judged_training_data(paper, "dl19", texts, seed=42)
+    train_queries, train_qrels = (
+        read_queries(paper_train / "queries.train.tsv"),
+        read_qrels(paper_train / "qrels.train.txt"),
+    )
+    assert data.train_sets == ("train",) and data.pairs
+    assert all(train_qrels[qid][pid] >= 1 and pid in texts for qid, pid in data.pairs), "judged pairs with text"
+    tests = {name: load_queries(name) for name in TEST_SETS}
+    test_texts = {text for queries in tests.values() for text in queries.values()}
+    paired = {qid for qid, _ in data.pairs}
+    assert not paired & {qid for queries in tests.values() for qid in queries}, "no test-year query id"
+    assert not {train_queries[qid] for qid in paired} & test_texts, "no test-year query text"
+    every = msmarco_training_pairs(train_queries, train_qrels, texts)  # the command line's pairs
+    dl19_qid = next(iter(tests["dl19"]))
+    assert {qid for qid, _ in set(every) - set(data.pairs)} == {dl19_qid, DL20_TEXT_ID}, "only test queries dropped"
+    assert len(data.pairs) == TRAIN_QUERIES - 1 and data.train_qids == sorted(paired, key=query_order)
+    assert data.validation_qids == sorted(read_qrels(paper_train / "qrels.dev-small.txt"), key=query_order)
+    assert paper.training.validation_set == "dev-small" and not set(data.validation_qids) & paired
+    assert judged_training_data(paper, "dl20", texts, seed=42).pairs == data.pairs, "one model for both test years"
+    assert list(data.sources) == ["MS MARCO train judged pairs (grade ≥ 1)"]
+    assert judged_source(data).startswith("the pairs (query, passage judged relevant) of MS MARCO's training")
+    assert judged_groups(paper, data, texts, depth=10) == [], "MS MARCO's training queries have no BM25 run"
+
+
+def test_under_paper_the_teacher_pairs_only_the_queries_without_judgments(paper_train: Path) -> None:
+    texts, paper = book_texts(), get_profile("paper")
+    judged = judged_training_data(paper, "dl19", texts, seed=42)
+    train_queries = read_queries(paper_train / "queries.train.tsv")
+    unjudged = next(qid for qid in train_queries if qid not in judged.qrels and qid != DL20_TEXT_ID)
+    first = judged.train_qids[0]
+    teacher = _teacher({first: {"0": 1.0}, unjudged: {"421": 0.2, "887": 0.9}}, train_queries)
+    data = tilde_training_data(paper, "dl19", texts, teacher, seed=42)
+    assert data.pairs == [*judged.pairs, (unjudged, "887")], "a judged query keeps its judgments"
+    assert data.queries[unjudged] == train_queries[unjudged]
+    validation = judged.validation_qids[0]
+    with pytest.raises(ValueError, match="also judged training or validation queries"):
+        tilde_training_data(paper, "dl19", texts, _teacher({validation: {"0": 1.0}}, judged.queries), seed=42)
+
+
+def test_under_paper_test_years_rerank_the_scored_bm25_run_and_unheld_first_stages_are_left_out(
+    paper_train: Path,
+) -> None:
+    unscored = load_run("dl19", "bm25")
+    scored = {qid: {pid: float(rank) for rank, pid in enumerate(ranked, start=1)} for qid, ranked in unscored.items()}
+    evaluation.write_trec_run(scored, paths.run_path("paper", "dl19", "bm25"), tag="bm25")  # chapter 1's retrieval
+    year = evaluation_year("dl19", ["bm25", "splade-pp-ed"], book_texts(), get_profile("paper"), depth=3)
+    assert list(year.runs) == ["bm25"], "the export has no SPLADE++ run"
+    assert year.runs["bm25"] == top_of_run(scored, 3), "chapter 1's scored run, not the export's unscored one"
+
+
+def test_the_book_profiles_train_on_dl21_as_before(
+    converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")
+    texts = book_texts()
+    for name, max_train_queries in (("book", None), ("smoke", 4 * get_profile("smoke").query_limit)):
+        data = judged_training_data(get_profile(name), "dl19", texts, seed=42)
+        assert data == fold_training_data("dl19", texts, seed=42, max_train_queries=max_train_queries), name
+    assert data.train_sets == ("dl21",)
+    assert (
+        judged_source(data) == "the pairs (query, passage judged ≥ 2) of DL21, the judged year that is not a test year"
+    )
+    teacher = _teacher({"pseudo-1": {"0": 0.1, "421": 0.5}}, {"pseudo-1": "pseudo words"})
+    both = tilde_training_data(get_profile("smoke"), "dl19", texts, teacher, seed=42)
+    assert both == with_teacher_pairs(data, teacher.teacher, teacher.queries)
+    year = evaluation_year("dl19", ["bm25", "splade-pp-ed"], texts, get_profile("smoke"), depth=5)
+    assert list(year.runs) == ["bm25", "splade-pp-ed"]
+    for stage, run in year.runs.items():
+        assert run == top_of_run({q: load_run("dl19", stage)[q] for q in run}, 5), stage
