@@ -50,3 +50,10 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _data_folder_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``start_chapter`` and ``paths.use_profile_data`` set ``TKBOOK_CONVERTED`` for the whole process: each test
+    starts without it (the book folder) and the variable is put back as it was afterwards."""
+    monkeypatch.delenv(paths.CONVERTED_VARIABLE, raising=False)

@@ -108,6 +108,17 @@ def barrier() -> None:
             dist.barrier()
 
 
+def local_first(function: Callable[[], R]) -> R:
+    """``function()`` run first by each node's local rank 0 while the node's other processes wait, then by them.
+
+    For a download into a folder each node sees: one process per node fetches, the others then find the
+    file in place (and only verify it). Without torchrun: ``function()``.
+    """
+    result = function() if local_rank() == 0 else None
+    barrier()
+    return result if local_rank() == 0 else function()
+
+
 def shard(batch: Sequence[T], part: int | None = None, parts: int | None = None) -> list[T]:
     """This process's contiguous share of a global batch: part ``r`` of ``W`` is ``batch[r·B/W : (r+1)·B/W]``.
 

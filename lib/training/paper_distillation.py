@@ -96,21 +96,7 @@ def _embeddings(vectors: str, vocabulary: Vocabulary, seed: int) -> tuple[torch.
 def _teacher_file(teacher: str | None) -> Path:
     """``--teacher``, or the published scores of the paper registry: fetched by each node's local rank 0 while the
     others wait, then hash-checked by every process."""
-    if teacher is not None:
-        return Path(teacher)
-    if distributed.local_rank() == 0:
-        fetch_paper(TEACHER_SCORES)
-    distributed.barrier()
-    return fetch_paper(TEACHER_SCORES)
-
-
-def _bert_folder(bert: str | None) -> str:
-    """``--bert``, or the pinned bert-base-uncased: fetched by each node's local rank 0 while the others wait."""
-    if bert is not None:
-        return bert
-    folder = bert_base_uncased_folder() if distributed.local_rank() == 0 else None
-    distributed.barrier()
-    return str(folder if folder is not None else bert_base_uncased_folder())
+    return Path(teacher) if teacher is not None else distributed.local_first(lambda: fetch_paper(TEACHER_SCORES))
 
 
 def _student(
@@ -122,7 +108,7 @@ def _student(
         torch.manual_seed(arguments.seed)
         matrix, start = _embeddings(arguments.vectors, vocabulary, arguments.seed)
         return spec.build(matrix), vocabulary, {}, start
-    bert = _bert_folder(arguments.bert)
+    bert = arguments.bert or str(distributed.local_first(bert_base_uncased_folder))
     tokenizer = load_tokenizer(bert)
     torch.manual_seed(arguments.seed)
     model = spec.build(bert, num_layers=arguments.bert_layers)

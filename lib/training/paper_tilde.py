@@ -52,15 +52,6 @@ from lib.training.tilde import MSMARCO_MIN_RELEVANCE, PAPER_LR, msmarco_training
 from lib.training.tilde_losses import LOSSES
 
 
-def _bert_folder(bert: str | None) -> str:
-    """``--bert``, or the pinned bert-base-uncased: fetched by each node's local rank 0 while the others wait."""
-    if bert is not None:
-        return bert
-    folder = bert_base_uncased_folder() if distributed.local_rank() == 0 else None
-    distributed.barrier()
-    return str(folder if folder is not None else bert_base_uncased_folder())
-
-
 def _index(
     model: Tilde,
     tokenizer: WordPieceTokenizer,
@@ -93,7 +84,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     if not pairs:
         raise ValueError(f"{data}: no training query has a passage judged >= {arguments.min_relevance} with text")
     steps = arguments.steps or math.ceil(arguments.epochs * len(pairs) / arguments.batch_size)
-    bert = _bert_folder(arguments.bert)
+    bert = arguments.bert or str(distributed.local_first(bert_base_uncased_folder))
     tokenizer = load_tokenizer(bert)
     result = train_tilde(
         Tilde(bert),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -217,6 +218,14 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _slow_fetch(target: Path) -> bool:
+    """A download as local rank 0 does it (slowly); every process returns whether the file was there."""
+    if distributed.local_rank() == 0:
+        time.sleep(0.5)
+        target.write_text("fetched")
+    return target.is_file()
+
+
 def _worker(rank: int, world: int, port: int, folder: Path) -> None:
     """One process of the distributed run: torchrun's variables, then the pairwise run and the resume."""
     os.environ.update(
@@ -252,6 +261,7 @@ def _worker(rank: int, world: int, port: int, folder: Path) -> None:
         encodings, rows = encode_texts(folder)
         outcome["encode"] = {"ids": encodings.ids, "vectors": encodings.vectors, "rows": rows}
         outcome["indexes"] = build_indexes(folder / "indexes")
+        outcome["local_first"] = distributed.local_first(lambda: _slow_fetch(folder / "fetched.txt"))
         outcome["moved"] = moved
     finally:
         distributed.shutdown()
@@ -288,6 +298,7 @@ def test_without_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch
     assert distributed.broadcast_object({"a": 1}) == {"a": 1}
     assert distributed.gather_objects(3) == [3]
     assert list(distributed.map_round_robin([1, 2, 3], lambda item: 10 * item)) == [10, 20, 30]
+    assert distributed.local_first(lambda: 7) == 7
     assert distributed.mean_over_ranks(torch.tensor(2.5)) == 2.5
     module = nn.Linear(2, 1)
     assert distributed.wrap(module) is module
@@ -389,3 +400,7 @@ def test_one_process_resumes_an_interrupted_run_to_the_same_weights(
     for weights in ("last", "best"):
         for name, tensor in whole[weights].items():
             assert torch.equal(resumed[weights][name], tensor), name
+
+
+def test_local_rank_0_fetches_first_and_the_other_processes_find_its_file(two_processes: list[dict[str, Any]]) -> None:
+    assert [outcome["local_first"] for outcome in two_processes] == [True, True]
