@@ -21,6 +21,7 @@ vectors (:func:`lib.reranking.dense.encode`, every process gets all rows) and TI
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
@@ -77,6 +78,14 @@ def shutdown() -> None:
     """Leave the process group (at the end of a distributed script); nothing when there is none."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def finish(record: dict[str, Any]) -> None:
+    """End a distributed command line: rank 0 prints its result ``record`` as one JSON line, then every
+    process leaves the group (:func:`shutdown`)."""
+    if is_main():
+        print(json.dumps(record))
+    shutdown()
 
 
 def rank() -> int:

@@ -45,7 +45,6 @@ alone validates and writes::
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -205,10 +204,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run from the command line; rank 0 prints the result record as JSON."""
-    record = run(parse_arguments(argv))
-    if distributed.is_main():
-        print(json.dumps(record))
-    distributed.shutdown()
+    distributed.finish(run(parse_arguments(argv)))
 
 
 if __name__ == "__main__":

@@ -145,10 +145,7 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run from the command line; rank 0 prints the result record as JSON."""
-    record = run(parse_arguments(argv))
-    if distributed.is_main():
-        print(json.dumps(record))
-    distributed.shutdown()
+    distributed.finish(run(parse_arguments(argv)))
 
 
 if __name__ == "__main__":

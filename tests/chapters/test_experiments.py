@@ -101,13 +101,15 @@ def test_each_profile_validates_on_its_own_set_and_the_prose_names_it() -> None:
     assert experiments.query_set_label("dev-small") == "MS MARCO dev-small"
 
 
-def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export(
-    data_folders: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def paper_export(data_folders: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The paper profile reads the tiny MS MARCO export; its artifacts go to a fresh folder."""
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
     paths.use_profile_data("paper")
+
+
+@pytest.mark.usefixtures("paper_export")
+def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export() -> None:
     paper = get_profile("paper")
     name = experiments.validation_set(paper.training)
     with pytest.raises(FileNotFoundError, match="CH=01_data_and_first_stage PROFILE=paper"):
@@ -121,13 +123,8 @@ def test_the_paper_profile_validates_on_dev_small_from_the_msmarco_export(
     assert validation.run == {"2": {"0": 7.5}, "1048585": {"0": 1.5}}, "chapter 1's scored run, cut at the depth"
 
 
-def test_table_2_compares_against_chapter_1s_scored_bm25_on_the_msmarco_export(
-    data_folders: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
-    paths.use_profile_data("paper")
+@pytest.mark.usefixtures("paper_export")
+def test_table_2_compares_against_chapter_1s_scored_bm25_on_the_msmarco_export() -> None:
     with pytest.raises(FileNotFoundError, match="CH=01_data_and_first_stage PROFILE=paper"):
         experiments.first_stage_baselines("paper", "dl19")  # the export's run is unscored: never compared against
     scored = {"19335": {"1": 9.5, "0": 2.0}}  # what chapter 1 retrieves in its place

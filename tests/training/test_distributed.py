@@ -289,7 +289,9 @@ def test_shard_splits_a_batch_into_equal_contiguous_parts() -> None:
         distributed.shard(batch, 2, 2)
 
 
-def test_without_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_torchrun_nothing_is_distributed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert not distributed.init_from_env()
     monkeypatch.setenv("WORLD_SIZE", "1")
@@ -303,6 +305,8 @@ def test_without_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch
     module = nn.Linear(2, 1)
     assert distributed.wrap(module) is module
     distributed.barrier()
+    distributed.finish({"steps": 3, "best": 0.5})
+    assert capsys.readouterr().out == '{"steps": 3, "best": 0.5}\n', "the one process prints its record as a JSON line"
 
 
 def test_a_rank_seed_keeps_rank_0_and_separates_the_others() -> None:
