@@ -16,9 +16,13 @@ DL21 uses the MS MARCO v2 corpus; its passages are training text only, never tes
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+from lib.data.readers import read_queries
 
 TEST_SETS: tuple[str, ...] = ("dl19", "dl20")
 JUDGED_SETS: tuple[str, ...] = ("dl19", "dl20", "dl21")
@@ -70,6 +74,25 @@ def without_test_queries(queries: Mapping[str, str], tests: Mapping[str, Mapping
     test_ids = {qid for test in tests.values() for qid in test}
     test_texts = {_normalised(text) for test in tests.values() for text in test.values()}
     return {qid: text for qid, text in queries.items() if qid not in test_ids and _normalised(text) not in test_texts}
+
+
+def export_test_queries(folder: str | os.PathLike) -> dict[str, dict[str, str]]:
+    """The test years' queries in an MS MARCO export ``folder`` (``queries.dl19.tsv``, ``queries.dl20.tsv``).
+
+    The paper-scale command lines read their training and validation queries from such a folder
+    (:mod:`lib.data.msmarco`) and drop or refuse any that is a test query; a missing file is a
+    ``FileNotFoundError`` naming it, since without it nothing can be checked.
+    """
+    tests = {}
+    for name in TEST_SETS:
+        path = Path(folder) / f"queries.{name}.tsv"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path}: the {name} test queries are needed to keep them out of training and validation "
+                "(python -m lib.data.msmarco writes them)"
+            )
+        tests[name] = read_queries(path)
+    return tests
 
 
 def check_disjoint_from_tests(queries: Mapping[str, str], tests: Mapping[str, Mapping[str, str]]) -> None:

@@ -7,7 +7,10 @@ training queries as :mod:`lib.data.msmarco` exports them, the BERT-cat ensemble'
 training triples (:func:`lib.data.readers.read_teacher_scores`; ``--teacher`` defaults to the published
 file, :data:`lib.data.registry.TEACHER_SCORES`, downloaded once per node and md5-checked against its
 Zenodo record), validation on MS MARCO dev-small's
-BM25 candidates, and :func:`lib.training.pairwise.train` with the teacher's margins. Any trainable
+BM25 candidates, and :func:`lib.training.pairwise.train` with the teacher's margins. No test-year
+query trains or validates: the triples of a training query that shares an id or a text with a
+DL19/DL20 query of the export are dropped (``result.json``'s ``dropped_test_queries``), and such a
+validation query is an error (:mod:`lib.data.splits`). Any trainable
 model of the registry (:mod:`lib.models.registry`) is a student:
 
 - a **word** model (``--model tk2``, the default; TK-1/3, KNRM, Conv-KNRM, TK-Sparse) starts from word
@@ -56,6 +59,7 @@ from lib.core.atomic import write_json
 from lib.core.types import query_order, top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run, read_teacher_scores
 from lib.data.registry import TEACHER_SCORES, fetch_paper
+from lib.data.splits import check_disjoint_from_tests, export_test_queries, without_test_queries
 from lib.models.bert_cat import PAPER_BERT_LR
 from lib.models.registry import ModelSpec, model_spec
 from lib.representations.bert import load_tokenizer
@@ -136,8 +140,13 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"parameter '--model': {arguments.model!r} is used zero-shot, never trained")
     data, out = Path(arguments.data), Path(arguments.out)
     texts = read_collection(data / "collection.tsv")
-    queries = read_queries(data / "queries.train.tsv")
-    triples, margins = read_teacher_scores(_teacher_file(arguments.teacher))
+    tests = export_test_queries(data)
+    every_query = read_queries(data / "queries.train.tsv")
+    queries = without_test_queries(every_query, tests)
+    dropped = every_query.keys() - queries.keys()
+    labelled = zip(*read_teacher_scores(_teacher_file(arguments.teacher)), strict=True)
+    kept = [(triple, margin) for triple, margin in labelled if triple[0] not in dropped]
+    triples, margins = [triple for triple, _ in kept], [margin for _, margin in kept]
     model, tokenizer, learning_rates, start = _student(spec, arguments, out, texts)
     config = TrainingConfig(
         batch_size=arguments.batch_size,
@@ -155,11 +164,13 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         bucket_batches=arguments.bucket_batches,
     )
     validation = _validation(data, arguments.validation_queries, arguments.rerank_depth)
+    check_disjoint_from_tests(validation.queries, tests)
     result = train(model, tokenizer, triples, queries, texts, validation, config, out / "checkpoints", margins=margins)
     record = {
         "model": arguments.model,
         "start": start,
         "triples": len(triples),
+        "dropped_test_queries": len(dropped),
         "steps": result.steps,
         "best_step": result.best_step,
         f"best validation {config.metric}": result.best_metric,

@@ -4,7 +4,8 @@ The book's chapter 6 fine-tunes TILDE on DL21's judged pairs at book scale (:mod
 this entry point is the paper's setting (TILDE paper §4.3): BiQDL (eq. 8) over the (query, relevant
 passage) pairs of the MS MARCO training set as :mod:`lib.data.msmarco` exports it (``queries.train.tsv``,
 ``qrels.train.txt``, ``collection.tsv``; :func:`lib.training.tilde.msmarco_training_pairs`, the pairs chapter 6
-trains on under the ``paper`` profile; MS MARCO's judgments are binary, so ``--min-relevance`` is 1),
+trains on under the ``paper`` profile; MS MARCO's judgments are binary, so ``--min-relevance`` is 1;
+a training query that shares an id or a text with a DL19/DL20 query is dropped, :mod:`lib.data.splits`),
 starting from bert-base-uncased (``--bert``, default the pinned
 :func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once per node by its local
 rank 0; any folder :func:`lib.representations.bert.load_bert` loads, with its ``vocab.txt``), Adam at
@@ -43,6 +44,7 @@ from lib.core import distributed
 from lib.core.atomic import write_json
 from lib.core.types import top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run
+from lib.data.splits import export_test_queries, without_test_queries
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import VOCABULARIES, TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
@@ -79,7 +81,8 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     distributed.init_from_env()
     data, out = Path(arguments.data), Path(arguments.out)
     texts = read_collection(data / "collection.tsv")
-    queries = read_queries(data / "queries.train.tsv")
+    every_query = read_queries(data / "queries.train.tsv")
+    queries = without_test_queries(every_query, export_test_queries(data))
     pairs = msmarco_training_pairs(queries, read_qrels(data / "qrels.train.txt"), texts, arguments.min_relevance)
     if not pairs:
         raise ValueError(f"{data}: no training query has a passage judged >= {arguments.min_relevance} with text")
@@ -106,6 +109,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     record: dict[str, Any] = {
         "bert": bert,
         "pairs": len(pairs),
+        "dropped_test_queries": len(every_query) - len(queries),
         "steps": steps,
         "epochs": result.epochs,
         "final_loss": result.losses[-1],

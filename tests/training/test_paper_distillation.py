@@ -46,6 +46,8 @@ def _export(folder: Path) -> Path:
     (folder / "collection.tsv").write_text("".join(f"{pid}\t{text}\n" for pid, text in PASSAGES.items()))
     (folder / "queries.train.tsv").write_text("11\tthe cat\n12\tzebra and dog\n")
     (folder / "queries.dev-small.tsv").write_text("21\tcat\n22\tthe zebra\n")
+    (folder / "queries.dl19.tsv").write_text("31\tdog and cat\n32\tzebra stripes\n")
+    (folder / "queries.dl20.tsv").write_text("41\twhy is the dog\n")
     (folder / "qrels.dev-small.txt").write_text("21 0 p1 1\n22 0 p4 1\n")
     run = [f"{q} Q0 {p} {r} {10 - r} bm25\n" for q in ("21", "22") for r, p in enumerate(PASSAGES, start=1)]
     (folder / "runs" / "dev-small__bm25.trec").write_text("".join(run))
@@ -73,11 +75,29 @@ def test_a_short_run_trains_records_its_result_and_a_second_call_reuses_it(tmp_p
     record = json.loads((out / "result.json").read_text())
     assert printed == record
     assert record["model"] == "tk2" and record["triples"] == 4 and record["steps"] == 4 and record["processes"] == 1
+    assert record["dropped_test_queries"] == 0
     assert record["best_step"] in (2, 4) and 0.0 <= record["best validation MRR@10"] <= 1.0
     assert (out / "checkpoints" / "best.pt").is_file() and (out / "checkpoints" / "history.csv").is_file()
     assert {"cat", "dog", "zebra", "the"} <= set(Vocabulary.load(out / "vocabulary.txt").terms)
     again = paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, out)))
     assert again == record, "the finished run is reused, not trained again"
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_no_test_year_query_trains_or_validates(tmp_path: Path) -> None:
+    data, teacher = _export(tmp_path / "data"), _teacher(tmp_path / "teacher.tsv")
+    (data / "queries.dl20.tsv").write_text("12\tanother text, same id\n")
+    record = paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, tmp_path / "a")))
+    assert record["dropped_test_queries"] == 1 and record["triples"] == 2, "query 12's two triples are dropped"
+    (data / "queries.dl20.tsv").write_text("41\tThe Cat?\n")  # training query 11's text
+    record = paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, tmp_path / "b")))
+    assert record["dropped_test_queries"] == 1 and record["triples"] == 2, "query 11's two triples are dropped"
+    (data / "queries.dl19.tsv").write_text("31\tCAT\n")  # dev-small query 21's text
+    with pytest.raises(ValueError, match="1 training/validation queries are dl19 test queries"):
+        paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, tmp_path / "c")))
+    (data / "queries.dl19.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"queries\.dl19\.tsv: the dl19 test queries are needed"):
+        paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, tmp_path / "d")))
 
 
 def test_bad_input_names_the_file_and_line_or_the_parameter(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ def test_tilde_trains_on_the_training_judgments_and_indexes_the_candidates(tmp_p
     record = json.loads(capsys.readouterr().out)
     assert record == json.loads((out / "result.json").read_text())
     assert record["pairs"] == 3 and record["steps"] == 3 and record["processes"] == 1  # 2 epochs of 3 pairs
+    assert record["dropped_test_queries"] == 0
     index = load_index(out / "index-dl19")
     assert sorted(index.pids) == ["p1", "p2", "p3", "p5", "p6"] and record["indexed_passages"] == 5
     model = Tilde.load(out / "model")
@@ -53,6 +54,15 @@ def test_tilde_trains_on_the_training_judgments_and_indexes_the_candidates(tmp_p
     written = (out / "index-dl19" / LOG_PROBS_NAME).stat().st_mtime_ns
     assert paper_tilde.run(paper_tilde.parse_arguments(arguments)) == record
     assert (out / "index-dl19" / LOG_PROBS_NAME).stat().st_mtime_ns == written, "the index is reused, not rebuilt"
+
+
+def test_a_training_query_of_a_test_year_is_dropped(tmp_path: Path) -> None:
+    data, bert = _paper_data(tmp_path / "data"), _bert(tmp_path / "bert")
+    (data / "queries.dl19.tsv").write_text("31\tZebra and dog.\n")  # training query 12's text
+    arguments = ["--data", str(data), "--out", str(tmp_path / "out"), "--bert", str(bert), "--epochs", "1",
+                 "--batch-size", "1", "--device", "cpu", "--no-progress"]  # fmt: skip
+    record = paper_tilde.run(paper_tilde.parse_arguments(arguments))
+    assert record["dropped_test_queries"] == 1 and record["pairs"] == 1, "only query 11's pair (p1) is left"
 
 
 def test_no_training_pair_is_an_error_naming_the_folder(tmp_path: Path) -> None:
