@@ -72,6 +72,11 @@ def test_roofline_table_figure_and_reading() -> None:
     reading = speed_report.roofline_reading(table)
     assert reading.startswith("BERT-Base comes closest to the roof (56 %")
     assert "BERT-Base does 70× TK-2's floating-point work per document but takes only 25× its time" in reading
+    assert "above 100 %" not in reading
+    table.loc["BERT-Base", "% of peak"] = 103.0
+    assert speed_report.roofline_reading(table).startswith(
+        "BERT-Base comes closest to the roof (103 % of the matmul peak), above 100 % because the peak is the best"
+    )
     with pytest.raises(ValueError, match="roofline"):
         speed_report.roofline_table([row("knrm", 2.0)])
 
