@@ -89,8 +89,9 @@ pd.DataFrame(
 #
 # One TK-2 per seed: the seed sets the initial weights and the order of the triples, nothing else.
 # The notebook kept the init with the best validation result; here that is the best validation
-# MRR@10 (the measure early stopping watches). The test columns are shown for every init, so the
-# spread between inits is visible — it is the yardstick for every other difference in this chapter.
+# {glue:text}`trec_validation_metric` (the measure early stopping watches). The test columns are
+# shown for every init, so the spread between inits is visible — it is the yardstick for every other
+# difference in this chapter.
 
 # %%
 init_results = {}
@@ -104,14 +105,15 @@ inits_table = pd.DataFrame(
     [
         {
             "init": init,
-            "validation MRR@10": next(iter(results.values())).training.best_metric,
+            f"validation {settings.validation_metric}": next(iter(results.values())).training.best_metric,
             "best step": next(iter(results.values())).best_step,
             **{f"{name} nDCG@10 (all)": result.metrics_at_full_depth["nDCG@10"] for name, result in results.items()},
         }
         for init, results in init_results.items()
     ]
 ).set_index("init")
-p1_init = trec_runs.best_init(inits_table["validation MRR@10"].to_dict())
+p1_init = trec_runs.best_init(inits_table[f"validation {settings.validation_metric}"].to_dict())
+glue("trec_validation_metric", settings.validation_metric, display=False)
 write_csv(out / "inits.csv", inits_table.reset_index())
 glue("p1_init", f"{p1_init}", display=False)
 glue("init_count", f"{len(trec.inits)}", display=False)

@@ -94,7 +94,7 @@ write_csv(out / "training_seconds.csv", pd.DataFrame({"model": list(seconds), "s
 pd.DataFrame(
     [
         {"model": label(name), "best step": results["dl19"].best_step,
-         "validation MRR@10": results["dl19"].training.best_metric, "seconds": seconds[name]}
+         f"validation {settings.validation_metric}": results["dl19"].training.best_metric, "seconds": seconds[name]}
         for name, results in trained.items()
     ]
 ).set_index("model").round(3)  # fmt: skip

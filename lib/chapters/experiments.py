@@ -14,8 +14,9 @@
    the ``paper`` profile; its BM25 top candidates), and the two test years DL19 and DL20 (their
    official BM25 top-100). No DL19/DL20 query or judgment enters training or validation
    (:func:`lib.data.splits.check_disjoint_from_tests`).
-3. :func:`run_model` — train one model once (Margin-MSE, early stopping on validation MRR@10, as the
-   paper; a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
+3. :func:`run_model` — train one model once (Margin-MSE, early stopping on the profile's validation
+   measure, ``validation_metric``: nDCG@10 on DL21's graded judgments, MRR@10 on dev-small as the paper;
+   a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
    each test year score the candidates once, write the per-candidate scores, the run at the tuned
    depth and the run re-ranking all candidates (``<set>__<model>-all.trec``), evaluate, and measure
    documents per millisecond.
@@ -445,7 +446,7 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         max_steps=settings.bert_cat_max_steps if bert else settings.max_steps,
         validate_every=settings.bert_cat_validate_every if bert else settings.validate_every,
         patience=settings.patience,
-        metric="MRR@10",
+        metric=settings.validation_metric,
         max_query_length=QUERY_MAX_LENGTH,
         max_doc_length=DOC_MAX_LENGTH,
         seed=seed,
@@ -502,7 +503,8 @@ def run_model(
     config = training_config(name, settings, seed, device)
     if model_spec(name).zero_shot:
         model = model.to(resolve_device(device)).eval()
-        history, best_step, result = pd.DataFrame(columns=["step", "epoch", "train_loss", "MRR@10"]), 0, None
+        columns = ["step", "epoch", "train_loss", *config.measures]
+        history, best_step, result = pd.DataFrame(columns=columns), 0, None
     else:
         checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
         result = train(
@@ -525,8 +527,8 @@ def run_model(
 
     validation = protocol.validation
     validation_scores = scores_of(validation.queries, validation.run)
-    depth, _curve = tune_depth(validation.run, validation_scores, validation.qrels, metric="MRR@10")
-    weight, _weights = tune_interpolation(validation.run, validation_scores, validation.qrels, metric="MRR@10")
+    depth, _curve = tune_depth(validation.run, validation_scores, validation.qrels, metric=config.metric)
+    weight, _weights = tune_interpolation(validation.run, validation_scores, validation.qrels, metric=config.metric)
     docs_per_ms = _throughput(model, tokenizer, next(iter(protocol.tests.values())), protocol.texts, settings, name)
     results = {}
     for test in protocol.tests.values():
@@ -558,15 +560,15 @@ def run_model(
     return results
 
 
-def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]]) -> pd.DataFrame:
+def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]], metric: str) -> pd.DataFrame:
     """One row per test year and variant: nDCG@10 at the tuned depth, the depth, nDCG@10 re-ranking all,
-    and the variant's best validation MRR@10 (the validation set's, the number a choice between variants may rest on;
-    NaN for an untrained model).
+    and the variant's best validation ``metric`` (column ``validation <metric>``: the validation set's, the
+    number a choice between variants may rest on; NaN for an untrained model).
 
     ``runs`` maps a variant's label (the value of ``column``) to its results by test year, as
     :func:`run_model` returns them; rows follow the test years, then the labels in ``runs``' order.
     """
-    columns = ["set", column, "nDCG@10", "depth", "nDCG@10 (all)", "validation MRR@10"]
+    columns = ["set", column, "nDCG@10", "depth", "nDCG@10 (all)", f"validation {metric}"]
     rows = [
         {
             "set": query_set,
@@ -574,7 +576,7 @@ def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]]) -> 
             "nDCG@10": results[query_set].metrics_at_tuned_depth["nDCG@10"],
             "depth": results[query_set].tuned_depth,
             "nDCG@10 (all)": results[query_set].metrics_at_full_depth["nDCG@10"],
-            "validation MRR@10": results[query_set].history.get("MRR@10", pd.Series(dtype=float)).max(),
+            f"validation {metric}": results[query_set].history.get(metric, pd.Series(dtype=float)).max(),
         }
         for query_set in next(iter(runs.values()), {})
         for label, results in runs.items()

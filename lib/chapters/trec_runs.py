@@ -5,8 +5,8 @@ for Re-ranking* (the TREC notebook): §3.2 and Table 1 (the runs), §3.3 and Tab
 Table 3 (the best and worst queries of TUW19-p3).
 
 - **TUW19-p1**: TK on GloVe, "best validation run of multiple inits" — :func:`best_init` picks, among
-  TK-2 models trained from several seeds, the one with the best validation MRR@10 (the notebook's
-  early-stopping measure).
+  TK-2 models trained from several seeds, the one with the best value of the measure early stopping
+  watches (the profile's ``validation_metric``; MRR@10 in the notebook).
 - **TUW19-p2**: TK on fastText vectors instead of GloVe (vectors trained on the book corpus; fastText's
   character n-grams give every word of the corpus a vector, so nothing is out of vocabulary).
 - **TUW19-p3**: "ensemble of multiple TUW19-p1 configurations". The notebook does not say how scores

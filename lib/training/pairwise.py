@@ -3,8 +3,9 @@
 The recipe (TK paper, §4 and §4.3): a **pairwise hinge loss** over (query, better passage, worse
 passage) triples, **Adam** over the model's own parameter groups (``model.optimizer_groups()``:
 10⁻⁴ for word embeddings and contextualisation, 10⁻³ elsewhere), batches of 64 pairs, 30 / 200
-token caps for queries / passages, and **early stopping on the validation MRR@10** (the book also
-records nDCG@10). Validation re-ranks the first stage's top ``rerank_depth`` of a held-out slice of
+token caps for queries / passages, and **early stopping on the validation MRR@10**
+(``TrainingConfig.metric``; the book profile validates on nDCG@10 over DL21's graded judgments; both are
+always recorded). Validation re-ranks the first stage's top ``rerank_depth`` of a held-out slice of
 the training queries (ARCHITECTURE.md, "Conventions").
 
 - :func:`training_pairs` turns graded judgments and first-stage candidates into pairs.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -181,6 +183,16 @@ def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
     assert paper.learning_rates == {}, "None keeps the paper's groups"
 
 
+def test_early_stopping_watches_the_profiles_validation_measure() -> None:
+    for name, measure in (("book", "nDCG@10"), ("paper", "MRR@10")):
+        settings = get_profile(name).training
+        assert settings.validation_metric == measure
+        for model in ("tk2", "bert-cat"):
+            assert experiments.training_config(model, settings, 1, "cpu").metric == measure
+    with pytest.raises(ValueError, match="'metric'"):
+        experiments.training_config("tk2", TrainingSettings(validation_metric="MRR@11"), 1, "cpu")
+
+
 def test_build_model_gives_each_model_with_its_tokenizer(tmp_path):
     vocabulary = Vocabulary(["[PAD]", "[UNK]", "a", "b"])
     representations = experiments.Representations(vocabulary, torch.randn(4, 300), tmp_path, wordpiece=None)
@@ -249,7 +261,18 @@ def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
     protocol: experiments.Protocol, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
-    settings = get_profile("smoke").training.replace(candidate_depth=5)
+    settings = get_profile("smoke").training.replace(candidate_depth=5, validation_metric="MRR@10")
+    tuned_on = []
+
+    def spying(original: Callable[..., Any]) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            tuned_on.append(kwargs["metric"])
+            return original(*args, **kwargs)
+
+        return spy
+
+    monkeypatch.setattr(experiments, "tune_depth", spying(experiments.tune_depth))
+    monkeypatch.setattr(experiments, "tune_interpolation", spying(experiments.tune_interpolation))
     small = dataclasses.replace(
         protocol,
         validation=ValidationSet(
@@ -271,8 +294,10 @@ def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
     )
     results = experiments.run_model("bi-encoder", small, representations, settings, "smoke", "02_training", 42)
     assert sorted(results) == ["dl19", "dl20"]
+    assert tuned_on == ["MRR@10", "MRR@10"], "the depth and the weight maximise the profile's validation measure"
     for name, result in results.items():
         assert result.training is None and result.best_step == 0 and result.history.empty
+        assert result.history.columns[3:].tolist() == ["MRR@10", "nDCG@10"]
         assert result.query_set == name and result.row()["set"] == name
         tuned = read_run(paths.run_path("smoke", name, "bi-encoder"))
         everything = read_run(paths.run_path("smoke", name, "bi-encoder-all"))
@@ -296,7 +321,7 @@ def _result(
     model: str, query_set: str, tuned: float, depth: int, everything: float, validation: tuple[float, ...] = ()
 ) -> experiments.ModelResult:
     empty = pd.DataFrame()
-    history = pd.DataFrame({"MRR@10": list(validation)}) if validation else empty
+    history = pd.DataFrame({"nDCG@10": list(validation), "MRR@10": [0.9] * len(validation)}) if validation else empty
     return experiments.ModelResult(
         model=model, query_set=query_set, tuned_depth=depth, metrics_at_tuned_depth={"nDCG@10": tuned},
         metrics_at_full_depth={"nDCG@10": everything}, per_query=empty, per_query_all=empty, weight=0.0,
@@ -313,14 +338,14 @@ def test_variant_comparison_has_one_row_per_year_and_variant_in_order() -> None:
             "dl20": _result("tk2-b", "dl20", 0.25, 5, 0.15),
         },
     }
-    table = experiments.variant_comparison("source", runs)
-    assert table.columns.tolist() == ["set", "source", "nDCG@10", "depth", "nDCG@10 (all)", "validation MRR@10"]
-    assert table["validation MRR@10"].iloc[1] == 0.6, "the best validation"
-    assert table["validation MRR@10"].iloc[[0, 2, 3]].isna().all(), "no history, no validation number"
+    table = experiments.variant_comparison("source", runs, "nDCG@10")
+    assert table.columns.tolist() == ["set", "source", "nDCG@10", "depth", "nDCG@10 (all)", "validation nDCG@10"]
+    assert table["validation nDCG@10"].iloc[1] == 0.6, "the best validation, of the measure named"
+    assert table["validation nDCG@10"].iloc[[0, 2, 3]].isna().all(), "no history, no validation number"
     assert table[["set", "source"]].values.tolist() == [["dl19", "a"], ["dl19", "b"], ["dl20", "a"], ["dl20", "b"]]
     assert table["nDCG@10 (all)"].tolist() == [0.4, 0.2, 0.35, 0.15]
     assert table["depth"].tolist() == [12, 5, 12, 5]
-    assert experiments.variant_comparison("source", {}).empty
+    assert experiments.variant_comparison("source", {}, "nDCG@10").empty
 
 
 def test_settings_read_back_as_they_were_written(tmp_path):
