@@ -146,7 +146,7 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
     (module docstring).
     """
     spec = model_spec(name)
-    if spec.family == "wordpiece":
+    if spec.family in ("wordpiece", "pieces"):
         settings = training_settings(profile)
         small = _folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert"
         bert_path = experiments.bert_cat_folder(settings["bert_cat_start"], small)
@@ -170,6 +170,8 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
         representations = experiments.Representations(
             vocabulary=words, embeddings=torch.zeros(shape), bert_path=Path(), wordpiece=None
         )
+    if spec.family == "pieces":
+        representations.piece_vectors = torch.zeros(tuple(state[EMBEDDING_KEY].shape))
     model, tokenizer = experiments.build_model(name, representations, seed=0)
     model.load_state_dict(state)
     model.to(resolve_device(device)).eval()

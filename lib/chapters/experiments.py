@@ -51,6 +51,7 @@ from lib.evaluation.interpolation import interpolate, tune_interpolation
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
+from lib.representations.piece_vectors import piece_vectors
 from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50d, glove_42b_300d, minilm_folder
 from lib.representations.text import DOC_MAX_LENGTH, PAPER_MIN_COUNT, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import (
@@ -93,7 +94,9 @@ class Representations:
     """The word vocabulary and embedding matrix, and BERT-cat's starting BERT (folder, layers kept, tokenizer).
 
     ``coverage`` says how the embedding rows were filled; ``small_bert`` is the book's masked-LM BERT
-    (chapter 6 starts TILDE from it).
+    (chapter 6 starts TILDE from it); ``piece_vectors`` the static word-piece vectors distilled from the
+    starting BERT's outputs (:mod:`lib.representations.piece_vectors`) that the ``pieces`` models start
+    from, ``None`` where no such model is trained.
     """
 
     vocabulary: Vocabulary
@@ -103,6 +106,7 @@ class Representations:
     bert_layers: int | None = None
     small_bert: Path | None = None
     coverage: Coverage | None = None
+    piece_vectors: torch.Tensor | None = None
 
 
 @dataclass
@@ -251,12 +255,14 @@ def prepare_representations(
     out: Path,
     min_count: int = PAPER_MIN_COUNT,
     with_small_bert: bool = True,
+    with_piece_vectors: bool = False,
 ) -> Representations:
     """Vocabulary, word vectors, BERT-cat's starting BERT and the small BERT for ``profile``, cached under ``out``.
 
     ``min_count`` is the vocabulary's threshold (the paper's 5; 1 keeps every word of the book corpus,
     as fastText vectors allow); ``with_small_bert=False`` skips the small BERT's pre-training (for a
-    chapter that trains word models only; ``small_bert`` is then ``None``).
+    chapter that trains word models only; ``small_bert`` is then ``None``); ``with_piece_vectors``
+    distils the static piece vectors of the starting BERT (``settings.piece_vector_dim`` wide, cached).
     """
     folder = out / "representations"
     folder.mkdir(parents=True, exist_ok=True)
@@ -289,8 +295,12 @@ def prepare_representations(
     bert_path = bert_cat_folder(settings.bert_cat_start, small_bert)
     wordpiece = load_tokenizer(bert_path) if bert_path.exists() else WordPieceTokenizer.from_vocab()
     kept_small_bert = small_bert if with_small_bert else None
+    pieces = None
+    if with_piece_vectors:
+        cache = folder / f"piece-vectors-{settings.bert_cat_start}-{settings.piece_vector_dim}d.npy"
+        pieces = piece_vectors(bert_path, cache, settings.piece_vector_dim)
     return Representations(
-        vocabulary, embeddings, bert_path, wordpiece, settings.bert_cat_layers, kept_small_bert, filled
+        vocabulary, embeddings, bert_path, wordpiece, settings.bert_cat_layers, kept_small_bert, filled, pieces
     )
 
 
@@ -421,12 +431,21 @@ def pseudo_query_examples(protocol: Protocol, count: int = 5, width: int = 160) 
 
 
 def build_model(name: str, representations: Representations, seed: int) -> tuple[torch.nn.Module, Any]:
-    """A freshly initialised model (seeded) and its tokenizer, by registry name (:mod:`lib.models.registry`)."""
+    """A freshly initialised model (seeded) and its tokenizer, by registry name (:mod:`lib.models.registry`).
+
+    A ``word`` model takes the embedding matrix and the word vocabulary, a ``pieces`` model the piece
+    vectors and the WordPiece tokenizer, a ``wordpiece`` model the BERT folder and its tokenizer."""
     spec = model_spec(name)
     torch.manual_seed(seed)
     if spec.family == "wordpiece":
         model = spec.build(representations.bert_path, num_layers=representations.bert_layers)
         return model, representations.wordpiece
+    if spec.family == "pieces":
+        if representations.piece_vectors is None:
+            raise ValueError(
+                f"model {name!r} starts from piece vectors: prepare_representations(with_piece_vectors=True)"
+            )
+        return spec.build(representations.piece_vectors), representations.wordpiece
     return spec.build(representations.embeddings), representations.vocabulary
 
 

@@ -37,7 +37,10 @@ class TrainingSettings(_Replaceable):
     ``embedding_method``: the word vectors of KNRM, Conv-KNRM and TK — ``"glove-6b-50d"`` (pre-trained,
     :func:`lib.representations.pretrained.glove_6b_50d`, the default), ``"glove-42b-300d"`` (the TK
     paper's, :func:`lib.representations.pretrained.glove_42b_300d`) or vectors trained on the book
-    corpus (``"word2vec"``, ``"fasttext"``, ``embedding_epochs``). ``bert_cat_start``: the BERT that
+    corpus (``"word2vec"``, ``"fasttext"``, ``embedding_epochs``). ``piece_vector_dim``: the width of
+    the static word-piece vectors distilled from the starting BERT's outputs that the ``pieces`` models
+    (KNRM, Conv-KNRM, TK on word pieces) start from (:mod:`lib.representations.piece_vectors`; model2vec's
+    256). ``bert_cat_start``: the BERT that
     BERT-cat fine-tunes — ``"minilm"`` (all-MiniLM-L6-v2, the default), ``"small-bert"`` (the book's
     small BERT, pre-trained here by masked LM: the ``bert_*`` shape and schedule below, which chapter 6's
     TILDE always uses) or ``"bert-base-uncased"`` (``paper``); ``bert_cat_layers`` keeps its first N
@@ -64,6 +67,7 @@ class TrainingSettings(_Replaceable):
 
     embedding_method: str = "glove-6b-50d"
     embedding_epochs: int = 5
+    piece_vector_dim: int = 256
     bert_cat_start: str = "minilm"
     bert_cat_layers: int | None = None
     bert_cat_lr: float | None = None

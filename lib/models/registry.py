@@ -35,10 +35,11 @@ from lib.models.conv_knrm import ConvKNRM
 from lib.models.knrm import KNRM
 from lib.models.prettr import PreTTR
 from lib.models.tk import TK, width_for
+from lib.models.tk_bert import TKBert
 from lib.models.tk_sparse import TKSparse
 from lib.representations.pretrained import minilm_folder
 
-Family = Literal["word", "wordpiece"]
+Family = Literal["word", "pieces", "wordpiece"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,11 @@ class ModelSpec:
     Attributes:
         name: the book's name (file names, parameters): ``tk2``, ``bert-cat``, …
         label: how tables and figures show it: ``TK-2``, ``BERT-cat``, …
-        family: ``"word"`` (built from a word-embedding matrix, fed by a word vocabulary) or
+        family: ``"word"`` (built from a word-embedding matrix, fed by a word vocabulary),
+            ``"pieces"`` (built from an embedding matrix over a BERT's word pieces — the static vectors of
+            :mod:`lib.representations.piece_vectors` —, fed by that BERT's WordPiece tokenizer) or
             ``"wordpiece"`` (built from a BERT folder, fed by a WordPiece tokenizer).
-        build: the constructor: takes the embedding matrix (``word``), or the BERT folder and
+        build: the constructor: takes the embedding matrix (``word``, ``pieces``), or the BERT folder and
             ``num_layers`` (``wordpiece``).
         score_batch_size: pairs per batch when scoring or timing it.
         eval_batch_size: pairs per batch when validating it during training.
@@ -72,6 +75,12 @@ class ModelSpec:
 def _tk(num_layers: int) -> Callable[[torch.Tensor], TK]:
     """TK with ``num_layers`` layers, its width following the embedding matrix (:func:`lib.models.tk.width_for`)."""
     return lambda embeddings: TK(embeddings, num_layers=num_layers, **width_for(embeddings.shape[1]))
+
+
+def _tk_bert(depth: int) -> Callable[..., TKBert]:
+    """TK on the starting BERT's first ``depth`` layers (:mod:`lib.models.tk_bert`): the depth is the registry
+    line's; the ``num_layers`` every ``wordpiece`` constructor is given (BERT-cat's) does not apply."""
+    return lambda folder, num_layers=None: TKBert(folder, depth)
 
 
 def _tk_sparse(embeddings: torch.Tensor) -> TKSparse:
@@ -105,6 +114,15 @@ MODELS: dict[str, ModelSpec] = {
     "tk1": ModelSpec("tk1", "TK-1", "word", _tk(1), 256, 128, "tk1"),
     "tk2": ModelSpec("tk2", "TK-2", "word", _tk(2), 256, 128, "tk2"),
     "tk3": ModelSpec("tk3", "TK-3", "word", _tk(3), 256, 128, "tk3"),
+    "knrm-pieces": ModelSpec("knrm-pieces", "KNRM (pieces)", "pieces", _knrm, 256, 128, None),
+    "conv-knrm-pieces": ModelSpec("conv-knrm-pieces", "Conv-KNRM (pieces)", "pieces", _conv_knrm, 256, 128, None),
+    "tk1-pieces": ModelSpec("tk1-pieces", "TK-1 (pieces)", "pieces", _tk(1), 256, 128, None),
+    "tk2-pieces": ModelSpec("tk2-pieces", "TK-2 (pieces)", "pieces", _tk(2), 256, 128, None),
+    "tk3-pieces": ModelSpec("tk3-pieces", "TK-3 (pieces)", "pieces", _tk(3), 256, 128, None),
+    "tk-bert1": ModelSpec("tk-bert1", "TK on BERT ×1", "wordpiece", _tk_bert(1), 64, 64, None),
+    "tk-bert2": ModelSpec("tk-bert2", "TK on BERT ×2", "wordpiece", _tk_bert(2), 64, 64, None),
+    "tk-bert3": ModelSpec("tk-bert3", "TK on BERT ×3", "wordpiece", _tk_bert(3), 64, 64, None),
+    "tk-bert6": ModelSpec("tk-bert6", "TK on BERT ×6", "wordpiece", _tk_bert(6), 32, 32, None),
     "bert-cat": ModelSpec("bert-cat", "BERT-cat", "wordpiece", BertCat, 32, 32, "bert-base"),
     "prettr": ModelSpec("prettr", "PreTTR", "wordpiece", PreTTR, 32, 32, None),
     "colbert": ModelSpec("colbert", "ColBERT", "wordpiece", ColBERT, 32, 32, None),

@@ -347,6 +347,33 @@ class TK(nn.Module):
             block_order=block_order,
             ff_residual=ff_residual,
         )
+        self.init_scoring(
+            alpha_init=alpha_init,
+            n_kernels=n_kernels,
+            kernel_sigma=kernel_sigma,
+            log_base=log_base,
+            log_clamp=log_clamp,
+            length_plus_one=length_plus_one,
+            beta_init=beta_init,
+            gamma_init=gamma_init,
+            feature_scaler=feature_scaler,
+        )
+
+    def init_scoring(
+        self,
+        *,
+        alpha_init: float = 0.5,
+        n_kernels: int = N_KERNELS,
+        kernel_sigma: float = KERNEL_SIGMA,
+        log_base: float = 2.0,
+        log_clamp: float = LOG_CLAMP,
+        length_plus_one: bool = False,
+        beta_init: float = 1.0,
+        gamma_init: float = 1.0,
+        feature_scaler: bool = False,
+    ) -> None:
+        """The layers after the contextualisation: the mixer α (eq. 1), the kernels (eq. 5–8), ``W_log``,
+        ``W_len`` (eq. 9), β and γ (eq. 10) and the optional feature scaler (module docstring)."""
         self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
         self.kernel_pooling = KernelPooling(
             kernel_mus(n_kernels),
@@ -366,11 +393,15 @@ class TK(nn.Module):
     def contextualise(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Eq. 1 for one side: ``t̂ = α·t + (1−α)·context(t)``, ``[B, L, D]``, 0 at padding."""
         mask = mask.bool()
-        embeddings = embed(self.embedding, ids, mask)
-        return self._mix(embeddings, mask)
+        return self._mix(*self.embed_and_context(ids, mask), mask)
 
-    def _mix(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        context = self.contextualiser(embeddings, mask)
+    def embed_and_context(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The two inputs of eq. 1 for one side: the embeddings ``t`` and ``context(t)``, each ``[B, L, D]``,
+        0 at padding (``mask`` bool). A TK on another contextualiser (:mod:`lib.models.tk_bert`) overrides it."""
+        embeddings = embed(self.embedding, ids, mask)
+        return embeddings, self.contextualiser(embeddings, mask)
+
+    def _mix(self, embeddings: torch.Tensor, context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         mixed = self.alpha * embeddings + (1 - self.alpha) * context
         return mixed * mask.unsqueeze(-1)
 
@@ -379,10 +410,10 @@ class TK(nn.Module):
     ) -> TKExplanation:
         """Score a batch and return every intermediate result (:class:`TKExplanation`)."""
         query_mask, doc_mask = query_mask.bool(), doc_mask.bool()
-        query_embeddings = embed(self.embedding, query_ids, query_mask)
-        doc_embeddings = embed(self.embedding, doc_ids, doc_mask)
-        query_vectors = self._mix(query_embeddings, query_mask)
-        doc_vectors = self._mix(doc_embeddings, doc_mask)
+        query_embeddings, query_context = self.embed_and_context(query_ids, query_mask)
+        doc_embeddings, doc_context = self.embed_and_context(doc_ids, doc_mask)
+        query_vectors = self._mix(query_embeddings, query_context, query_mask)
+        doc_vectors = self._mix(doc_embeddings, doc_context, doc_mask)
         with full_precision(query_vectors.device):
             match = cosine_match_matrix(query_vectors, doc_vectors, query_mask, doc_mask)
             pooled = self.kernel_pooling(match, query_mask, doc_mask)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.models.kernels import cosine_match_matrix, full_precision
-from lib.models.tk import TK, distinct_queries, embed
+from lib.models.tk import TK, distinct_queries
 
 #: The book's weight λ of the gates' L1 penalty (per real passage term).
 SPARSITY_WEIGHT = 0.5
@@ -62,8 +62,7 @@ class TKSparse(TK):
     def gates(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The passage's hybrid vectors (eq. 1) ``[N, Ld, D]`` and its gates ``s_i`` ``[N, Ld]`` (0 at padding)."""
         doc_mask = doc_mask.bool()
-        embeddings = embed(self.embedding, doc_ids, doc_mask)
-        context = self.contextualiser(embeddings, doc_mask)
+        embeddings, context = self.embed_and_context(doc_ids, doc_mask)
         vectors = (self.alpha * embeddings + (1 - self.alpha) * context) * doc_mask.unsqueeze(-1)
         stop_input = self.stop_alpha * embeddings + (1 - self.stop_alpha) * context
         gate = torch.relu(self.gate_out(torch.tanh(self.gate_hidden(stop_input))).squeeze(-1))

@@ -27,6 +27,11 @@ model of the registry (:mod:`lib.models.registry`) is a student:
   BERT is fine-tuned at ``--bert-lr`` (default the TK paper's 10⁻⁶ for BERT-Base on MS MARCO, §4.3,
   :data:`lib.models.bert_cat.PAPER_BERT_LR`), the new scoring layer at the model's own rate
   (10⁻³); ``--warmup-steps`` adds BERT's warm-up and linear decay (:func:`lib.training.pairwise.warmup_decay`).
+  TK on the BERT's first layers (``--model tk-bert2``; :mod:`lib.models.tk_bert`) is one of them.
+- a **pieces** model (``--model tk2-pieces``; KNRM, Conv-KNRM, TK-1/3 on pieces) starts from static
+  word-piece vectors distilled from ``--bert``'s outputs (:mod:`lib.representations.piece_vectors`,
+  ``--piece-dim`` wide, computed once by each node's local rank 0 into ``<out>/piece-vectors-<dim>d.npy``)
+  and that BERT's WordPiece tokenizer; its rates are the model's own.
 
 Checkpoints, ``best.pt`` and ``history.csv`` go to ``<out>/checkpoints/`` and a run resumes from them
 (also after being killed: ``tests/training/test_paper_distillation.py``); ``<out>/result.json`` records the
@@ -63,6 +68,7 @@ from lib.data.splits import check_disjoint_from_tests, export_test_queries, with
 from lib.models.bert_cat import PAPER_BERT_LR
 from lib.models.registry import ModelSpec, model_spec
 from lib.representations.bert import load_tokenizer
+from lib.representations.piece_vectors import PIECE_VECTOR_DIM, piece_vectors
 from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50d, glove_42b_300d
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_glove_text
@@ -113,6 +119,13 @@ def _student(
         return spec.build(matrix), vocabulary, {}, start
     bert = arguments.bert or str(distributed.local_first(bert_base_uncased_folder))
     tokenizer = load_tokenizer(bert)
+    if spec.family == "pieces":
+        cache = out / f"piece-vectors-{arguments.piece_dim}d.npy"
+        matrix = distributed.local_first(
+            lambda: piece_vectors(bert, cache, arguments.piece_dim, progress=distributed.is_main())
+        )
+        torch.manual_seed(arguments.seed)
+        return spec.build(matrix), tokenizer, {}, f"piece vectors of {bert}"
     torch.manual_seed(arguments.seed)
     model = spec.build(bert, num_layers=arguments.bert_layers)
     return model, tokenizer, {"bert_lr": arguments.bert_lr}, bert
@@ -198,6 +211,9 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--vectors", default=PACKAGE_VECTORS, help="word models: glove-6b-50d, glove-42b-300d or a GloVe text file"
     )
     parser.add_argument("--bert", help="WordPiece models: a BERT folder with vocab.txt (default: bert-base-uncased)")
+    parser.add_argument(
+        "--piece-dim", type=int, default=PIECE_VECTOR_DIM, help="pieces models: width of the piece vectors (256)"
+    )
     parser.add_argument("--bert-layers", type=int, help="WordPiece models: keep BERT's first N layers (default: all)")
     parser.add_argument("--bert-lr", type=float, default=PAPER_BERT_LR, help="WordPiece models: BERT's rate")
     parser.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up, then linear decay (0: none)")

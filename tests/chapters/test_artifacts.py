@@ -155,3 +155,37 @@ def test_tilde_outputs_and_budget_leaders_name_their_chapter_and_read_back(artif
 def test_training_protocol_needs_chapter_2s_settings(artifacts_root: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"chapter 2 \(02_training\)"):
         artifacts.training_protocol("smoke")
+
+
+def test_a_pieces_model_comes_back_on_minilms_tokenizer_with_its_trained_piece_vectors(artifacts_root: Path) -> None:
+    _write_chapter2_settings("smoke")
+    representations = experiments.Representations(
+        Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), wordpiece=None,
+        piece_vectors=torch.randn(30522, 20, generator=torch.Generator().manual_seed(1)),
+    )  # fmt: skip
+    saved, _ = experiments.build_model("tk1-pieces", representations, seed=3)
+    path = checkpoint_path("smoke", "tk1-pieces")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(saved.state_dict(), path)
+    loaded = trained_model("smoke", "tk1-pieces")
+    assert torch.equal(loaded.model.embedding.weight, saved.embedding.weight)
+    assert loaded.tokenizer.vocab_size == 30522
+    batch = (*loaded.tokenizer.encode(TEXTS[:1] * 2, QUERY_MAX_LENGTH), *loaded.tokenizer.encode(TEXTS[1:], 200))
+    with torch.no_grad():
+        assert torch.equal(saved.eval()(*batch), loaded.model(*batch))
+
+
+def test_tk_on_minilm_comes_back_with_its_own_depth_whatever_bert_cat_kept(artifacts_root: Path) -> None:
+    _write_chapter2_settings("smoke", bert_cat_layers=1)
+    representations = experiments.Representations(
+        Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), wordpiece=None, bert_layers=1
+    )
+    saved, _ = experiments.build_model("tk-bert2", representations, seed=3)
+    with torch.no_grad():
+        saved.w_log.weight.add_(1.0)
+    path = checkpoint_path("smoke", "tk-bert2")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(saved.state_dict(), path)
+    loaded = trained_model("smoke", "tk-bert2")
+    assert len(loaded.model.contextualiser.layers) == 2
+    assert torch.equal(loaded.model.w_log.weight, saved.w_log.weight)

@@ -21,7 +21,7 @@ from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.registry import sha256_of
 from lib.evaluation import measures as evaluation
 from lib.models.bi_encoder import BiEncoder
-from lib.representations.bert import load_tokenizer
+from lib.representations.bert import WordPieceTokenizer, load_tokenizer
 from lib.representations.pretrained import WeightsError, glove_6b_50d, minilm_folder
 from lib.representations.text import Vocabulary
 from lib.training.pairwise import ValidationSet
@@ -191,6 +191,22 @@ def test_early_stopping_watches_the_profiles_validation_measure() -> None:
             assert experiments.training_config(model, settings, 1, "cpu").metric == measure
     with pytest.raises(ValueError, match="'metric'"):
         experiments.training_config("tk2", TrainingSettings(validation_metric="MRR@11"), 1, "cpu")
+
+
+def test_a_pieces_model_starts_from_the_piece_vectors_and_scores_with_the_wordpiece_tokenizer(tmp_path):
+    wordpiece = WordPieceTokenizer.from_vocab()
+    vectors = torch.randn(wordpiece.vocab_size, 20)
+    representations = experiments.Representations(
+        Vocabulary(["[PAD]", "[UNK]"]), torch.randn(2, 300), tmp_path, wordpiece=wordpiece, piece_vectors=vectors
+    )
+    for name in ("knrm-pieces", "conv-knrm-pieces", "tk2-pieces"):
+        model, tokenizer = experiments.build_model(name, representations, seed=1)
+        assert tokenizer is wordpiece and torch.equal(model.embedding.weight, vectors)
+    assert experiments.training_config("tk2-pieces", get_profile("book").training, 1, "cpu").max_steps == 1000
+    assert experiments.training_config("tk-bert2", get_profile("book").training, 1, "cpu").warmup_steps == 30
+    representations.piece_vectors = None
+    with pytest.raises(ValueError, match="'tk2-pieces' starts from piece vectors"):
+        experiments.build_model("tk2-pieces", representations, seed=1)
 
 
 def test_build_model_gives_each_model_with_its_tokenizer(tmp_path):

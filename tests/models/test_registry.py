@@ -17,7 +17,7 @@ from tests.models.helpers import VOCAB, pad, random_pairs
 @pytest.fixture(scope="module")
 def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("bert")
-    BertForMaskedLM(small_bert_config(vocab_size=3000, layers=1, hidden=32, heads=2, intermediate=64)).save_pretrained(
+    BertForMaskedLM(small_bert_config(vocab_size=3000, layers=6, hidden=32, heads=2, intermediate=64)).save_pretrained(
         folder
     )
     return folder

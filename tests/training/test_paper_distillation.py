@@ -23,6 +23,7 @@ from lib.data import DataFormatError
 from lib.models.bert_cat import HEAD_LR, PAPER_BERT_LR
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import Vocabulary
+from lib.representations.word_vectors import load_matrix
 from lib.training import paper_distillation
 from lib.training.loop import CHECKPOINT_NAME
 from lib.training.pairwise import BEST_NAME
@@ -136,6 +137,21 @@ def test_bert_cat_trains_from_a_bert_folder_with_its_wordpieces_and_the_papers_b
     assert saved["model"]["bert.embeddings.word_embeddings.weight"].shape[0] == 30522  # bert-base-uncased's pieces
     start = tiny_bert().bert.embeddings.word_embeddings.weight
     assert not torch.equal(saved["model"]["bert.embeddings.word_embeddings.weight"], start), "BERT was fine-tuned"
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_pieces_model_starts_from_piece_vectors_distilled_from_the_bert_folder(
+    tmp_path: Path, bert_folder: Path
+) -> None:
+    data, teacher, out = _export(tmp_path / "data"), _teacher(tmp_path / "teacher.tsv"), tmp_path / "out"
+    arguments = _arguments(data, teacher, out, "--model", "tk1-pieces", "--bert", str(bert_folder), "--piece-dim", "20")
+    record = paper_distillation.run(paper_distillation.parse_arguments(arguments))
+    assert record["start"] == f"piece vectors of {bert_folder}" and record["steps"] == 4
+    cached = load_matrix(out / "piece-vectors-20d.npy")
+    saved = torch.load(out / "checkpoints" / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
+    assert saved["model"]["embedding.weight"].shape == cached.shape == (30522, 20)
+    assert not torch.equal(saved["model"]["embedding.weight"], cached), "the piece vectors were fine-tuned"
+    assert not (out / "vocabulary.txt").exists(), "a pieces model needs no word vocabulary"
 
 
 # --- killed and started again ------------------------------------------------------------------------

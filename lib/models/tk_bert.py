@@ -1,0 +1,104 @@
+"""TK on a pre-trained contextualiser: TK's eq. 1 and 4–10 with ``context(·)`` = a BERT's first layers.
+
+The TK paper (Hofstätter et al., ECAI 2020, §3) contextualises 300-d GloVe vectors with 1–3 small
+Transformer layers trained from scratch on 40M MS MARCO triples. At book scale (50-d GloVe 6B, a
+few thousand teacher-labelled queries) that TK stays level with BM25, so the book also measures a TK
+that *starts* from pre-trained knowledge: the same hybrid mix, match matrix, kernels and scoring, with
+
+``t_i`` = the starting BERT's embedding layer (word-piece + position + segment embedding, layer-normed),
+``context(t_{1:n})`` = that BERT's first ``num_layers`` Transformer layers over ``[CLS] t_{1:n} [SEP]``,
+
+and eq. 1 ``t̂_i = α·t_i + (1−α)·context(t_{1:n})_i`` for the real pieces only. Everything after eq. 1 is
+:class:`lib.models.tk.TK`'s (inherited): the cosine match matrix (eq. 4), 11 RBF kernels (eq. 5–6), the
+log and length pooling (eq. 7–8), ``W_log``, ``W_len`` (eq. 9) and ``s = β·s_log + γ·s_len`` (eq. 10).
+Query and passage are still contextualised separately, so the passage side is query-independent
+(:meth:`encode_passages`) as in TK.
+
+Deviations from the paper, named:
+
+- **Word pieces, not words**: the BERT's WordPiece vocabulary; the match matrix is over pieces
+  (a word split into pieces contributes each of its pieces as a query or passage term).
+- **The contextualiser is a pre-trained BERT** (all-MiniLM-L6-v2 at book scale: 384-d, 12 heads,
+  feed-forward 1,536; ``bert-base-uncased`` for ``paper``), not TK's own small layers of eq. 2–3; its
+  learned position embeddings replace the sinusoids, and its post-norm layers are BERT's.
+- **``[CLS]`` and ``[SEP]``** wrap each side as the BERT was trained (:func:`lib.models.bi_encoder.wrap`)
+  and then leave: they take part in the contextualisation but are not terms of the match matrix.
+- **Learning rates**: the pre-trained part (embedding layer and layers) at a BERT fine-tuning rate
+  (``bert_lr``; the book profile's ``bert_cat_lr`` with its warm-up and decay), the scoring layers
+  (α, ``W_log``, ``W_len``, β, γ) at the paper's 10⁻³ (``head_lr``).
+- BERT's dropout stays as the starting BERT's configuration sets it (0.1 for MiniLM) in training.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import nn
+from transformers import BertModel
+
+from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
+from lib.models.bert_layers import run_layers, starting_bert
+from lib.models.bi_encoder import wrap
+from lib.models.tk import TK
+
+
+class BertContext(nn.Module):
+    """``context(·)`` of eq. 1 on a BERT's layers: ``[B, T, H]`` hidden states of ``[CLS] pieces [SEP]`` and
+    their attention mask ``[B, T]`` → the layers' output ``[B, T, H]``."""
+
+    def __init__(self, layers: nn.ModuleList) -> None:
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, hidden: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        return run_layers(self.layers, hidden, attention)
+
+
+class TKBert(TK):
+    """TK (eq. 1, 4–10) whose embeddings and contextualiser are a pre-trained BERT's; see the module docstring.
+
+    Args:
+        bert: a ``BertModel``, or a folder for :func:`lib.representations.bert.load_bert`.
+        num_layers: how many of the BERT's first layers contextualise (1 ≤ N ≤ its layers).
+        bert_lr, head_lr: the default Adam rates of the pre-trained part and of the scoring layers.
+        scoring: keyword arguments of :meth:`lib.models.tk.TK.init_scoring` (α's start, kernels, …).
+    """
+
+    def __init__(
+        self,
+        bert: BertModel | str | os.PathLike,
+        num_layers: int,
+        *,
+        bert_lr: float = BOOK_BERT_LR,
+        head_lr: float = HEAD_LR,
+        **scoring,
+    ) -> None:
+        nn.Module.__init__(self)
+        bert = starting_bert(bert, num_layers)
+        self.embedding = bert.embeddings
+        self.contextualiser = BertContext(bert.encoder.layer)
+        self.num_layers = num_layers
+        self.bert_lr, self.head_lr = bert_lr, head_lr
+        self.init_scoring(**scoring)
+
+    def embed_and_context(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``t`` and ``context(t)`` of the real pieces, ``[B, L, H]`` each, 0 at padding: the BERT reads
+        ``[CLS] pieces [SEP]``; the two markers are dropped from its output."""
+        wrapped, attention = wrap(ids, mask)
+        hidden = self.embedding(input_ids=wrapped)
+        context = self.contextualiser(hidden, attention.bool())
+        keep = mask.unsqueeze(-1).to(hidden.dtype)
+        width = ids.shape[1]
+        return hidden[:, 1 : width + 1] * keep, context[:, 1 : width + 1] * keep.to(context.dtype)
+
+    def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
+        """Two Adam groups: ``bert`` (embedding layer and layers, ``bert_lr``) and ``head`` (α, ``W_log``,
+        ``W_len``, β, γ, the scaler: ``head_lr``)."""
+        bert_params = [*self.embedding.parameters(), *self.contextualiser.parameters()]
+        taken = {id(param) for param in bert_params}
+        head = [param for param in self.parameters() if id(param) not in taken]
+        return [
+            {"params": bert_params, "lr": self.bert_lr if bert_lr is None else bert_lr, "name": "bert"},
+            {"params": head, "lr": self.head_lr if head_lr is None else head_lr, "name": "head"},
+        ]
