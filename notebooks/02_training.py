@@ -36,6 +36,7 @@ profile = "book"  # smoke | book | paper
 device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
 models = ["bi-encoder", "knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-cat"]
+ladder_models = None  # the ladder's further rungs (None: the profile's `ladder_models`; [] skips the ladder)
 compare_embeddings = "word2vec"  # TK-2 also trained on these vectors, for comparison ("" skips it)
 compare_queries = True  # TK-2 also trained on each source of training queries alone, for comparison
 # None keeps the profile's default (lib.core.profiles.PROFILES, section `training`)
@@ -63,7 +64,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses import pair_vectors
-from lib.chapters import artifacts, experiments, first_stage_runs
+from lib.chapters import artifacts, experiments, first_stage_runs, pretraining_ladder
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
@@ -90,7 +91,9 @@ settings = settings_profile.training.replace(
     distill_pseudo_queries=distill_pseudo_queries,
     distill_random_negatives=distill_random_negatives,
     word_learning_rate=word_learning_rate,
+    ladder_models=None if ladder_models is None else tuple(ladder_models),
 )
+all_models = [*models, *(name for name in settings.ladder_models if name not in models)]
 test_sets = list(TEST_SETS)
 chapter = start_chapter(CHAPTER, profile, seed, device, precision=4)
 out = chapter.out
@@ -121,7 +124,9 @@ settings
 
 # %%
 start = time.perf_counter()
-representations = experiments.prepare_representations(profile, settings, seed, out)
+representations = experiments.prepare_representations(
+    profile, settings, seed, out, with_piece_vectors=any(model_spec(name).family == "pieces" for name in all_models)
+)
 representation_seconds = time.perf_counter() - start
 vocabulary = representations.vocabulary
 glue("vocabulary_size", f"{len(vocabulary):,}", display=False)
@@ -363,7 +368,7 @@ pd.DataFrame(experiments.pseudo_query_examples(protocol, count=5)).style.hide(ax
 # %%
 results = {}
 timings = []
-for name in models:
+for name in all_models:
     start = time.perf_counter()
     for query_set, result in experiments.run_model(
         name, protocol, representations, settings, profile, CHAPTER, seed, device=device
@@ -462,9 +467,10 @@ for fold in test_sets:
     for label, run in experiments.first_stage_baselines(profile, fold).items():
         run = {qid: run[qid] for qid in data.queries if qid in run}
         table_rows.append({"set": fold, "model": label, **evaluation.evaluate(run, data.qrels)})
-    for name in models:
+    for name in all_models:
         table_rows.append(results[(fold, name)].row())
-table = pd.DataFrame(table_rows)
+every_model_table = pd.DataFrame(table_rows)
+table = every_model_table[~every_model_table["model"].isin(all_models) | every_model_table["model"].isin(models)]
 write_csv(out / "table2.csv", table)
 shown = table.pivot(
     index="model",
@@ -484,26 +490,91 @@ shown
 # BM25:
 
 # %%
-significance_tables = []
-for fold in test_sets:
-    data = protocol.tests[fold]
-    bm25 = {qid: run for qid, run in first_stage_runs.bm25_run(profile, fold).items() if qid in data.queries}
-    for depth_name, attribute in (
-        ("tuned", "per_query"),
-        ("all", "per_query_all"),
-        ("+BM25", "per_query_interpolated"),
-    ):
-        per_query = {"bm25": evaluation.per_query(bm25, data.qrels)["nDCG@10"]}
-        per_query.update({name: getattr(results[(fold, name)], attribute)["nDCG@10"] for name in models})
-        frame = evaluation.significance(per_query, baseline="bm25")
-        frame.insert(0, "depth", depth_name)
-        frame.insert(0, "set", fold)
-        significance_tables.append(frame)
-significance = pd.concat(significance_tables, ignore_index=True)
+significance = experiments.significance_against_bm25(profile, protocol, results, models)
 write_csv(out / "significance_vs_bm25.csv", significance)
 significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "p_bonferroni", "significant"]]
 
 # %% [markdown]
+# ## How much pre-training does TK need?
+#
+# The paper's TK learns its contextualisation from scratch, on top of 300-dimensional GloVe vectors,
+# from 40 million training triples. The book has neither, and the table above shows what that costs.
+# What the book *can* vary is how much pre-trained knowledge TK starts from, with everything else
+# fixed — the same teacher, triples, validation and test queries, kernels and scoring (eq. 4–10):
+#
+# 1. **word vectors**: GloVe, with TK's own small Transformer layers learned here (the rows above);
+# 2. **static pieces**: one fixed vector per word piece, distilled from MiniLM's *outputs* — each
+#    piece run through MiniLM alone, its output vectors averaged, the 30,522 vectors reduced by PCA
+#    (model2vec's recipe, `lib.representations.piece_vectors`) — under the same small kernel models;
+# 3. **BERT's first layers**: TK whose contextualiser *is* MiniLM's embedding layer and its first 1,
+#    2, 3 or all 6 layers (eq. 1 mixes MiniLM's input embeddings with their contextualised vectors;
+#    `lib.models.tk_bert`), fine-tuned at BERT-cat's rate;
+# 4. **all of BERT, fine-tuned**: ColBERT (the same separate encoding, scored by MaxSim) and BERT-cat;
+# 5. **the teacher** itself.
+#
+# Each rung is a model of its own, trained once; every model is tested on both years, re-ranking
+# all 100 BM25 candidates, and timed on the same machine in the same run. The t-tests against BM25
+# are corrected for every model of the ladder.
+
+# %%
+ladder_significance = experiments.significance_against_bm25(profile, protocol, results, all_models)
+validation_best = {
+    name: float(results[(test_sets[0], name)].history[validation_metric].max())
+    for name in all_models
+    if not model_spec(name).zero_shot
+}
+ladder = pretraining_ladder.ladder_table(every_model_table, ladder_significance, all_models, validation_best)
+write_csv(out / "pretraining_ladder.csv", ladder)
+bm25_by_year = table[table["model"] == "BM25"].set_index("set")["nDCG@10"].to_dict()
+figure = pretraining_ladder.ladder_figure(ladder, bm25_by_year)
+save_figure(figure, out / "pretraining_ladder.png")
+plt.show()
+display(Markdown(pretraining_ladder.ladder_reading(ladder)))
+ladder.pivot(index=["rung", "label"], columns="set", values=["nDCG@10 (all)", "p (all)", "nDCG@10 (tuned)", "docs/ms"])
+
+# %% [markdown]
+# A filled marker is significantly different from BM25 after the correction, a hollow one is not.
+# Validation, by rung: the curves of every trained model of the ladder on the judged
+# {glue:text}`validation_set` queries (the dashed line is BM25).
+
+# %%
+ladder_trained = [name for name in all_models if not model_spec(name).zero_shot]
+ladder_curves = pd.concat(
+    [
+        results[(test_sets[0], name)].history.assign(model=model_spec(name).label, rung=pretraining_ladder.rung(name))
+        for name in ladder_trained
+    ],
+    ignore_index=True,
+)
+write_csv(out / "pretraining_ladder_curves.csv", ladder_curves)
+validation = protocol.validation
+validation_top = top_of_run(validation.run, settings.validation_depth)
+validation_bm25 = evaluation.evaluate(validation_top, validation.qrels, [validation_metric])[validation_metric]
+grid = sns.relplot(
+    ladder_curves, x="step", y=validation_metric, hue="model", col="rung", kind="line", marker="o",
+    col_wrap=min(2, ladder_curves["rung"].nunique()), height=3.0, aspect=1.4, facet_kws={"sharex": False},
+)  # fmt: skip
+for axis in grid.axes.flat:
+    axis.axhline(validation_bm25, color="black", linestyle="--", linewidth=1)
+save_figure(grid.figure, out / "pretraining_ladder_curves.png")
+plt.show()
+
+# %% [markdown]
+# Which TK do the later chapters study? The one with the best validation {glue:text}`validation_metric`
+# among every TK trained here — a choice that never looks at a test year:
+
+# %%
+chosen_tk = pretraining_ladder.choose_tk(validation_best)
+pretraining_ladder.write_choice(out / artifacts.CHOSEN_TK_FILE, chosen_tk, validation_best, validation_metric)
+glue("chosen_tk", model_spec(chosen_tk).label, display=False)
+pd.Series(
+    {model_spec(name).label: value for name, value in validation_best.items() if pretraining_ladder.is_tk(name)},
+    name=f"best validation {validation_metric}",
+).sort_values(ascending=False).to_frame()
+
+# %% [markdown]
+# The chosen TK is **{glue:text}`chosen_tk`**.
+#
 # ## Training curves
 #
 # Validation {glue:text}`validation_metric` over the training steps, one line per model (the marker is the step whose
@@ -515,10 +586,7 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 trained = [name for name in models if not model_spec(name).zero_shot]
 curves = pd.concat([results[(test_sets[0], name)].history.assign(model=name) for name in trained], ignore_index=True)
 write_csv(out / "training_curves.csv", curves)
-validation = protocol.validation
-validation_top = top_of_run(validation.run, settings.validation_depth)
 glue("validation_depth", f"{settings.validation_depth}", display=False)
-validation_bm25 = evaluation.evaluate(validation_top, validation.qrels, [validation_metric])[validation_metric]
 figure, axis = plt.subplots(figsize=(7, 4))
 axis.axhline(validation_bm25, color="black", linestyle="--", linewidth=1, label="BM25")
 for name, colour in zip(trained, sns.color_palette(n_colors=len(trained)), strict=True):
@@ -620,7 +688,7 @@ pd.DataFrame.from_dict(pair_vector_rows, orient="index").round(4) if pair_vector
 margin_frames, agreement_rows = [], []
 for name in trained:
     student = results[(test_sets[0], name)].training.model
-    tokenizer = representations.wordpiece if model_spec(name).family == "wordpiece" else vocabulary
+    tokenizer = experiments.tokenizer_of(name, representations)
     frame = experiments.held_out_margins(student, tokenizer, protocol).assign(model=model_spec(name).label)
     margin_frames.append(frame)
     same_order = (frame["student"] > 0) == (frame["teacher"] > 0)

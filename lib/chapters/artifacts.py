@@ -178,6 +178,17 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
     return TrainedModel(name=name, model=model, tokenizer=tokenizer, path=path)
 
 
+#: Chapter 2's record of the TK chosen on validation (:func:`lib.chapters.pretraining_ladder.write_choice`).
+CHOSEN_TK_FILE = "chosen_tk.json"
+
+
+def chosen_tk(profile: str) -> str:
+    """The registry name of the TK chapter 2 chose on validation among every TK it trained (GloVe, pieces or a
+    BERT's layers): the TK that the chapters studying TK use."""
+    path = _required(_folder(profile, TRAINING_CHAPTER) / CHOSEN_TK_FILE, "the chosen TK", TRAINING_CHAPTER, profile)
+    return json.loads(path.read_text(encoding="utf-8"))["model"]
+
+
 def candidate_scores(profile: str, query_set: str, model: str) -> dict[str, dict[str, float]]:
     """Chapter 2's score of every test candidate of ``query_set`` by ``model`` (a run over the full depth)."""
     path = experiments.scores_path(profile, TRAINING_CHAPTER, query_set, model)

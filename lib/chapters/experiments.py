@@ -430,6 +430,11 @@ def pseudo_query_examples(protocol: Protocol, count: int = 5, width: int = 160) 
     return rows
 
 
+def tokenizer_of(name: str, representations: Representations) -> Any:
+    """The tokenizer that feeds model ``name``: the word vocabulary (``word``) or the WordPiece tokenizer."""
+    return representations.vocabulary if model_spec(name).family == "word" else representations.wordpiece
+
+
 def build_model(name: str, representations: Representations, seed: int) -> tuple[torch.nn.Module, Any]:
     """A freshly initialised model (seeded) and its tokenizer, by registry name (:mod:`lib.models.registry`).
 
@@ -439,14 +444,15 @@ def build_model(name: str, representations: Representations, seed: int) -> tuple
     torch.manual_seed(seed)
     if spec.family == "wordpiece":
         model = spec.build(representations.bert_path, num_layers=representations.bert_layers)
-        return model, representations.wordpiece
-    if spec.family == "pieces":
+    elif spec.family == "pieces":
         if representations.piece_vectors is None:
             raise ValueError(
                 f"model {name!r} starts from piece vectors: prepare_representations(with_piece_vectors=True)"
             )
-        return spec.build(representations.piece_vectors), representations.wordpiece
-    return spec.build(representations.embeddings), representations.vocabulary
+        model = spec.build(representations.piece_vectors)
+    else:
+        model = spec.build(representations.embeddings)
+    return model, tokenizer_of(name, representations)
 
 
 def training_config(name: str, settings: TrainingSettings, seed: int, device: str) -> TrainingConfig:
@@ -577,6 +583,29 @@ def run_model(
             training=result,
         )
     return results
+
+
+#: The ranking each t-test of :func:`significance_against_bm25` compares: the :class:`ModelResult` attribute.
+SIGNIFICANCE_DEPTHS = {"tuned": "per_query", "all": "per_query_all", "+BM25": "per_query_interpolated"}
+
+
+def significance_against_bm25(
+    profile: str, protocol: Protocol, results: Mapping[tuple[str, str], ModelResult], models: list[str]
+) -> pd.DataFrame:
+    """Paired t-tests on nDCG@10 of each of ``models`` against BM25, Bonferroni-corrected over ``models``, for
+    every test year and every depth of :data:`SIGNIFICANCE_DEPTHS` (columns ``set`` and ``depth`` first, then
+    :func:`lib.evaluation.measures.significance`'s). ``results`` maps ``(test year, model)`` to its result."""
+    tables = []
+    for fold, data in protocol.tests.items():
+        bm25 = {qid: run for qid, run in bm25_run(profile, fold).items() if qid in data.queries}
+        for depth, attribute in SIGNIFICANCE_DEPTHS.items():
+            per_query = {"bm25": evaluation.per_query(bm25, data.qrels)["nDCG@10"]}
+            per_query.update({name: getattr(results[(fold, name)], attribute)["nDCG@10"] for name in models})
+            frame = evaluation.significance(per_query, baseline="bm25")
+            frame.insert(0, "depth", depth)
+            frame.insert(0, "set", fold)
+            tables.append(frame)
+    return pd.concat(tables, ignore_index=True)
 
 
 def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]], metric: str) -> pd.DataFrame:

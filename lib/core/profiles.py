@@ -40,7 +40,9 @@ class TrainingSettings(_Replaceable):
     corpus (``"word2vec"``, ``"fasttext"``, ``embedding_epochs``). ``piece_vector_dim``: the width of
     the static word-piece vectors distilled from the starting BERT's outputs that the ``pieces`` models
     (KNRM, Conv-KNRM, TK on word pieces) start from (:mod:`lib.representations.piece_vectors`; model2vec's
-    256). ``bert_cat_start``: the BERT that
+    256). ``ladder_models``: the registry models chapter 2 trains beyond Table 2's for its ladder of
+    pre-training depth (:mod:`lib.chapters.pretraining_ladder`): the kernel models on pieces, TK on the
+    starting BERT's first 1, 2, 3 and all layers, ColBERT. ``bert_cat_start``: the BERT that
     BERT-cat fine-tunes — ``"minilm"`` (all-MiniLM-L6-v2, the default), ``"small-bert"`` (the book's
     small BERT, pre-trained here by masked LM: the ``bert_*`` shape and schedule below, which chapter 6's
     TILDE always uses) or ``"bert-base-uncased"`` (``paper``); ``bert_cat_layers`` keeps its first N
@@ -68,6 +70,10 @@ class TrainingSettings(_Replaceable):
     embedding_method: str = "glove-6b-50d"
     embedding_epochs: int = 5
     piece_vector_dim: int = 256
+    ladder_models: tuple[str, ...] = (
+        "knrm-pieces", "conv-knrm-pieces", "tk1-pieces", "tk2-pieces", "tk3-pieces",
+        "tk-bert1", "tk-bert2", "tk-bert3", "tk-bert6", "colbert",
+    )  # fmt: skip
     bert_cat_start: str = "minilm"
     bert_cat_layers: int | None = None
     bert_cat_lr: float | None = None
@@ -276,6 +282,7 @@ PROFILES: dict[str, Profile] = {
             bert_cat_batch_size=4, bert_cat_max_steps=6, bert_cat_validate_every=3, bert_cat_layers=1,
             validation_depth=20, candidate_depth=30, throughput_documents=64, distill_teacher_depth=0,
             distill_triples_per_query=4, distill_pseudo_queries=8, distill_random_negatives=0.5,
+            ladder_models=("tk1-pieces", "tk-bert1"),
         ),
         speed=SpeedSettings(
             probe_documents=2, min_documents=2, max_documents=32, target_seconds=0.2, repetitions=1,

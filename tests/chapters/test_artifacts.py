@@ -4,12 +4,13 @@ missing input names the chapter that writes it and the make command."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from lib.chapters import artifacts, experiments
+from lib.chapters import artifacts, experiments, pretraining_ladder
 from lib.chapters.artifacts import checkpoint_path, trained_model
 from lib.core import paths
 from lib.core.atomic import write_json
@@ -189,3 +190,14 @@ def test_tk_on_minilm_comes_back_with_its_own_depth_whatever_bert_cat_kept(artif
     loaded = trained_model("smoke", "tk-bert2")
     assert len(loaded.model.contextualiser.layers) == 2
     assert torch.equal(loaded.model.w_log.weight, saved.w_log.weight)
+
+
+def test_the_chosen_tk_names_chapter_2_when_missing_and_reads_back_its_record(artifacts_root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"chosen_tk\.json: missing .*chapter 2 \(02_training\)"):
+        artifacts.chosen_tk("smoke")
+    folder = paths.chapter_dir("smoke", "02_training")
+    pretraining_ladder.write_choice(folder / artifacts.CHOSEN_TK_FILE, "tk-bert2", {"tk-bert2": 0.5, "bert-cat": 0.6},
+                                    "nDCG@10")  # fmt: skip
+    assert artifacts.chosen_tk("smoke") == "tk-bert2"
+    record = json.loads((folder / artifacts.CHOSEN_TK_FILE).read_text())
+    assert record == {"model": "tk-bert2", "metric": "nDCG@10", "validation": {"tk-bert2": 0.5}}
