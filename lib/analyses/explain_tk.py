@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from lib.models.tk import TK
+from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 
 #: Columns of the per-kernel table, in order.
@@ -76,7 +77,9 @@ class PairExplanation:
     scaler: float
 
 
-def _ids(tokenizer: Vocabulary, text: str, max_length: int, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _ids(
+    tokenizer: Vocabulary | WordPieceTokenizer, text: str, max_length: int, name: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     if not isinstance(text, str):
         raise TypeError(f"parameter '{name}' must be a string, got {type(text).__name__}")
     ids, mask = tokenizer.encode([text], max_length)
@@ -87,7 +90,7 @@ def _ids(tokenizer: Vocabulary, text: str, max_length: int, name: str) -> tuple[
 
 def explain_pair(
     model: TK,
-    tokenizer: Vocabulary,
+    tokenizer: Vocabulary | WordPieceTokenizer,
     query: str,
     passage: str,
     max_query_length: int = QUERY_MAX_LENGTH,
@@ -101,7 +104,7 @@ def explain_pair(
     """
     query_ids, query_mask = _ids(tokenizer, query, max_query_length, "query")
     doc_ids, doc_mask = _ids(tokenizer, passage, max_doc_length, "passage")
-    device = model.embedding.weight.device
+    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     try:

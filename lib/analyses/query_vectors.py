@@ -16,12 +16,13 @@ import torch
 from tqdm import tqdm
 
 from lib.models.tk import TK
+from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import QUERY_MAX_LENGTH, Vocabulary
 
 
 def mean_query_vectors(
     model: TK,
-    tokenizer: Vocabulary,
+    tokenizer: Vocabulary | WordPieceTokenizer,
     queries: Mapping[str, str],
     batch_size: int = 256,
     max_length: int = QUERY_MAX_LENGTH,
@@ -38,7 +39,7 @@ def mean_query_vectors(
     if not queries:
         raise ValueError("parameter 'queries' is empty: no query to embed")
     texts = list(queries.values())
-    device = model.embedding.weight.device
+    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     chunks = []

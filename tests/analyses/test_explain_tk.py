@@ -115,3 +115,20 @@ def test_passage_matches_take_the_best_query_term_and_the_closest_kernel() -> No
     for bad in (2, -1, "cat"):
         with pytest.raises(ValueError, match="query_term"):
             passage_matches(explanation, query_term=bad)
+
+
+def test_a_tk_on_minilms_layers_is_explained_over_its_word_pieces_exactly() -> None:
+    from lib.models.tk_bert import TKBert
+    from lib.representations.bert import load_tokenizer
+    from lib.representations.pretrained import minilm_folder
+
+    torch.manual_seed(0)
+    model, tokenizer = TKBert(minilm_folder(), 1), load_tokenizer(minilm_folder())
+    query, passage = "androgen receptor define", "The androgen receptor (AR) is a type of nuclear receptor."
+    explanation = explain_pair(model, tokenizer, query, passage)
+    assert explanation.query_tokens == tokenizer.decode(tokenizer.pieces([query])[0])
+    assert "(" in explanation.passage_tokens, "word pieces keep punctuation"
+    with torch.no_grad():
+        score = model.eval()(*tokenizer.encode([query], QUERY_MAX_LENGTH), *tokenizer.encode([passage], DOC_MAX_LENGTH))
+    assert np.isclose(explanation.kernels["term"].sum(), explanation.s, atol=1e-4)
+    assert np.isclose(explanation.s, float(score[0]), atol=1e-4)
