@@ -470,8 +470,8 @@ for fold in test_sets:
     for name in all_models:
         table_rows.append(results[(fold, name)].row())
 every_model_table = pd.DataFrame(table_rows)
+write_csv(out / "table2.csv", every_model_table)  # every model trained here; the chapters after read it
 table = every_model_table[~every_model_table["model"].isin(all_models) | every_model_table["model"].isin(models)]
-write_csv(out / "table2.csv", table)
 shown = table.pivot(
     index="model",
     columns="set",

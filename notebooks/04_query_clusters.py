@@ -25,11 +25,12 @@
 #
 # This chapter repeats the analysis at book scale. The queries are the MS MARCO dev-small queries
 # (the paper's kind of query) together with the judged TREC DL 2019 and 2020 queries
-# {cite}`craswell2019trecdl,craswell2020trecdl`; the vectors come from the TK-2 trained in
-# {doc}`02_training`. The Table 3 analogue can only use the TREC DL queries: they are the ones with
-# re-ranked candidates and passage texts in the book (the dev-small queries have neither), so each
-# cluster holds only a handful of them. What the book's data say, and how far they can say it, is
-# computed below; the differences to the paper are listed in {doc}`../reproducing`.
+# {cite}`craswell2019trecdl,craswell2020trecdl`; the vectors come from the TK that {doc}`02_training`
+# chose on validation among every TK it trained. The Table 3 analogue can only use the TREC DL
+# queries: they are the ones with re-ranked candidates and passage texts in the book (the dev-small
+# queries have neither), so each cluster holds only a handful of them. What the book's data say, and
+# how far they can say it, is computed below; the differences to the paper are listed in
+# {doc}`../reproducing`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
@@ -38,6 +39,7 @@ seed = 42
 # None keeps the profile's default (lib.core.profiles, section `clusters`)
 dev_queries = None  # how many MS MARCO dev-small queries to cluster (None in the book profile: all of them)
 ks = None  # the k of the elbow curve
+tk_model = None  # None: the TK chapter 2 chose on validation (its chosen_tk.json); or a registry name, e.g. "tk2"
 n_init = None  # k-means restarts per fit
 rel = 2  # the lowest grade that counts as relevant (the TREC DL passage convention)
 
@@ -54,7 +56,7 @@ from lib.analyses import query_clusters
 from lib.analyses.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
 from lib.analyses.query_vectors import mean_query_vectors
 from lib.chapters import analysis_plots, first_stage_runs
-from lib.chapters.artifacts import candidate_scores, trained_model
+from lib.chapters.artifacts import candidate_scores, chosen_tk, trained_model
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
@@ -66,11 +68,13 @@ from lib.representations.text import tokenize
 
 CHAPTER = "04_query_clusters"
 TEST_SETS = ["dl19", "dl20"]  # both re-ranked by chapter 2's models (one per architecture)
-TK2, BERT_CAT = registry.label("tk2"), registry.label("bert-cat")  # the rank tables' columns
-SYSTEMS = {"BM25": None, TK2: "tk2", BERT_CAT: "bert-cat"}
 
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out = chapter.out
+tk_model = chosen_tk(profile) if tk_model is None else tk_model
+TK2, BERT_CAT = registry.label(tk_model), registry.label("bert-cat")  # the rank tables' columns
+SYSTEMS = {"BM25": None, TK2: tk_model, BERT_CAT: "bert-cat"}
+glue("tk_label", TK2, display=False)
 cluster_settings = chapter.settings.clusters.replace(dev_queries=dev_queries, n_init=n_init)
 dev_queries, n_init = cluster_settings.dev_queries, cluster_settings.n_init
 ks = list(cluster_settings.ks if ks is None else ks)
@@ -83,7 +87,7 @@ print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; s
 # TK contextualises the query on its own (eq. 1–3), before it ever sees a passage, so a query has a
 # representation of its own: the hybrid vectors $\hat q_1, \dots, \hat q_n$ of its terms. Following
 # the paper, a query's vector is their mean (padding excluded; `lib.analyses.query_vectors`). We use
-# chapter 2's TK-2, which learned from the teacher's labels of dev-small questions and pseudo-queries
+# chapter 2's {glue:text}`tk_label`, which learned from the teacher's labels of dev-small questions and pseudo-queries
 # cut from book passages and was validated on queries of neither test year (DL21 in the `book`
 # profile). Most clustered dev-small queries were therefore training queries of that model (with the
 # teacher's opinion, never a judgment); no DL19 or DL20 query was seen, and the clustering itself
@@ -96,8 +100,8 @@ if dev_queries is not None:  # a slice of dev-small, the first queries in sorted
     dev = dev.assign(key=[query_order(q) for q in dev["qid"]]).sort_values("key").head(dev_queries)
     queries = pd.concat([queries.loc[dev.index], queries[queries["query_set"] != "dev-small"]])
 queries = queries.reset_index(drop=True)
-tk = trained_model(profile, "tk2", device=device)
-print(f"TK-2: {paths.shown(tk.path)}")
+tk = trained_model(profile, tk_model, device=device)
+print(f"{TK2}: {paths.shown(tk.path)}")
 start = time.perf_counter()
 vectors = mean_query_vectors(tk.model, tk.tokenizer, dict(zip(queries["qid"], queries["text"], strict=True)))
 vector_seconds = time.perf_counter() - start
@@ -228,7 +232,7 @@ glue("pca_variance", f"{100 * query_map.explained_variance_ratio.sum():.0f}", di
 # ## Table 3 at book scale: the first relevant passage per cluster
 #
 # For every judged TREC DL query we take the rank of the first passage with grade ≥ 2 in three
-# rankings of the same BM25 candidates: BM25's own order, TK-2's and BERT-cat's (each model trained
+# rankings of the same BM25 candidates: BM25's own order, {glue:text}`tk_label`'s and BERT-cat's (each model trained
 # for that query's year in chapter 2, re-ranking *all* candidates: like the paper, no time budget
 # here). A query whose ranking holds no relevant passage among the candidates counts as rank
 # *depth + 1* (`lib.analyses.first_relevant`, rule "depth + 1"), a miss worse than every retrieved rank. The
@@ -273,7 +277,7 @@ table3.style.format({s: "{:g}" for s in systems}).background_gradient(subset=sys
 # %%
 overall = table3.loc["all", systems]
 per_cluster = table3.drop(index="all")
-gain = per_cluster["BM25"] - per_cluster[TK2]  # > 0: TK-2 finds the first relevant passage earlier
+gain = per_cluster["BM25"] - per_cluster[TK2]  # > 0: the TK finds the first relevant passage earlier
 definition_words = {"define", "definition", "meaning", "means", "mean", "defined"}
 
 
@@ -334,10 +338,10 @@ glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
 #   BM25 has a relevant passage at rank 1 for {glue:text}`bm25_at_1`% of them, which leaves a re-ranker
 #   little room to gain on this measure. MS MARCO dev queries have about one relevant passage each,
 #   which is why the paper's BM25 medians are so much larger.
-# - **Book-scale models.** The TK-2 and BERT-cat of chapter 2 trained briefly on a teacher's labels
+# - **Book-scale models.** The {glue:text}`tk_label` and BERT-cat of chapter 2 trained briefly on a teacher's labels
 #   for dev-small questions and pseudo-queries; the paper's models learned from millions of MS MARCO pairs.
 #   Over all queries the medians are {glue:text}`median_bm25` (BM25), {glue:text}`median_tk2`
-#   (TK-2) and {glue:text}`median_bert` (BERT-cat): where the book's re-rankers fall behind BM25, the
+#   ({glue:text}`tk_label`) and {glue:text}`median_bert` (BERT-cat): where the book's re-rankers fall behind BM25, the
 #   table shows where *they* are weakest, not where the paper's models were.
 #
 # What does carry over is the method: TK's query vectors group queries by information need without

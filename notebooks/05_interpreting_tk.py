@@ -24,18 +24,20 @@
 # move a relevant passage above the first stage's non-relevant top result? The lecture shows the
 # same view in the Neural IR Explorer demo (slide 29) {cite}`hofstaetter2021lecture8`.
 #
-# This chapter builds that view for the TK-2 trained in {doc}`02_training`, for two cases: (a) the
-# paper's own example, the query "androgen receptor define", and (b) a DL19 query where the book's
-# TK-2 moved a relevant passage above BM25's top non-relevant one, picked by a fixed rule. The
-# book's TK-2 is trained at book scale (a short schedule on the teacher's labels of dev-small
-# questions and pseudo-queries cut from book passages); the reading at the end says what that means
-# for the explanations. The deviations are listed in {doc}`../reproducing`.
+# This chapter builds that view for the TK that {doc}`02_training` chose on validation among every TK
+# it trained (on GloVe words, on static word pieces, or on MiniLM's first layers: the ladder of
+# pre-training depth), for two cases: (a) the paper's own example, the query "androgen receptor
+# define", and (b) a DL19 query where the book's TK moved a relevant passage above BM25's top
+# non-relevant one, picked by a fixed rule. Whatever its contextualiser, eq. 4–10 are TK's, so the
+# decomposition is the same. The book's TK is trained at book scale (a short schedule on the teacher's
+# labels of dev-small questions and pseudo-queries cut from book passages); the reading at the end says
+# what that means for the explanations. The deviations are listed in {doc}`../reproducing`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
 device = "auto"  # "auto" takes a CUDA GPU when there is one
 seed = 42
-model_name = "tk2"
+model_name = None  # None: the TK chapter 2 chose on validation (its chosen_tk.json); or a registry name, e.g. "tk2"
 highlight = [1.0, 0.9, 0.7]  # the kernels coloured in the side-by-side view (the paper: 0.9 and 0.7)
 max_matrix_tokens = 60  # passage tokens shown in a match-matrix heatmap
 
@@ -52,17 +54,21 @@ from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
 from lib.analyses.explain_tk import explain_pair, passage_matches
 from lib.chapters import analysis_plots, first_stage_runs
-from lib.chapters.artifacts import candidate_scores, trained_model
+from lib.chapters.artifacts import candidate_scores, chosen_tk, trained_model
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv, write_text
 from lib.core.plotting import save_figure
 from lib.data import book_texts, load_collection, load_qrels, load_queries
+from lib.models.registry import label
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "05_interpreting_tk"
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out, running_on = chapter.out, chapter.device
+model_name = chosen_tk(profile) if model_name is None else model_name
+tk_label = label(model_name)
+glue("tk_label", tk_label, display=False)
 
 # %% [markdown]
 # ## The trained model and its learned weights
@@ -96,10 +102,10 @@ weights.T
 
 # %% [markdown]
 # The learned α = {glue:text}`alpha` mixes context and plain embedding; β = {glue:text}`beta` and
-# γ = {glue:text}`gamma` have moved little from their start at 1. The largest kernel weight is
-# {glue:text}`largest_weight` in absolute value, {glue:text}`weight_ratio` times the bound of its
-# random initialisation (±0.014): the short book-scale schedule moves these weights only a little,
-# which keeps in mind how much of what follows is learned and how much is the starting point.
+# γ = {glue:text}`gamma` started at 1. The largest kernel weight is {glue:text}`largest_weight` in
+# absolute value, {glue:text}`weight_ratio` times the bound of its random initialisation (±0.014): how
+# far the short book-scale schedule moved these weights, which keeps in mind how much of what follows
+# is learned and how much is the starting point.
 #
 # ## Case (a): the paper's example, "androgen receptor define"
 #
@@ -136,7 +142,7 @@ else:
     source = (
         f"Passage(s) {missing} are **not** in the book collection (it holds the TREC DL candidates and "
         "judged passages, not all of MS MARCO), so the chapter uses the passage texts that the papers print "
-        "(copied from the TU Wien notebook's Figure 2). The book's TK-2 never saw this query in training: "
+        f"(copied from the TU Wien notebook's Figure 2). The book's {tk_label} never saw this query in training: "
         "it is an MS MARCO dev query."
     )
 display(Markdown(source))
@@ -146,8 +152,9 @@ glue("paper_pids_found", "yes" if all(in_collection.values()) else "no", display
 # ### One score, taken apart
 #
 # First the relevant passage alone. `lib.analyses.explain_tk.explain_pair` runs the trained model on the pair
-# and returns every intermediate result: the tokens the model sees (the book's tokenizer keeps words
-# and numbers and drops punctuation; words outside the vocabulary become `[UNK]`), the match matrix,
+# and returns every intermediate result: the tokens the model sees (a TK on words keeps words and
+# numbers and drops punctuation, and words outside its vocabulary become `[UNK]`; a TK on word pieces
+# sees MiniLM's pieces, punctuation included), the match matrix,
 # the soft counts $K^k_i$ of every query term in every kernel (eq. 6), per kernel $s^k_{\log}$ and
 # $s^k_{\mathrm{len}}$ (eq. 7, 8) before and after the learned weights, and $s_{\log}$, $s_{\mathrm{len}}$
 # and $s$.
@@ -210,8 +217,8 @@ plt.show()
 
 # %%
 titles = (
-    f"Judged relevant (paper id {PAPER_PIDS['relevant']}): TK-2 score {relevant.s:.2f}",
-    f"BM25's top, not relevant (paper id {PAPER_PIDS['bm25_top']}): TK-2 score {bm25_top.s:.2f}",
+    f"Judged relevant (paper id {PAPER_PIDS['relevant']}): {tk_label} score {relevant.s:.2f}",
+    f"BM25's top, not relevant (paper id {PAPER_PIDS['bm25_top']}): {tk_label} score {bm25_top.s:.2f}",
 )
 figure3 = side_by_side_html(relevant, bm25_top, titles=titles, highlight=highlight)
 write_text(out / "figure3_androgen.html", figure3)
@@ -292,7 +299,7 @@ difference = (relevant.kernels.set_index("mu")["term"] - bm25_top.kernels.set_in
 )
 top_kernels = ", ".join(f"μ = {mu:g} ({delta:+.3f})" for mu, delta in difference.head(3).items())
 reading = [
-    f"The book's TK-2 scores the relevant passage {relevant.s:.3f} and BM25's top passage {bm25_top.s:.3f}: it "
+    f"The book's {tk_label} scores the relevant passage {relevant.s:.3f} and BM25's top passage {bm25_top.s:.3f}: it "
     f"prefers {preferred}, "
     + ("as the paper's TK did." if agrees else "the opposite of the paper's TK, which put the relevant passage first.")
     + f" The kernels that separate the two scores most (relevant minus BM25 top) are {top_kernels}.",
@@ -300,19 +307,25 @@ reading = [
     f'{definition_phrases(relevant)}; over all its tokens "define" has a median cosine of '
     f"{define_cosines.median():.2f} and a maximum of {define_cosines.max():.2f} "
     f"(with {relevant.passage_tokens[int(define_cosines.idxmax())]!r}).",
-    "The book's tokenizer drops punctuation, so the parentheses that the paper's TK matched with \"define\" "
-    "are not tokens here.",
 ]
+if "(" in relevant.passage_tokens:
+    parenthesis = passage_matches(relevant, query_term=position).groupby("term")["cosine"].max()["("]
+    reading.append(f'This TK sees punctuation: "define" has a cosine of {parenthesis:.2f} with "(", the paper\'s cue.')
+else:
+    reading.append(
+        "This TK's word tokenizer drops punctuation, so the parentheses that the paper's TK matched with \"define\" "
+        "are not tokens here."
+    )
 display(Markdown(" ".join(reading)))
 glue("androgen_agrees", "yes" if agrees else "no", display=False)
 
 # %% [markdown]
-# ## Case (b): a DL19 query where TK-2 overtook BM25's top
+# ## Case (b): a DL19 query where the book's TK overtook BM25's top
 #
 # The second case is chosen by code, with a fixed rule (`lib.analyses.explain_case.pick_case`): among the DL19
 # queries, a relevant passage (grade ≥ 2) that BM25 ranks *below* its highest-ranked judged
-# non-relevant passage and that TK-2 ranks *above* it, preferring the case where TK-2 puts the relevant
-# passage first and BM25 had the non-relevant one first, the paper's scenario. TK-2's ranks come from
+# non-relevant passage and that {glue:text}`tk_label` ranks *above* it, preferring the case where it puts the
+# relevant passage first and BM25 had the non-relevant one first, the paper's scenario. Its ranks come from
 # chapter 2's scores of all BM25 candidates of the query (no time budget).
 
 # %%
@@ -331,7 +344,7 @@ if case is not None:
             "passage": [case.relevant_pid, case.non_relevant_pid],
             "grade": [case.relevant_grade, case.non_relevant_grade],
             "BM25 rank": [case.relevant_bm25_rank, case.non_relevant_bm25_rank],
-            "TK-2 rank": [case.relevant_tk_rank, case.non_relevant_tk_rank],
+            f"{tk_label} rank": [case.relevant_tk_rank, case.non_relevant_tk_rank],
         },
         index=["relevant", "non-relevant"],
     )
@@ -347,9 +360,9 @@ if case is not None:
     case_other = explain_pair(tk, vocabulary, case_query, texts[case.non_relevant_pid])
     titles = (
         f"Relevant (grade {case.relevant_grade}, {case.relevant_pid}): BM25 rank {case.relevant_bm25_rank}, "
-        f"TK-2 rank {case.relevant_tk_rank}, score {case_relevant.s:.2f}",
+        f"{tk_label} rank {case.relevant_tk_rank}, score {case_relevant.s:.2f}",
         f"Not relevant (grade {case.non_relevant_grade}, {case.non_relevant_pid}): BM25 rank "
-        f"{case.non_relevant_bm25_rank}, TK-2 rank {case.non_relevant_tk_rank}, score {case_other.s:.2f}",
+        f"{case.non_relevant_bm25_rank}, {tk_label} rank {case.non_relevant_tk_rank}, score {case_other.s:.2f}",
     )
     case_html = side_by_side_html(case_relevant, case_other, titles=titles, highlight=highlight)
     write_text(out / "figure3_case_b.html", case_html)
@@ -376,7 +389,7 @@ if case is not None:
         key=abs, ascending=False
     )
     parts = [
-        f"TK-2 scores the relevant passage {case_relevant.s:.3f} and the non-relevant one {case_other.s:.3f}. "
+        f"{tk_label} scores the relevant passage {case_relevant.s:.3f} and the non-relevant one {case_other.s:.3f}. "
         f"The kernels that make the difference most are "
         + ", ".join(f"μ = {mu:g} ({d:+.3f})" for mu, d in delta.head(3).items())
         + ".",
@@ -398,16 +411,16 @@ if case is not None:
 # - **The decomposition is exact.** Whatever the model's quality, the tables above *are* its score:
 #   every kernel's contribution, with the learned weights, sums to $s$. This is the property the paper
 #   builds on, and it holds for the book's TK as for the paper's.
-# - **The explained model is a book-scale model.** Its kernel weights moved little from their random
-#   start (largest weight {glue:text}`largest_weight`, bound of the initialisation 0.014), and it
-#   trained briefly on a teacher's labels for dev-small questions and pseudo-queries. Cosines that look like
-#   "learned" associations may largely be the neighbourhoods of the pre-trained word vectors it
-#   started from (chapter 2). The paper's
+# - **The explained model is a book-scale model.** Its largest kernel weight is
+#   {glue:text}`largest_weight`, {glue:text}`weight_ratio` times the bound of the initialisation (0.014),
+#   and it trained briefly on a teacher's labels for dev-small questions and pseudo-queries. Cosines that
+#   look like "learned" associations may largely be the neighbourhoods of the pre-trained representations
+#   it started from (chapter 2): word vectors, MiniLM's static pieces, or MiniLM's own layers. The paper's
 #   observation about "define" is a property of a TK trained on millions of
 #   MS MARCO pairs; whether the book's model reproduces it is what the tables above show, and a
 #   difference says more about the training than about the method.
 # - **Case (b) is chosen by a rule, not by hand.** It is the strongest case of its kind in DL19 by that
-#   rule, so it shows TK-2 at its best on this test set, not typically.
+#   rule, so it shows {glue:text}`tk_label` at its best on this test set, not typically.
 # - **A match matrix is not a reason.** As the TU Wien notebook says, the view shows *which* words are
 #   similar to which and how that adds up to a score, not *why* the model finds them similar.
 

@@ -72,6 +72,24 @@ def kernel_colours(highlight: Sequence[float], mus: Sequence[float]) -> dict[flo
     return dict(zip(chosen, sns.color_palette(PALETTE, len(chosen)).as_hex(), strict=True))
 
 
+def piece_spans(text: str, pieces: Sequence[str]) -> list[tuple[int, int]] | None:
+    """``(start, end)`` offsets in ``text`` of each word piece of ``pieces`` (a ``##`` piece without its
+    ``##``), found in order in the lower-cased text; ``None`` when one is not found (``[UNK]``, or a
+    character the uncased tokenizer normalised, such as an accent), and the caller shows the pieces alone."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return None
+    spans, cursor = [], 0
+    for piece in pieces:
+        bare = piece.removeprefix("##")
+        start = lowered.find(bare, cursor) if bare and piece != "[UNK]" else -1
+        if start < 0:
+            return None
+        spans.append((start, start + len(bare)))
+        cursor = start + len(bare)
+    return spans
+
+
 def passage_html(
     explanation: PairExplanation,
     highlight: Sequence[float] = DEFAULT_HIGHLIGHT,
@@ -85,8 +103,16 @@ def passage_html(
     colours = kernel_colours(highlight, mus)
     matches = passage_matches(explanation, query_term)
     text = explanation.passage
-    spans = word_spans(text)
     seen = len(explanation.passage_tokens)
+    if explanation.word_pieces:
+        spans = piece_spans(text, explanation.passage_tokens)
+        if spans is None:  # show the pieces themselves, one after the other
+            text = " ".join(explanation.passage_tokens)
+            spans = piece_spans(text, explanation.passage_tokens)
+        if text[spans[-1][1] :].strip():  # pieces keep punctuation: text after the last piece was cut off
+            spans.append((spans[-1][1] + len(text[spans[-1][1] :]) - len(text[spans[-1][1] :].lstrip()), len(text)))
+    else:
+        spans = word_spans(text)
     parts, cursor = [], 0
     for (start, end), match in zip(spans[:seen], matches.itertuples(), strict=True):
         parts.append(html.escape(text[cursor:start]))

@@ -75,6 +75,8 @@ class PairExplanation:
     beta: float
     gamma: float
     scaler: float
+    #: Whether the tokens are word pieces (a WordPiece tokenizer: ``##`` continues a word, punctuation kept).
+    word_pieces: bool = False
 
 
 def _ids(
@@ -154,6 +156,7 @@ def explain_pair(
         beta=float(parts.beta.detach()),
         gamma=float(parts.gamma.detach()),
         scaler=float(parts.scaler.detach()),
+        word_pieces=isinstance(tokenizer, WordPieceTokenizer),
     )
 
 

@@ -39,6 +39,20 @@ ARCHITECTURES: dict[str, tuple[str, str]] = {
     "colbert": ("a small vector per word piece (all layers)", "BERT on the query; max-sim with every passage"),
     "tk2": ("a vector per word (TK's contextualisation)", "TK's layers on the query; kernels on every passage"),
     "tk2-sparse": ("a vector per word the gate keeps", "TK's layers on the query; kernels on the kept words"),
+    **{
+        f"tk{n}-pieces": (
+            "a vector per word piece (TK's layers on static pieces)",
+            "TK's layers on the query; kernels on every passage",
+        )
+        for n in (1, 2, 3)
+    },
+    **{
+        f"tk-bert{n}": (
+            f"a vector per word piece (BERT's first {n} layers)",
+            f"BERT's first {n} layers on the query; kernels on every passage",
+        )
+        for n in (1, 2, 3, 6)
+    },
     "bi-encoder": ("one vector per passage", "BERT on the query; one dot product per passage"),
     "tilde-qdl": ("a log-probability per vocabulary piece", "BERT on the query; a look-up per query piece"),
     "tildev2": ("a weight per passage word piece", "the query's pieces; a look-up per piece (no network)"),

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from lib import data
-from lib.analyses.explain_html import kernel_colours, passage_html, side_by_side_html, word_spans
+from lib.analyses.explain_html import kernel_colours, passage_html, piece_spans, side_by_side_html, word_spans
 from lib.analyses.explain_tk import explain_pair
 from lib.core.types import ranking_from_run
+from lib.models.tk_bert import TKBert
+from lib.representations.bert import load_tokenizer
+from lib.representations.pretrained import minilm_folder
 from lib.representations.text import tokenize
 from tests.analysis_helpers import hand_explanation, real_vocabulary, small_tk
 
@@ -122,3 +126,18 @@ def test_a_real_pair_renders(converted: Path) -> None:
     assert html.escape(queries[qid]) in view
     assert view.count("<tr") == 1 + 11 + 3  # header, 11 kernels, β·s_log, γ·s_len, s
     assert f">{left.s:.2f}<" in view and f">{right.s:.2f}<" in view
+
+
+def test_a_word_piece_explanation_colours_pieces_in_the_original_text() -> None:
+    assert piece_spans("The receptor (AR) binds.", ["the", "rec", "##eptor", "(", "ar", ")", "bind", "##s", "."]) == [
+        (0, 3), (4, 7), (7, 12), (13, 14), (14, 16), (16, 17), (18, 22), (22, 23), (23, 24),
+    ]  # fmt: skip
+    assert piece_spans("Café", ["cafe"]) is None
+    torch.manual_seed(0)
+    model, tokenizer = TKBert(minilm_folder(), 1), load_tokenizer(minilm_folder())
+    passage = "The androgen receptor (AR) is a type of nuclear receptor. " * 40
+    explanation = explain_pair(model, tokenizer, "androgen receptor define", passage)
+    page = passage_html(explanation, highlight=[1.0, 0.9, 0.7])
+    assert "androgen" in page and "not scored" in page, "the pieces beyond the cap of 200 are greyed"
+    short = explain_pair(model, tokenizer, "androgen receptor define", "The androgen receptor (AR).")
+    assert "not scored" not in passage_html(short, highlight=[1.0, 0.9, 0.7])

@@ -13,6 +13,9 @@ from lib import data
 from lib.analyses.explain_tk import KERNEL_COLUMNS, explain_pair, passage_matches
 from lib.core.types import ranking_from_run
 from lib.models.tk import TK
+from lib.models.tk_bert import TKBert
+from lib.representations.bert import load_tokenizer
+from lib.representations.pretrained import minilm_folder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from tests.analysis_helpers import hand_explanation, real_vocabulary, small_tk
 
@@ -118,10 +121,6 @@ def test_passage_matches_take_the_best_query_term_and_the_closest_kernel() -> No
 
 
 def test_a_tk_on_minilms_layers_is_explained_over_its_word_pieces_exactly() -> None:
-    from lib.models.tk_bert import TKBert
-    from lib.representations.bert import load_tokenizer
-    from lib.representations.pretrained import minilm_folder
-
     torch.manual_seed(0)
     model, tokenizer = TKBert(minilm_folder(), 1), load_tokenizer(minilm_folder())
     query, passage = "androgen receptor define", "The androgen receptor (AR) is a type of nuclear receptor."
