@@ -508,7 +508,8 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 #    (model2vec's recipe, `lib.representations.piece_vectors`) — under the same small kernel models;
 # 3. **BERT's first layers**: TK whose contextualiser *is* MiniLM's embedding layer and its first 1,
 #    2, 3 or all 6 layers (eq. 1 mixes MiniLM's input embeddings with their contextualised vectors;
-#    `lib.models.tk_bert`), fine-tuned at BERT-cat's rate;
+#    `lib.models.tk_bert`), fine-tuned at BERT-cat's rate: TK-BERT-1 to TK-BERT-6 (the BERT is
+#    MiniLM in this profile, `bert-base-uncased` in the `paper` profile);
 # 4. **all of BERT, fine-tuned**: ColBERT (the same separate encoding, scored by MaxSim) and BERT-cat;
 # 5. **the teacher** itself.
 #

@@ -67,10 +67,10 @@ def test_the_reading_names_the_first_rung_above_bm25_and_the_speed_against_bert_
     slow = {**SCORES}
     table, tests = _inputs(slow, {"bert-cat", "tk-bert2"})
     text = ladder.ladder_reading(ladder.ladder_table(table, tests, MODELS, {}))
-    assert "TK on BERT ×2, at 4.0× BERT-cat's documents per ms (1.2× short of the 5×" in text
+    assert "TK-BERT-2, at 4.0× BERT-cat's documents per ms (1.2× short of the 5×" in text
     table, tests = _inputs(slow, {"bert-cat"})
     text = ladder.ladder_reading(ladder.ladder_table(table, tests, MODELS, {}))
-    assert "No kernel model beats BM25 significantly on every test year; the closest is TK on BERT ×2" in text
+    assert "No kernel model beats BM25 significantly on every test year; the closest is TK-BERT-2" in text
 
 
 def test_the_chosen_tk_is_the_best_tk_on_validation_never_another_model() -> None:
