@@ -510,12 +510,15 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 #    2, 3 or all 6 layers (eq. 1 mixes MiniLM's input embeddings with their contextualised vectors;
 #    `lib.models.tk_bert`), fine-tuned at BERT-cat's rate: TK-BERT-1 to TK-BERT-6 (the BERT is
 #    MiniLM in this profile, `bert-base-uncased` in the `paper` profile);
-# 4. **all of BERT, fine-tuned**: ColBERT (the same separate encoding, scored by MaxSim) and BERT-cat;
+# 4. **all of BERT, fine-tuned**: BERT-cat, and ColBERT (the same separate encoding as TK, scored by
+#    MaxSim);
 # 5. **the teacher** itself.
 #
-# Each rung is a model of its own, trained once; every model is tested on both years, re-ranking
-# all 100 BM25 candidates, and timed on the same machine in the same run. The t-tests against BM25
-# are corrected for every model of the ladder.
+# Each model is trained once; every model is tested on both years, re-ranking all 100 BM25
+# candidates, and timed on the same machine in the same run. The t-tests against BM25 are corrected
+# for every model of the ladder. Which models climb it is the profile's `ladder_models` (the `book`
+# profile trains one model per rung beyond Table 2's, to fit two CPU cores; the full ladder is a
+# parameter away): this build's ladder is {glue:text}`ladder_members`.
 
 # %%
 ladder_significance = experiments.significance_against_bm25(profile, protocol, results, all_models)
@@ -525,6 +528,7 @@ validation_best = {
     if not model_spec(name).zero_shot
 }
 ladder = pretraining_ladder.ladder_table(every_model_table, ladder_significance, all_models, validation_best)
+glue("ladder_members", ", ".join(model_spec(name).label for name in ladder["model"].drop_duplicates()), display=False)
 write_csv(out / "pretraining_ladder.csv", ladder)
 bm25_by_year = table[table["model"] == "BM25"].set_index("set")["nDCG@10"].to_dict()
 figure = pretraining_ladder.ladder_figure(ladder, bm25_by_year)
