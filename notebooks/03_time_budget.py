@@ -531,9 +531,9 @@ at_100 = headline.loc[100, "best model(s)"] if 100 in headline.index else "–"
 chosen_leads = {
     s: leading(time_budget.leading_spans(frames[s, "book"], "nDCG@10"), chosen_tk) for s in sets
 }  # the budgets (ms) at which it is (among) the best, at the book's own speeds
-chosen_reading = "; ".join(
-    f"on {s.upper()} nDCG@10 it is (among) the best at budgets of {spans} ms" if spans != "never"
-    else f"on {s.upper()} nDCG@10 it leads at no budget"
+chosen_reading = "On " + "; on ".join(
+    f"{s.upper()} nDCG@10 it is (among) the best at budgets of {spans} ms" if spans != "never"
+    else f"{s.upper()} nDCG@10 it leads at no budget"
     for s, spans in chosen_leads.items()
 ) + " (the book's own speeds, chapter 2)."  # fmt: skip
 order_models = ["knrm", "conv-knrm", chosen_tk, "bert-cat"]
