@@ -336,7 +336,9 @@ PROFILES: dict[str, Profile] = {
         # re-ranked all 100 below BM25 (DL19 / DL20 0.470 / 0.417; at its tuned depth 0.527 / 0.477); with BM25's
         # top 100 as training candidates (not 30) it peaked at step 80 (0.473), all 100 0.474 / 0.437 (not adopted).
         # TK-BERT-1 peaked at step 200 (0.474): all 100 0.452 / 0.387. TK-2 on 256-d pieces (1,000 steps) peaked at
-        # step 200 (0.488) and fell to 0.456: all 100 0.545 / 0.506.
+        # step 200 (0.488) and fell to 0.456: all 100 0.545 / 0.506. Docs/ms in one run (2 threads, DL19 candidates):
+        # TK-2 on pieces 0.103, TK-BERT-1/2/3 0.280 / 0.146 / 0.099, BERT-cat 0.058 (pieces at 256-d cost as much as
+        # two or three MiniLM layers: narrower pieces are the lever for speed).
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
             bert_cat_lr=1e-4, bert_cat_warmup=30, bert_cat_max_steps=500, distill_pseudo_queries=7000,
