@@ -461,16 +461,6 @@ def overall_best(frame: pd.DataFrame, measure: str) -> str:
     return " = ".join(LABELS[m] for m in dict.fromkeys(m for tied in at_best["leaders"] for m in tied))
 
 
-def leading(spans: pd.DataFrame, name: str) -> str:
-    """The budget ranges (ms) over which ``name`` is (among) the best, or "never"."""
-    own = spans[spans["model"] == name]
-    ranges = [
-        f"{a:,.0f}–{b:,.0f}" if math.isfinite(b) else f"{a:,.0f}–∞"
-        for a, b in zip(own["from_ms"], own["to_ms"], strict=True)
-    ]
-    return ", ".join(ranges) or "never"
-
-
 def crossover_rows(view: str) -> list[dict]:
     rows = []
     for query_set in sets:
@@ -480,7 +470,7 @@ def crossover_rows(view: str) -> list[dict]:
             row = {"view": view, "set": query_set.upper(), "measure": measure}
             for name in followed_tks:
                 overtakes = time_budget.crossover(frame, measure, name, "bert-cat")
-                row[f"{LABELS[name]} (among the) best (ms)"] = leading(spans, name)
+                row[f"{LABELS[name]} (among the) best (ms)"] = speed_report.leading_ranges(spans, name)
                 row[f"BERT-cat ahead of {LABELS[name]} for good from (ms)"] = (
                     "never" if overtakes is None else f"{overtakes:,.0f}"
                 )
@@ -528,25 +518,10 @@ never = [f"{m} on {s.upper()}" for (s, m), beats in strictly_better.items() if n
 best_models = {(s, m): overall_best(frames[s, "book"], m) for s in sets for m in measures}
 headline = leader_tables[sets[0], "paper", "nDCG@10"].set_index("budget (ms)")
 at_100 = headline.loc[100, "best model(s)"] if 100 in headline.index else "–"
-chosen_leads = {
-    s: leading(time_budget.leading_spans(frames[s, "book"], "nDCG@10"), chosen_tk) for s in sets
-}  # the budgets (ms) at which it is (among) the best, at the book's own speeds
-chosen_reading = "On " + "; on ".join(
-    f"{s.upper()} nDCG@10 it is (among) the best at budgets of {spans} ms" if spans != "never"
-    else f"{s.upper()} nDCG@10 it leads at no budget"
-    for s, spans in chosen_leads.items()
-) + " (the book's own speeds, chapter 2)."  # fmt: skip
-order_models = ["knrm", "conv-knrm", chosen_tk, "bert-cat"]
-order_rows = {
-    s: [float(curves[s][name]["nDCG@10"].iloc[-1]) for name in order_models if name in curves[s]] for s in sets
-}
-order_reading = "; ".join(
-    f"{s.upper()} "
-    + ", ".join(f"{LABELS[name]} {value:.3f}" for name, value in zip(order_models, values, strict=False))
-    + (" — holds" if len(values) == len(order_models) and all(a < b for a, b in zip(values, values[1:], strict=False))
-       else " — does not hold")
-    for s, values in order_rows.items()
-) + "."  # fmt: skip
+chosen_leads = {s: speed_report.leading_ranges(time_budget.leading_spans(frames[s, "book"], "nDCG@10"), chosen_tk)
+                for s in sets}  # fmt: skip
+order_models = [name for name in ("knrm", "conv-knrm", chosen_tk, "bert-cat") if name in models]
+order_values = {s: [float(curves[s][name]["nDCG@10"].iloc[-1]) for name in order_models] for s in sets}
 reading = [
     f"- **Speed.** {order_sentence}; TK-2 is {ratio:.0f}× faster than BERT-Base measured in the same run "
     f"(the paper: 40×). In 100 ms per query TK-2 re-ranks {depth_100['tk2']} candidates here and a "
@@ -559,9 +534,10 @@ reading = [
     "- **Under a budget.** Measures and sets on which no re-ranker is ever strictly better than BM25 at any "
     f"budget: {', '.join(never) if never else 'none'}. The best at any budget on {sets[0].upper()} nDCG@10 is "
     f"{best_models[sets[0], 'nDCG@10']}; at 100 ms, in the paper's situation, {at_100}.",
-    f"- **The TK chosen on validation, {LABELS[chosen_tk]}.** " + chosen_reading,
+    f"- **The TK chosen on validation, {LABELS[chosen_tk]}.** {speed_report.leads_reading(chosen_leads)} "
+    "(the book's own speeds, chapter 2).",
     f"- **The paper's order** (KNRM < Conv-KNRM < TK < BERT-cat, nDCG@10 re-ranking all {max_depth}), with "
-    f"{LABELS[chosen_tk]} as TK: " + order_reading,
+    f"{LABELS[chosen_tk]} as TK: " + speed_report.order_reading(order_values, [LABELS[m] for m in order_models]),
     "- **The mechanism stands; the outcome is the data's.** Figure 2's argument — a faster model reaches "
     "deeper in the same time, and depth buys effectiveness only where the model beats the first stage at "
     "that depth — is what the method computes, exactly. The paper's conclusion (TK the best choice up to "

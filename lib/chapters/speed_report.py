@@ -7,6 +7,8 @@ JSON files committed under ``benchmarks/results/``). Older files lack the ``buck
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -187,3 +189,34 @@ def bf16_reading(table: pd.DataFrame, measure: str = "nDCG@10") -> str:
             f"goes from {exact:.3f} to {reduced:.3f}"
         )
     return "In bf16, " + "; ".join(parts) + "."
+
+
+def leading_ranges(spans: pd.DataFrame, name: str) -> str:
+    """The budget ranges (ms) over which ``name`` is (among) the best, from
+    :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, or ``"never"``."""
+    own = spans[spans["model"] == name]
+    ranges = [
+        f"{start:,.0f}–{end:,.0f}" if math.isfinite(end) else f"{start:,.0f}–∞"
+        for start, end in zip(own["from_ms"], own["to_ms"], strict=True)
+    ]
+    return ", ".join(ranges) or "never"
+
+
+def leads_reading(leads: Mapping[str, str], measure: str = "nDCG@10") -> str:
+    """One sentence from ``leads`` (test year → :func:`leading_ranges` of one model), without its full stop:
+    where the model leads."""
+    return "On " + "; on ".join(
+        f"{year.upper()} {measure} it is (among) the best at budgets of {spans} ms" if spans != "never"
+        else f"{year.upper()} {measure} it leads at no budget"
+        for year, spans in leads.items()
+    )  # fmt: skip
+
+
+def order_reading(values: Mapping[str, Sequence[float]], labels: Sequence[str]) -> str:
+    """Whether the paper's order holds: ``values`` maps a test year to one value per model of ``labels`` (the
+    paper's order, weakest first); it holds where every value is strictly above the one before."""
+    return "; ".join(
+        f"{year.upper()} " + ", ".join(f"{label} {value:.3f}" for label, value in zip(labels, row, strict=True))
+        + (" — holds" if all(a < b for a, b in itertools.pairwise(row)) else " — does not hold")
+        for year, row in values.items()
+    ) + "."  # fmt: skip

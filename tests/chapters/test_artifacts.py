@@ -113,15 +113,20 @@ def _write_chapter2_settings(profile: str, **changes) -> dict:
     return settings
 
 
+def _saved_and_loaded(profile: str, name: str, model: torch.nn.Module) -> artifacts.TrainedModel:
+    """Save ``model``'s weights as chapter 2's best ``name``, then load them back through ``trained_model``."""
+    path = checkpoint_path(profile, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), path)
+    return trained_model(profile, name)
+
+
 def test_bert_cat_comes_back_on_the_bert_and_layers_chapter_2_used(artifacts_root: Path) -> None:
     _write_chapter2_settings("smoke", bert_cat_start="minilm", bert_cat_layers=1)
     saved = BertCat(minilm_folder(), num_layers=1)
     with torch.no_grad():
         saved.score.weight.add_(1.0)
-    path = checkpoint_path("smoke", "bert-cat")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(saved.state_dict(), path)
-    loaded = trained_model("smoke", "bert-cat")
+    loaded = _saved_and_loaded("smoke", "bert-cat", saved)
     assert len(loaded.model.bert.encoder.layer) == 1
     assert torch.equal(loaded.model.score.weight, saved.score.weight)
     assert loaded.tokenizer.vocab_size == 30522
@@ -165,10 +170,7 @@ def test_a_pieces_model_comes_back_on_minilms_tokenizer_with_its_trained_piece_v
         piece_vectors=torch.randn(30522, 20, generator=torch.Generator().manual_seed(1)),
     )  # fmt: skip
     saved, _ = experiments.build_model("tk1-pieces", representations, seed=3)
-    path = checkpoint_path("smoke", "tk1-pieces")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(saved.state_dict(), path)
-    loaded = trained_model("smoke", "tk1-pieces")
+    loaded = _saved_and_loaded("smoke", "tk1-pieces", saved)
     assert torch.equal(loaded.model.embedding.weight, saved.embedding.weight)
     assert loaded.tokenizer.vocab_size == 30522
     batch = (*loaded.tokenizer.encode(TEXTS[:1] * 2, QUERY_MAX_LENGTH), *loaded.tokenizer.encode(TEXTS[1:], 200))
@@ -184,10 +186,7 @@ def test_tk_on_minilm_comes_back_with_its_own_depth_whatever_bert_cat_kept(artif
     saved, _ = experiments.build_model("tk-bert2", representations, seed=3)
     with torch.no_grad():
         saved.w_log.weight.add_(1.0)
-    path = checkpoint_path("smoke", "tk-bert2")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(saved.state_dict(), path)
-    loaded = trained_model("smoke", "tk-bert2")
+    loaded = _saved_and_loaded("smoke", "tk-bert2", saved)
     assert len(loaded.model.contextualiser.layers) == 2
     assert torch.equal(loaded.model.w_log.weight, saved.w_log.weight)
 

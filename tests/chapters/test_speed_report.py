@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -91,4 +93,25 @@ def test_bf16_reading() -> None:
     assert reading == (
         "In bf16, on DL19 the scores move by at most 0.05 (mean 0.004, on a score range of 12), 1.2 % of the "
         "candidate pairs of a query swap places, and nDCG@10 goes from 0.412 to 0.410."
+    )
+
+
+def test_leading_ranges_and_the_sentence_say_where_a_model_leads() -> None:
+    spans = pd.DataFrame(
+        {"model": ["tk2", "tk2", "bert-cat"], "from_ms": [1.0, 50.0, 2.0], "to_ms": [20.0, math.inf, 50.0]}
+    )
+    assert speed_report.leading_ranges(spans, "tk2") == "1–20, 50–∞"
+    assert speed_report.leading_ranges(spans, "knrm") == "never"
+    sentence = speed_report.leads_reading({"dl19": "1–20", "dl20": "never"})
+    assert (
+        sentence
+        == "On DL19 nDCG@10 it is (among) the best at budgets of 1–20 ms; on DL20 nDCG@10 it leads at no budget"
+    )
+
+
+def test_the_papers_order_holds_only_where_every_value_rises() -> None:
+    labels = ["KNRM", "TK", "BERT-cat"]
+    text = speed_report.order_reading({"dl19": [0.3, 0.5, 0.6], "dl20": [0.3, 0.5, 0.5]}, labels)
+    assert text == (
+        "DL19 KNRM 0.300, TK 0.500, BERT-cat 0.600 — holds; DL20 KNRM 0.300, TK 0.500, BERT-cat 0.500 — does not hold."
     )
