@@ -12,6 +12,7 @@ import pytrec_eval
 from scipy import stats
 
 from lib.chapters.trec_runs import (
+    GLOVE_RUN,
     OTHER_TYPE,
     PAPER_BEST,
     PAPER_RESULTS,
@@ -22,6 +23,7 @@ from lib.chapters.trec_runs import (
     ensemble,
     pairwise_tests,
     query_type,
+    run_descriptions,
     run_table,
     standardised,
     type_test,
@@ -151,6 +153,33 @@ def test_verdicts_follow_the_numbers() -> None:
     table.loc[2, "nDCG@10"] = 0.45
     lines = verdicts(table, tests, {"dl19": {"p": 0.001}})
     assert "does not hold" in lines[0] and "does not hold" in lines[1] and "does not hold" in lines[2]
+
+
+def test_the_glove_claim_compares_p2_with_the_glove_run_when_p1_is_another_tk() -> None:
+    table = pd.DataFrame(
+        [
+            {"set": "dl19", "run": run, "nDCG@10": value}
+            for run, value in (("p1", 0.60), (GLOVE_RUN, 0.48), ("p2", 0.47), ("p3", 0.61))
+        ]
+    )
+    tests = pd.DataFrame(
+        [
+            {"set": "dl19", "run": "p1", "against": "p2", "p_bonferroni": 0.001, "significant": True},
+            {"set": "dl19", "run": "p1", "against": "p3", "p_bonferroni": 0.9, "significant": False},
+            {"set": "dl19", "run": "p2", "against": GLOVE_RUN, "p_bonferroni": 0.9, "significant": False},
+        ]
+    )
+    lines = verdicts(table, tests, {"dl19": {"p": 0.6}}, glove_run=GLOVE_RUN)
+    assert lines[0].startswith("**GloVe ≈ fastText: holds.**") and "0.480 vs 0.470" in lines[0]
+    assert f"of {GLOVE_RUN} against p2" in lines[0]
+    assert "does not hold" in verdicts(table, tests, {"dl19": {"p": 0.6}})[0]  # p1 against p2 differs
+
+
+def test_run_descriptions_name_the_tk_of_p1_and_p3() -> None:
+    described = run_descriptions("TK-2 (pieces)")
+    assert set(described) == set(RUN_TAGS)
+    assert "TK-2 (pieces)" in described["p1"] and "TK-2 (pieces)" in described["p3"]
+    assert "fastText" in described["p2"] and "pieces" not in described["p2"]
 
 
 def test_best_and_worst_on_real_dl19_bm25(converted: Path) -> None:
