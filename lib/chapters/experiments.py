@@ -478,19 +478,23 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         device=device,
         rerank_depth=settings.validation_depth,
         eval_batch_size=spec.eval_batch_size,
-        learning_rates=_learning_rates(bert, settings),
+        learning_rates=_learning_rates(spec.family, settings),
         warmup_steps=settings.bert_cat_warmup if bert else 0,
         bucket_batches=settings.bucket_batches,
         mismatch="retrain",
     )
 
 
-def _learning_rates(bert: bool, settings: TrainingSettings) -> dict[str, float]:
-    """The keyword arguments of ``model.optimizer_groups`` that ``settings`` override (:func:`training_config`)."""
-    if bert:
+def _learning_rates(family: str, settings: TrainingSettings) -> dict[str, float]:
+    """The keyword arguments of ``model.optimizer_groups`` that ``settings`` override (:func:`training_config`):
+    a BERT model's fine-tuning rate, a word model's one rate, a pieces model's rate for its piece vectors."""
+    if family == "wordpiece":
         return {} if settings.bert_cat_lr is None else {"bert_lr": settings.bert_cat_lr}
     rate = settings.word_learning_rate
-    return {} if rate is None else {"embedding_lr": rate, "other_lr": rate}
+    rates = {} if rate is None else {"embedding_lr": rate, "other_lr": rate}
+    if family == "pieces" and settings.piece_embedding_lr is not None:
+        rates["embedding_lr"] = settings.piece_embedding_lr
+    return rates
 
 
 def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:

@@ -40,7 +40,9 @@ class TrainingSettings(_Replaceable):
     corpus (``"word2vec"``, ``"fasttext"``, ``embedding_epochs``). ``piece_vector_dim``: the width of
     the static word-piece vectors distilled from the starting BERT's outputs that the ``pieces`` models
     (KNRM, Conv-KNRM, TK on word pieces) start from (:mod:`lib.representations.piece_vectors`; model2vec's
-    256). ``ladder_models``: the registry models chapter 2 trains beyond Table 2's for its ladder of
+    256); ``piece_embedding_lr``: the Adam rate of those vectors while the model trains (``None``: the word
+    models' rate; the paper's 10⁻⁴ for pre-trained vectors keeps them near what the BERT taught them).
+    ``ladder_models``: the registry models chapter 2 trains beyond Table 2's for its ladder of
     pre-training depth (:mod:`lib.chapters.pretraining_ladder`): the kernel models on pieces, TK on the
     starting BERT's first 1, 2, 3 and all layers, ColBERT. ``bert_cat_start``: the BERT that
     BERT-cat fine-tunes — ``"minilm"`` (all-MiniLM-L6-v2, the default), ``"small-bert"`` (the book's
@@ -70,6 +72,7 @@ class TrainingSettings(_Replaceable):
     embedding_method: str = "glove-6b-50d"
     embedding_epochs: int = 5
     piece_vector_dim: int = 256
+    piece_embedding_lr: float | None = None
     ladder_models: tuple[str, ...] = (
         "knrm-pieces", "conv-knrm-pieces", "tk1-pieces", "tk2-pieces", "tk3-pieces",
         "tk-bert1", "tk-bert2", "tk-bert3", "tk-bert6", "colbert",

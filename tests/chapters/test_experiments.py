@@ -183,6 +183,16 @@ def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
     assert paper.learning_rates == {}, "None keeps the paper's groups"
 
 
+def test_the_piece_vectors_take_their_own_rate_when_the_profile_sets_one() -> None:
+    settings = TrainingSettings(word_learning_rate=1e-3, piece_embedding_lr=1e-4)
+    pieces = experiments.training_config("tk2-pieces", settings, 1, "cpu").learning_rates
+    assert pieces == {"embedding_lr": 1e-4, "other_lr": 1e-3}
+    glove = experiments.training_config("tk2", settings, 1, "cpu").learning_rates
+    assert glove["embedding_lr"] == 1e-3, "GloVe keeps the word rate"
+    unset = experiments.training_config("tk2-pieces", dataclasses.replace(settings, piece_embedding_lr=None), 1, "cpu")
+    assert unset.learning_rates == {"embedding_lr": 1e-3, "other_lr": 1e-3}
+
+
 def test_early_stopping_watches_the_profiles_validation_measure() -> None:
     for name, measure in (("book", "nDCG@10"), ("paper", "MRR@10")):
         settings = get_profile(name).training
