@@ -517,8 +517,8 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 # Each model is trained once; every model is tested on both years, re-ranking all 100 BM25
 # candidates, and timed on the same machine in the same run. The t-tests against BM25 are corrected
 # for every model of the ladder. Which models climb it is the profile's `ladder_models` (the `book`
-# profile trains one model per rung beyond Table 2's, to fit two CPU cores; the full ladder is a
-# parameter away): this build's ladder is {glue:text}`ladder_members`.
+# profile adds KNRM, Conv-KNRM and TK-2 on pieces and TK on MiniLM's first layer to Table 2's, to fit
+# two CPU cores; the full ladder is a parameter away): this build's ladder is {glue:text}`ladder_members`.
 
 # %%
 ladder_significance = experiments.significance_against_bm25(profile, protocol, results, all_models)

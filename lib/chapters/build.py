@@ -38,11 +38,18 @@ from typing import Any
 import yaml
 
 from lib.core import paths
-from lib.core.atomic import write_json
+from lib.core.atomic import write_json, write_text
 from lib.core.profiles import get_profile
 from lib.data import fill_command
 
 CHAPTERS_DIR = "book/chapters"
+#: The page the staged build writes the chapters' times into, included by the "Reproducing" page.
+TIMES_PAGE = "build_times.md"
+#: The book's time budget per chapter on 2 CPU cores, ``book`` profile, from scratch (minutes; the README's
+#: target): every chapter 15 minutes except chapter 2's 20, the whole book 60.
+BUDGET_MINUTES: dict[str, float] = {"02_training": 20.0}
+DEFAULT_BUDGET_MINUTES = 15.0
+TOTAL_BUDGET_MINUTES = 60.0
 
 
 def executed_dir(profile: str, root: Path = paths.REPO_ROOT) -> Path:
@@ -260,6 +267,9 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
         seconds = execute(chapter, parameters)
         write_json(chapter.stamp, {"fingerprint": current, "parameters": parameters, "seconds": round(seconds, 1)})
         print(f"[chapters] {chapter.name}: done in {seconds:.0f} s", flush=True)
+    if only is None:
+        print(f"[chapters] time per chapter ({profile} profile; from each chapter's last execution):", flush=True)
+        print(times_table(profile, chapter_times(profile)), flush=True)
 
 
 def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
@@ -269,7 +279,8 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
     naming the missing ones and the command); other notebooks in ``book/chapters/`` are removed. The
     cell papermill injected (tagged ``injected-parameters``) is tagged ``remove-cell`` in the staged
     copy, so the page shows the chapter's own parameters cell (how a reader re-runs it) and not the
-    injected one.
+    injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, which the
+    "Reproducing" page includes.
     """
     get_profile(profile)
     chapters = chapters_in_toc(profile, root)
@@ -289,7 +300,41 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
             if "injected-parameters" in tags and "remove-cell" not in tags:
                 tags.append("remove-cell")
         write_json(target / f"{chapter.name}.ipynb", notebook)
+    write_text(target / TIMES_PAGE, times_table(profile, chapter_times(profile, root)))
     return target
+
+
+def chapter_times(profile: str, root: Path = paths.REPO_ROOT) -> dict[str, float | None]:
+    """Each chapter's execution time in seconds from its stamp (``None``: not executed for ``profile`` yet).
+
+    A stamp records the run that last executed the chapter: chapters that were up to date keep the time of
+    the run that made them."""
+    times: dict[str, float | None] = {}
+    for chapter in chapters_in_toc(profile, root):
+        seconds = None
+        if chapter.stamp.is_file():
+            seconds = json.loads(chapter.stamp.read_text(encoding="utf-8")).get("seconds")
+        times[chapter.name] = None if seconds is None else float(seconds)
+    return times
+
+
+def times_table(profile: str, times: Mapping[str, float | None]) -> str:
+    """A Markdown table of ``times`` (:func:`chapter_times`) in minutes, with the total and, for ``book``,
+    each chapter's budget on 2 CPU cores (:data:`BUDGET_MINUTES`)."""
+    budgets = profile == "book"
+    header = "| chapter | minutes |" + (" budget (2 CPU cores) |" if budgets else "")
+    rows = [header, "|---|---:|" + ("---:|" if budgets else "")]
+
+    def row(name: str, seconds: float | None, budget: float) -> str:
+        minutes = "not executed" if seconds is None else f"{seconds / 60:.1f}"
+        return f"| {name} | {minutes} |" + (f" ≤ {budget:.0f} |" if budgets else "")
+
+    for name, seconds in times.items():
+        rows.append(row(name, seconds, BUDGET_MINUTES.get(name, DEFAULT_BUDGET_MINUTES)))
+    known = [seconds for seconds in times.values() if seconds is not None]
+    total = sum(known) if len(known) == len(times) else None
+    rows.append(row("**total**", total, TOTAL_BUDGET_MINUTES))
+    return "\n".join(rows) + "\n"
 
 
 def _parse_param(text: str) -> tuple[str, Any]:

@@ -213,6 +213,27 @@ def test_profiles_keep_their_own_chapters_and_staging_copies_one_profile(tmp_pat
         chapters.stage("smoke", tmp_path)
 
 
+def test_the_chapters_times_come_from_their_stamps_and_the_staged_book_shows_them(tmp_path):
+    _write(
+        tmp_path / "_toc.yml",
+        "root: book/intro\nchapters:\n  - file: book/chapters/01_one\n  - file: book/chapters/02_training\n",
+    )
+    for name in ("01_one", "02_training"):
+        _write(tmp_path / "notebooks" / f"{name}.py", '# %% tags=["parameters"]\nprofile = "book"\n')
+        _write(chapters.executed_dir("book", tmp_path) / f"{name}.ipynb", _notebook(name))
+    found = chapters.chapters_in_toc("book", tmp_path)
+    _write(found[0].stamp, json.dumps({"fingerprint": "x", "seconds": 90.0}))
+    assert chapters.chapter_times("book", tmp_path) == {"01_one": 90.0, "02_training": None}
+    partial = chapters.times_table("book", chapters.chapter_times("book", tmp_path))
+    assert "| 01_one | 1.5 | ≤ 15 |" in partial and "| 02_training | not executed | ≤ 20 |" in partial
+    assert "| **total** | not executed | ≤ 60 |" in partial, "no total while a chapter has no time"
+    _write(found[1].stamp, json.dumps({"fingerprint": "y", "seconds": 1110.0}))
+    staged = chapters.stage("book", tmp_path)
+    page = (staged / chapters.TIMES_PAGE).read_text()
+    assert "| 02_training | 18.5 | ≤ 20 |" in page and "| **total** | 20.0 | ≤ 60 |" in page
+    assert "budget" not in chapters.times_table("smoke", {"01_one": 6.0}), "budgets are the book profile's"
+
+
 def _notebook(injected: str) -> str:
     cells = [
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": 'profile = "book"'},
