@@ -155,21 +155,28 @@ def ladder_reading(ladder: pd.DataFrame, reference: str = "bert-cat") -> str:
         best = ladder[ladder["model"].isin(kernel)].groupby("model")["Δ BM25 (all)"].min().idxmax()
         lines.append(
             f"No kernel model beats BM25 significantly on every test year; the closest is {model_spec(best).label} "
-            f"(its smaller gain over the years: {ladder[ladder['model'] == best]['Δ BM25 (all)'].min():+.3f})."
+            f"(its smaller gain over the years: {ladder[ladder['model'] == best]['Δ BM25 (all)'].min():+.3f})"
+            + _speed_against(best, reference, speed)
         )
         return "; ".join(lines[:-1]) + (". " if len(lines) > 1 else "") + lines[-1]
     cheapest = max(winners, key=lambda name: speed[name])
-    text = "; ".join(lines) + f". The cheapest kernel model above BM25 everywhere is {model_spec(cheapest).label}"
-    if reference in speed.index:
-        ratio = speed[cheapest] / speed[reference]
-        text += (
-            f", at {ratio:.1f}× {model_spec(reference).label}'s documents per ms "
-            + ("(at least 5×, the speed that makes it worth having)." if ratio >= 5
-               else f"({5 / ratio:.1f}× short of the 5× that would make it worth having).")
-        )  # fmt: skip
-    else:
-        text += "."
-    return text
+    return (
+        "; ".join(lines)
+        + f". The cheapest kernel model above BM25 everywhere is {model_spec(cheapest).label}"
+        + _speed_against(cheapest, reference, speed)
+    )
+
+
+def _speed_against(name: str, reference: str, speed: pd.Series) -> str:
+    """The end of a reading's sentence: ``name``'s documents per ms against ``reference``'s and the 5× bar."""
+    if reference not in speed.index:
+        return "."
+    ratio = speed[name] / speed[reference]
+    return f", at {ratio:.1f}× {model_spec(reference).label}'s documents per ms " + (
+        "(at least 5×, the speed that makes it worth having)."
+        if ratio >= 5
+        else f"({5 / ratio:.1f}× short of the 5× that would make it worth having)."
+    )
 
 
 def choose_tk(validation: Mapping[str, float]) -> str:
