@@ -9,13 +9,14 @@ STAMP := $(VENV)/.installed
 CH ?=
 ARGS ?=
 
-.PHONY: help setup data chapters chapter book html exercises unit smoke nbval test lint clean distclean
+.PHONY: help setup data chapters chapter book html costs exercises unit smoke nbval test lint clean distclean
 
 help:
 	@echo "make book [PROFILE=smoke|book|paper]   build the whole book into _build/$$PROFILE/ (default PROFILE=book)"
 	@echo "make test                              unit tests + smoke book + nbval-lax + pages in Chromium (what CI runs)"
 	@echo "make data                              fetch (TKBOOK_MIRROR or download), check and convert the data"
 	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
+	@echo "make costs [PROFILE=...]               each executed chapter's time and its 5 slowest cells"
 	@echo "make exercises                         student notebooks exercises/NN_topic.ipynb (chapters 2 and 8, solutions stubbed)"
 	@echo "make lint | clean | distclean"
 
@@ -59,6 +60,9 @@ html: $(STAMP) $(MATHJAX)/tex-mml-chtml.js
 
 book: chapters
 	$(MAKE) html
+
+costs: $(STAMP)
+	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --costs
 
 # Student versions of chapters 2 and 8: every cell tagged `exercise` with its solution stubbed.
 exercises: $(STAMP)

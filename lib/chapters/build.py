@@ -337,6 +337,36 @@ def times_table(profile: str, times: Mapping[str, float | None]) -> str:
     return "\n".join(rows) + "\n"
 
 
+@dataclass(frozen=True)
+class CellCost:
+    """One executed code cell's time: its chapter, execution count, seconds, and first line of source."""
+
+    chapter: str
+    cell: int
+    seconds: float
+    first_line: str
+
+
+def chapter_costs(profile: str, top: int = 5, root: Path = paths.REPO_ROOT) -> list[CellCost]:
+    """The ``top`` slowest code cells of each executed chapter of ``profile``, slowest first, from the
+    per-cell durations papermill records in the executed notebooks (where a chapter's time goes)."""
+    costs: list[CellCost] = []
+    for chapter in chapters_in_toc(profile, root):
+        if not chapter.output.is_file():
+            continue
+        notebook = json.loads(chapter.output.read_text(encoding="utf-8"))
+        cells = []
+        for cell in notebook.get("cells", []):
+            seconds = cell.get("metadata", {}).get("papermill", {}).get("duration")
+            if cell.get("cell_type") != "code" or seconds is None:
+                continue
+            source = "".join(cell.get("source", ""))
+            first = next((line for line in source.splitlines() if line.strip()), "")
+            cells.append(CellCost(chapter.name, int(cell.get("execution_count") or 0), float(seconds), first))
+        costs += sorted(cells, key=lambda cost: -cost.seconds)[:top]
+    return costs
+
+
 def _parse_param(text: str) -> tuple[str, Any]:
     key, separator, value = text.partition("=")
     if not separator or not key.isidentifier():
@@ -352,9 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--param", action="append", type=_parse_param, default=[], help="extra parameter KEY=VALUE")
     parser.add_argument("--force", action="store_true", help="execute even when up to date")
     parser.add_argument("--stage", action="store_true", help="only copy the profile's chapters into book/chapters")
+    parser.add_argument("--costs", action="store_true", help="print each chapter's time and its 5 slowest cells")
     args = parser.parse_args(argv)
     try:
-        if args.stage:
+        if args.costs:
+            print(times_table(args.profile, chapter_times(args.profile)))
+            for cost in chapter_costs(args.profile):
+                print(f"{cost.chapter}  cell {cost.cell:>3}  {cost.seconds:8.1f} s  {cost.first_line[:80]}")
+        elif args.stage:
             print(f"[chapters] {args.profile} chapters staged in {stage(args.profile)}", flush=True)
         else:
             run(args.profile, dict(args.param), args.only, args.force)

@@ -234,6 +234,20 @@ def test_the_chapters_times_come_from_their_stamps_and_the_staged_book_shows_the
     assert "budget" not in chapters.times_table("smoke", {"01_one": 6.0}), "budgets are the book profile's"
 
 
+def test_the_costs_are_each_chapters_slowest_cells_from_papermills_durations(tmp_path, capsys):
+    _write(tmp_path / "_toc.yml", "root: book/intro\nchapters:\n  - file: book/chapters/01_one\n")
+    _write(tmp_path / "notebooks" / "01_one.py", '# %% tags=["parameters"]\nprofile = "book"\n')
+    cells = [
+        {"cell_type": "code", "execution_count": n, "metadata": {"papermill": {"duration": seconds}}, "source": text}
+        for n, seconds, text in ((1, 0.5, "import x"), (2, 30.0, "\ntrain(model)\nmore()"), (3, 2.0, "plot()"))
+    ] + [{"cell_type": "markdown", "metadata": {}, "source": "# prose"}]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    _write(chapters.executed_dir("book", tmp_path) / "01_one.ipynb", json.dumps(notebook))
+    costs = chapters.chapter_costs("book", top=2, root=tmp_path)
+    assert [(c.cell, c.seconds, c.first_line) for c in costs] == [(2, 30.0, "train(model)"), (3, 2.0, "plot()")]
+    assert chapters.chapter_costs("smoke", root=tmp_path) == [], "a profile that executed nothing has no costs"
+
+
 def _notebook(injected: str) -> str:
     cells = [
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": 'profile = "book"'},
