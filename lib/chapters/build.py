@@ -30,7 +30,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,7 +269,7 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
         print(f"[chapters] {chapter.name}: done in {seconds:.0f} s", flush=True)
     if only is None:
         print(f"[chapters] time per chapter ({profile} profile; from each chapter's last execution):", flush=True)
-        print(times_table(profile, chapter_times(profile)), flush=True)
+        print(times_table(profile, chapter_times(chapters)), flush=True)
 
 
 def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
@@ -300,17 +300,17 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
             if "injected-parameters" in tags and "remove-cell" not in tags:
                 tags.append("remove-cell")
         write_json(target / f"{chapter.name}.ipynb", notebook)
-    write_text(target / TIMES_PAGE, times_table(profile, chapter_times(profile, root)))
+    write_text(target / TIMES_PAGE, times_table(profile, chapter_times(chapters)))
     return target
 
 
-def chapter_times(profile: str, root: Path = paths.REPO_ROOT) -> dict[str, float | None]:
-    """Each chapter's execution time in seconds from its stamp (``None``: not executed for ``profile`` yet).
+def chapter_times(chapters: Sequence[Chapter]) -> dict[str, float | None]:
+    """Each chapter's execution time in seconds from its stamp (``None``: not executed for its profile yet).
 
     A stamp records the run that last executed the chapter: chapters that were up to date keep the time of
     the run that made them."""
     times: dict[str, float | None] = {}
-    for chapter in chapters_in_toc(profile, root):
+    for chapter in chapters:
         seconds = None
         if chapter.stamp.is_file():
             seconds = json.loads(chapter.stamp.read_text(encoding="utf-8")).get("seconds")
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.costs:
-            print(times_table(args.profile, chapter_times(args.profile)))
+            print(times_table(args.profile, chapter_times(chapters_in_toc(args.profile))))
             for cost in chapter_costs(args.profile):
                 print(f"{cost.chapter}  cell {cost.cell:>3}  {cost.seconds:8.1f} s  {cost.first_line[:80]}")
         elif args.stage:

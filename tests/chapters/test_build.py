@@ -223,8 +223,8 @@ def test_the_chapters_times_come_from_their_stamps_and_the_staged_book_shows_the
         _write(chapters.executed_dir("book", tmp_path) / f"{name}.ipynb", _notebook(name))
     found = chapters.chapters_in_toc("book", tmp_path)
     _write(found[0].stamp, json.dumps({"fingerprint": "x", "seconds": 90.0}))
-    assert chapters.chapter_times("book", tmp_path) == {"01_one": 90.0, "02_training": None}
-    partial = chapters.times_table("book", chapters.chapter_times("book", tmp_path))
+    assert chapters.chapter_times(found) == {"01_one": 90.0, "02_training": None}
+    partial = chapters.times_table("book", chapters.chapter_times(found))
     assert "| 01_one | 1.5 | ≤ 15 |" in partial and "| 02_training | not executed | ≤ 20 |" in partial
     assert "| **total** | not executed | ≤ 60 |" in partial, "no total while a chapter has no time"
     _write(found[1].stamp, json.dumps({"fingerprint": "y", "seconds": 1110.0}))
