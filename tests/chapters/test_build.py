@@ -180,13 +180,17 @@ def test_run_rejects_unknown_profile_and_chapter():
         chapters.run("smoke", only="42_nothing")
 
 
+def _toc_of(root, names: tuple[str, ...]) -> None:
+    """A ``_toc.yml`` listing the chapters ``names`` and a parameters-only source for each."""
+    entries = "".join(f"  - file: book/chapters/{name}\n" for name in names)
+    _write(root / "_toc.yml", "root: book/intro\nchapters:\n" + entries)
+    for name in names:
+        _write(root / "notebooks" / f"{name}.py", '# %% tags=["parameters"]\nprofile = "book"\n')
+
+
 def test_profiles_keep_their_own_chapters_and_staging_copies_one_profile(tmp_path):
-    _write(
-        tmp_path / "_toc.yml",
-        "root: book/intro\nchapters:\n  - file: book/chapters/01_one\n  - file: book/chapters/02_two\n",
-    )
+    _toc_of(tmp_path, ("01_one", "02_two"))
     for name in ("01_one", "02_two"):
-        _write(tmp_path / "notebooks" / f"{name}.py", '# %% tags=["parameters"]\nprofile = "book"\n')
         for profile in ("book", "smoke"):
             _write(chapters.executed_dir(profile, tmp_path) / f"{name}.ipynb", _notebook(f"{profile} {name}"))
     _write(tmp_path / "book" / "chapters" / "03_gone.ipynb", "stale")
@@ -214,12 +218,8 @@ def test_profiles_keep_their_own_chapters_and_staging_copies_one_profile(tmp_pat
 
 
 def test_the_chapters_times_come_from_their_stamps_and_the_staged_book_shows_them(tmp_path):
-    _write(
-        tmp_path / "_toc.yml",
-        "root: book/intro\nchapters:\n  - file: book/chapters/01_one\n  - file: book/chapters/02_training\n",
-    )
+    _toc_of(tmp_path, ("01_one", "02_training"))
     for name in ("01_one", "02_training"):
-        _write(tmp_path / "notebooks" / f"{name}.py", '# %% tags=["parameters"]\nprofile = "book"\n')
         _write(chapters.executed_dir("book", tmp_path) / f"{name}.ipynb", _notebook(name))
     found = chapters.chapters_in_toc("book", tmp_path)
     _write(found[0].stamp, json.dumps({"fingerprint": "x", "seconds": 90.0}))
@@ -235,8 +235,7 @@ def test_the_chapters_times_come_from_their_stamps_and_the_staged_book_shows_the
 
 
 def test_the_costs_are_each_chapters_slowest_cells_from_papermills_durations(tmp_path, capsys):
-    _write(tmp_path / "_toc.yml", "root: book/intro\nchapters:\n  - file: book/chapters/01_one\n")
-    _write(tmp_path / "notebooks" / "01_one.py", '# %% tags=["parameters"]\nprofile = "book"\n')
+    _toc_of(tmp_path, ("01_one",))
     cells = [
         {"cell_type": "code", "execution_count": n, "metadata": {"papermill": {"duration": seconds}}, "source": text}
         for n, seconds, text in ((1, 0.5, "import x"), (2, 30.0, "\ntrain(model)\nmore()"), (3, 2.0, "plot()"))
