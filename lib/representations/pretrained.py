@@ -31,16 +31,20 @@ import functools
 import importlib.resources
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import torch
-from gensim.models import KeyedVectors
 
 from lib.core import paths
 from lib.data.registry import RegistryEntry, fetch_paper, load_registry, paper_dir, sha256_of
 from lib.representations.text import Vocabulary
-from lib.representations.word_vectors import PAPER_DIM, Coverage, load_glove_text
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+
+    from lib.representations.word_vectors import Coverage
 
 WEIGHTS_FILE = Path(__file__).resolve().parents[1] / "data" / "weights.txt"
 WEIGHTS: dict[str, RegistryEntry] = load_registry(WEIGHTS_FILE)
@@ -54,6 +58,8 @@ BERT_BASE_FILES = ("config.json", "model.safetensors", "vocab.txt")
 BERT_BASE_REVISION = "86b5e0934494bd15c9632b12f734a8a67f723594"
 #: The variable naming the GloVe 42B text file (default ``<data>/paper/glove.42B.300d.txt``).
 GLOVE_42B_VARIABLE = "TKBOOK_GLOVE_42B"
+#: The variable naming a float16 copy of MiniLM (:mod:`lib.representations.minilm_copy`) to use instead of the package.
+MINILM_COPY_VARIABLE = "TKBOOK_MINILM_COPY"
 GLOVE_42B_FILE = "glove.42B.300d.txt"
 GLOVE_42B_URL = "https://nlp.stanford.edu/data/glove.42B.300d.zip"
 
@@ -104,8 +110,15 @@ def weight_file(name: str, root: Path | None = None) -> Path:
 def minilm_folder(root: Path | None = None) -> Path:
     """The folder of all-MiniLM-L6-v2 (``config.json``, ``model.safetensors``, ``vocab.txt``), every file verified.
 
-    ``load_bert(minilm_folder())`` gives its ``BertModel`` with no network access.
+    ``load_bert(minilm_folder())`` gives its ``BertModel`` with no network access. On a machine without
+    the package (the GPU machine lent for development), ``TKBOOK_MINILM_COPY`` names a float16 copy
+    written by :mod:`lib.representations.minilm_copy`, checked against its own manifest instead.
     """
+    copy = os.environ.get(MINILM_COPY_VARIABLE, "").strip()
+    if copy and root is None:
+        from lib.representations.minilm_copy import verified_copy
+
+        return verified_copy(copy)
     paths = [weight_file(name, root) for name in MINILM_FILES]
     return paths[0].parent
 
@@ -121,6 +134,8 @@ def glove_6b_50d(root: Path | None = None) -> KeyedVectors:
     vectors = np.load(weight_file(GLOVE_VECTORS, root))
     if len(words) != len(vectors):
         raise WeightsError(f"{pin(GLOVE_VECTORS)}: {len(words)} words but {len(vectors)} vectors")
+    from gensim.models import KeyedVectors  # imported here: the GPU machine has no gensim and needs no GloVe
+
     keyed = KeyedVectors(vector_size=vectors.shape[1])
     keyed.add_vectors(words, vectors)
     return keyed
@@ -165,6 +180,8 @@ def glove_42b_300d(vocabulary: Vocabulary, seed: int = 0) -> tuple[torch.Tensor,
     :func:`lib.core.paths.shown` writes it and the sha256 of the bytes read — names the exact file a
     run used.
     """
+    from lib.representations.word_vectors import PAPER_DIM, load_glove_text  # gensim: not on the GPU machine
+
     path = glove_42b_file()
     matrix, filled = load_glove_text(path, vocabulary, dim=PAPER_DIM, seed=seed)
     return matrix, filled, {"file": paths.shown(path), "sha256": sha256_of(path), "url": GLOVE_42B_URL}
