@@ -41,6 +41,7 @@ seed = 42  # seeds the models trained here
 latency_counts = None  # candidates per timed query, e.g. [100, 1000]
 
 # %% tags=["hide-input"]
+import math
 import time
 
 import matplotlib.pyplot as plt
@@ -54,7 +55,9 @@ from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
+from lib.data.registry import sha256_of
 from lib.evaluation import measures as evaluation
+from lib.evaluation import split_sweep
 from lib.evaluation.efficiency import device_name
 from lib.models.prettr import PreTTR
 from lib.models.registry import label, model_spec
@@ -69,11 +72,12 @@ lecture
 # %% [markdown]
 # ## The protocol: chapter 2's teacher and test years
 #
-# PreTTR and ColBERT start, like chapter 2's BERT-cat, from all-MiniLM-L6-v2 (the layers and rates of
-# chapter 2's settings) and
-# train on chapter 2's BERT-cat schedule; TK-Sparse starts, like TK-2, from GloVe vectors and trains
-# on TK-2's schedule. The teacher, the triples, the validation year and the test years are chapter
-# 2's, so every difference below is the architecture's.
+# ColBERT starts, like chapter 2's BERT-cat, from all-MiniLM-L6-v2 (the layers and rates of chapter
+# 2's settings) and trains on chapter 2's BERT-cat schedule; TK-Sparse starts, like TK-2, from GloVe
+# vectors and trains on TK-2's schedule. PreTTR starts from chapter 2's fine-tuned BERT-cat, split
+# where its section below chooses, and is trained there. The teacher, the triples, the validation
+# year and the test years are chapter 2's, so every difference below is the architecture's (and, for
+# PreTTR, its head start).
 
 # %%
 start = time.perf_counter()
@@ -86,7 +90,7 @@ glue("bert_steps", f"{settings.bert_cat_max_steps}", display=False)
 
 # %%
 trained, seconds = {}, {}
-for name in lecture.models:
+for name in (name for name in lecture.models if name != "prettr"):  # PreTTR: in its section, from BERT-cat
     start = time.perf_counter()
     trained[name] = experiments.run_model(name, protocol, representations, settings, profile, CHAPTER, seed, device)
     seconds[name] = time.perf_counter() - start
@@ -149,8 +153,8 @@ splits.round(1)
 
 # %% [markdown]
 # The table gives the query latency of {glue:text}`split_count` candidates for every split (with
-# *k* = 0 PreTTR is BERT-cat; nothing can be stored). The book trains PreTTR with *k* = *L* − 1: query
-# and passage meet in the last layer only.
+# *k* = 0 PreTTR is BERT-cat; nothing can be stored). With *k* = *L* − 1 query and passage meet in
+# the last layer only; with *k* = *L* they never meet, and every passage of a query scores the same.
 #
 # ```{admonition} Questions
 # 1. With the passages stored, why does the latency still fall as *k* grows?
@@ -166,6 +170,59 @@ splits.round(1)
 #    which is why MacAvaney et al. compress them.
 # ```
 #
+# ### What a split costs in effectiveness
+#
+# Speed is half of the dial. The other half: how much does a model lose when query and passage stop
+# seeing each other in the lower layers? Take chapter 2's fine-tuned BERT-cat, split its weights at
+# every *k* **without retraining**, and re-rank: the validation queries (DL21, chapter 2's
+# validation depth) and every BM25 candidate of the two test years. With *k* = 0 the weights run as
+# BERT-cat, except that the passage's positions start after the longest query (PreTTR's choice, so a
+# stored passage does not depend on its query).
+
+# %%
+bert_cat = artifacts.trained_model(profile, "bert-cat")
+swept = PreTTR(representations.bert_path, num_layers=layers, split=0)
+swept.load_state_dict(bert_cat.model.state_dict())
+judged = {"validation": protocol.validation, **protocol.tests}
+depths = {"validation": settings.validation_depth, **dict.fromkeys(protocol.tests)}
+sweep = split_sweep.split_sweep(
+    swept.to(chapter.device), representations.wordpiece, protocol.texts, judged, depths,
+    measures_of={"validation": settings.validation_metric},
+)  # fmt: skip
+validation_column = f"VALIDATION {settings.validation_metric}"
+prettr_k = split_sweep.choose_split(sweep, validation_column, lecture.prettr_min_saving)
+split_table = splits.join(sweep)
+write_csv(out / "prettr_split_effectiveness.csv", split_table.reset_index())
+glue("prettr_k", f"{prettr_k}", display=False)
+glue("prettr_min_k", f"{math.ceil(lecture.prettr_min_saving * layers)}", display=False)
+glue("prettr_saving", f"{lecture.prettr_min_saving:.0%}", display=False)
+split_table.round(3)
+
+# %% [markdown]
+# The columns on the right are nDCG@10 of the split weights, untrained. The book fine-tunes one split:
+# the best on the validation queries among the splits that leave at most
+# {glue:text}`prettr_saving` of BERT-cat's layers to run per candidate (*k* ≥
+# {glue:text}`prettr_min_k`) — here *k* = {glue:text}`prettr_k`. It starts from these same weights
+# (chapter 2's BERT-cat, split at *k*) and trains on chapter 2's protocol and BERT-cat schedule with
+# the split in place, early-stopped on validation.
+
+# %%
+start_model = PreTTR(representations.bert_path, num_layers=layers, split=prettr_k)
+start_model.load_state_dict(bert_cat.model.state_dict())
+begin = time.perf_counter()
+trained["prettr"] = experiments.run_model(
+    "prettr", protocol, representations, settings, profile, CHAPTER, seed, device,
+    start=(start_model, f"bert-cat {sha256_of(bert_cat.path)[:16]}, split {prettr_k}"),
+)  # fmt: skip
+seconds["prettr"] = time.perf_counter() - begin
+display(
+    Markdown(
+        lecture_comparison.prettr_reading(
+            trained["prettr"], sweep, prettr_k, validation_column, protocol.tests, profile
+        )
+    )
+)
+
 # ## Splitting BERT: ColBERT (slides 20–21)
 #
 # ColBERT splits BERT at the very top: query and passage never meet inside BERT. Every output token
@@ -344,6 +401,22 @@ display(Markdown(
 ))  # fmt: skip
 
 # %% [markdown]
+# PreTTR's dial on the same axes: chapter 2's BERT-cat weights split at every *k* (untrained, the
+# table of its section), at the first candidate count timed, with the passages stored where a split
+# allows it.
+
+# %% tags=["hide-input"]
+first = lecture.latency_counts[0]
+query_time = splits["passages stored"].fillna(splits["whole at query time"])  # k = 0 stores nothing
+dial = pd.DataFrame({"DL19 nDCG@10": sweep["DL19 nDCG@10"], f"ms for {first}": query_time})
+figure = lecture_comparison.plot_tradeoff(
+    table, "DL19 nDCG@10", f"ms for {first}", [], f"PreTTR's split against the models ({first} candidates, DL19)",
+    dial=dial,
+)  # fmt: skip
+save_figure(figure, out / "prettr_dial.png")
+plt.show()
+
+# %% [markdown]
 # ```{admonition} Questions
 # 1. Slide 27 normalises effectiveness to BERT-cat = 1. Why is that not a good idea for this table?
 # 2. Which models' latency would a GPU change most, and which hardly at all?
@@ -371,7 +444,8 @@ display(Markdown(
 # %% tags=["remove-cell"]
 summary = {
     "comparison": table.reset_index().to_dict("records"),
-    "prettr_splits": splits.reset_index().to_dict("records"),
+    "prettr_splits": split_table.reset_index().to_dict("records"),
+    "prettr_split": prettr_k,
     "stopwords": overlap,
     "seconds": {"training": seconds, "latency": latency_seconds},
 }

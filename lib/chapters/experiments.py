@@ -513,6 +513,7 @@ def run_model(
     device: str = "auto",
     progress: bool = True,
     variant: str | None = None,
+    start: tuple[torch.nn.Module, str] | None = None,
 ) -> dict[str, ModelResult]:
     """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
 
@@ -525,11 +526,15 @@ def run_model(
     (``<set>__<name>.trec``), the run re-ranking all candidates (``<set>__<name>-all.trec``) and the
     interpolated run (``<set>__<name>-with-bm25.trec``) in the profile's runs folder, and returns one
     :class:`ModelResult` per test year. ``variant`` names a run of the same architecture on other
-    representations (``tk2-word2vec``): its checkpoint, scores and runs use that name.
+    representations (``tk2-word2vec``): its checkpoint, scores and runs use that name. ``start`` — a model of
+    architecture ``name`` and what its weights are (:attr:`lib.training.pairwise.TrainingConfig.start`) —
+    is trained instead of a freshly built one (chapter 8's PreTTR from chapter 2's BERT-cat).
     """
     run_name = name if variant is None else f"{name}-{variant}"
     model, tokenizer = build_model(name, representations, seed)
     config = training_config(name, settings, seed, device)
+    if start is not None:
+        model, config = start[0], dataclasses.replace(config, start=start[1])
     if model_spec(name).zero_shot:
         model = model.to(resolve_device(device)).eval()
         columns = ["step", "epoch", "train_loss", *config.measures]

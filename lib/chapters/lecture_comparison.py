@@ -5,7 +5,9 @@
 - :func:`latencies` / :func:`storage` — each model's query latency on real test queries (run whole at
   query time, and with its passage side stored where the architecture allows) and its bytes per passage;
 - :func:`comparison_table` — effectiveness, latency and storage in one table;
-- :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked;
+- :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
+  splits as a dial on the same axes;
+- :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25;
 - :func:`gate_occurrences` / :func:`stopword_table` / :func:`stopword_overlap` — TK-Sparse's
   contextualised stopwords (slide 33): which passage terms its gate removes, how often, and how that
   compares with a classic stopword list.
@@ -22,11 +24,18 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
+from lib.chapters.experiments import ALL_CANDIDATES, ModelResult, QuerySet
+from lib.core import paths
+from lib.data import read_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
+from lib.evaluation.measures import evaluate
 from lib.evaluation.stored_latency import bytes_per_passage, is_precomputable, measure_stored_latency, store_passages
 from lib.models.tk_sparse import TKSparse
 from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS
 from lib.representations.text import Vocabulary, tokenize
+
+#: How far (nDCG@10) below BERT-cat a split PreTTR may be for the lecture's claim to hold (issue target, slide 19).
+PRETTR_MARGIN = 0.05
 
 #: Per model: (what an index stores per passage, what runs at query time for each query).
 ARCHITECTURES: dict[str, tuple[str, str]] = {
@@ -132,10 +141,18 @@ def comparison_table(
 
 
 def plot_tradeoff(
-    table: pd.DataFrame, effectiveness: str, latency: str, budgets: Sequence[float], title: str
+    table: pd.DataFrame,
+    effectiveness: str,
+    latency: str,
+    budgets: Sequence[float],
+    title: str,
+    dial: pd.DataFrame | None = None,
 ) -> plt.Figure:
     """nDCG@10 (``effectiveness`` column) against query latency (``latency`` column, log axis), one point per
-    model, with vertical lines at the time ``budgets`` (ms). Models without a latency are left out."""
+    model, with vertical lines at the time ``budgets`` (ms). Models without a latency are left out.
+
+    ``dial``: one model's settings on the same axes, joined by a line — PreTTR's splits, indexed by ``k``
+    with the same two columns — each point labelled ``k=…``."""
     shown = table.dropna(subset=[effectiveness, latency])
     if shown.empty:
         raise ValueError(f"no model has both {effectiveness!r} and {latency!r}")
@@ -149,6 +166,12 @@ def plot_tradeoff(
     ):
         axis.scatter(row[latency], row[effectiveness], s=60, color=colour, zorder=3)
         axis.annotate(label, (row[latency], row[effectiveness]), textcoords="offset points", xytext=(6, 4), fontsize=9)
+    if dial is not None:
+        line = dial.dropna(subset=[effectiveness, latency])
+        axis.plot(line[latency], line[effectiveness], marker="o", markersize=4, color="0.45", linewidth=1, zorder=2)
+        for k, row in line.iterrows():
+            axis.annotate(f"k={k}", (row[latency], row[effectiveness]), textcoords="offset points", xytext=(4, -10),
+                          fontsize=7, color="0.35")  # fmt: skip
     axis.set_xscale("log")
     axis.set_xlabel(f"query latency, {latency.removeprefix('ms for ')} candidates (ms, log scale)")
     axis.set_ylabel(effectiveness)
@@ -192,3 +215,47 @@ def stopword_overlap(occurrences: pd.DataFrame) -> dict[str, float]:
         "removed that are NLTK stopwords": float((removed & listed).sum() / max(int(removed.sum()), 1)),
         "NLTK stopwords removed": float((removed & listed).sum() / max(int(listed.sum()), 1)),
     }
+
+
+def prettr_reading(
+    results: Mapping[str, ModelResult],
+    sweep: pd.DataFrame,
+    split: int,
+    validation: str,
+    tests: Mapping[str, QuerySet],
+    profile: str,
+) -> str:
+    """Chapter 8's reading of the PreTTR it adopted (lecture 8, slides 17–19): split ``split`` of chapter 2's BERT-cat,
+    fine-tuned (``results``, one :class:`ModelResult` per test year) against the same split untrained (``sweep``,
+    :func:`lib.evaluation.split_sweep.split_sweep`; ``validation`` its validation column), BERT-cat and BM25,
+    re-ranking every candidate; and whether the lecture's claim holds: a late split stays at or above BM25
+    on every year and within :data:`PRETTR_MARGIN` nDCG@10 of BERT-cat on the first."""
+    first = next(iter(results.values()))
+    untrained = float(sweep.loc[split, validation])
+    lines = [
+        f"**PreTTR split at k = {split}, fine-tuned from chapter 2's BERT-cat.** On the validation queries "
+        f"({validation.split(' ', 1)[-1]}) "
+        f"the split weights score {untrained:.3f} untrained and {first.training.best_metric:.3f} after fine-tuning "
+        f"(best step {first.best_step})"
+        + (": fine-tuning did not improve on the untrained split." if first.training.best_metric <= untrained else ".")
+    ]
+    above_bm25, gaps = True, []
+    for name, test in tests.items():
+        tuned = results[name].metrics_at_full_depth["nDCG@10"]
+        bm25 = evaluate(test.run, test.qrels)["nDCG@10"]
+        bert_cat = evaluate(read_run(paths.run_path(profile, name, "bert-cat" + ALL_CANDIDATES)), test.qrels)["nDCG@10"]
+        above_bm25 &= tuned >= bm25
+        gaps.append(bert_cat - tuned)
+        untrained_test = sweep.loc[split, f"{name.upper()} nDCG@10"]
+        lines.append(
+            f"{name.upper()}, all candidates: {tuned:.3f} (untrained split {untrained_test:.3f}, "
+            f"BERT-cat {bert_cat:.3f}, BM25 {bm25:.3f})."
+        )
+    close = gaps[0] <= PRETTR_MARGIN
+    verdict = "holds" if above_bm25 and close else "does not hold"
+    lines.append(
+        f"It is {'at or above BM25 on every year' if above_bm25 else 'below BM25 on at least one year'} and "
+        f"{'no more' if close else 'more'} than {PRETTR_MARGIN} below BERT-cat on {next(iter(tests)).upper()}: "
+        f"the lecture's claim that a late split keeps most of BERT-cat's effectiveness {verdict} here."
+    )
+    return "\n\n".join(lines)

@@ -191,7 +191,9 @@ class LectureSettings(_Replaceable):
     ColBERT, TK-Sparse); ``latency_counts``: the candidates per query whose re-ranking is timed;
     ``latency_queries``: how many test queries are timed (the median is reported);
     ``latency_repetitions``: timed runs per query; ``stopword_passages``: the test passages whose
-    terms TK-Sparse's gate is read on.
+    terms TK-Sparse's gate is read on; ``prettr_min_saving``: the share of BERT-cat's per-candidate
+    layers a PreTTR split must save to be fine-tuned (``k ≥ ⌈share · L⌉``; the split is chosen among
+    those on validation, :func:`lib.evaluation.split_sweep.choose_split`).
     """
 
     models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
@@ -199,6 +201,7 @@ class LectureSettings(_Replaceable):
     latency_queries: int = 3
     latency_repetitions: int = 3
     stopword_passages: int = 3000
+    prettr_min_saving: float = 0.5
 
     def __post_init__(self) -> None:
         if not self.latency_counts or min(self.latency_counts) < 1:
@@ -206,6 +209,8 @@ class LectureSettings(_Replaceable):
         for name in ("latency_queries", "latency_repetitions", "stopword_passages"):
             if getattr(self, name) < 1:
                 raise ValueError(f"lecture setting {name!r} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.prettr_min_saving < 1:
+            raise ValueError(f"lecture setting 'prettr_min_saving' must be in [0, 1), got {self.prettr_min_saving}")
 
 
 @dataclass(frozen=True)

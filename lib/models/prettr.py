@@ -24,6 +24,7 @@ Named choices:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -79,12 +80,21 @@ class PreTTR(nn.Module):
         self.dropout = nn.Dropout(bert.config.hidden_dropout_prob)
         self.score = nn.Linear(bert.config.hidden_size, 1)
 
+    def _embed(self, ids: torch.Tensor, offset: int, segment: int) -> torch.Tensor:
+        """BERT's embeddings of one side, positions from ``offset``, segment ``segment``: ``[B, T, H]``."""
+        positions = torch.arange(offset, offset + ids.shape[1], device=ids.device).unsqueeze(0).expand_as(ids)
+        return self.bert.embeddings(input_ids=ids, token_type_ids=torch.full_like(ids, segment), position_ids=positions)
+
     def _lower(self, ids: torch.Tensor, mask: torch.Tensor, offset: int, segment: int) -> torch.Tensor:
         """Embeddings and the first ``k`` layers of one side, positions from ``offset``, ``[B, T, H]``."""
-        positions = torch.arange(offset, offset + ids.shape[1], device=ids.device).unsqueeze(0).expand_as(ids)
-        types = torch.full_like(ids, segment)
-        hidden = self.bert.embeddings(input_ids=ids, token_type_ids=types, position_ids=positions)
-        return run_layers(self.bert.encoder.layer[: self.split], hidden, mask)
+        return run_layers(self.bert.encoder.layer[: self.split], self._embed(ids, offset, segment), mask)
+
+    def _every_lower(self, ids: torch.Tensor, mask: torch.Tensor, offset: int, segment: int) -> list[torch.Tensor]:
+        """One side after 0, 1, …, L layers (every split's lower half in one pass): ``L + 1`` tensors ``[B, T, H]``."""
+        states = [self._embed(ids, offset, segment)]
+        for layer in self.bert.encoder.layer:
+            states.append(run_layers([layer], states[-1], mask))
+        return states
 
     def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``[CLS] q [SEP]`` through the first ``k`` layers: vectors ``[B, Lq + 2, H]`` and mask."""
@@ -97,12 +107,19 @@ class PreTTR(nn.Module):
         return self._lower(ids, mask, PASSAGE_OFFSET, 1), mask
 
     def score_halves(
-        self, query: torch.Tensor, query_mask: torch.Tensor, doc: torch.Tensor, doc_mask: torch.Tensor
+        self,
+        query: torch.Tensor,
+        query_mask: torch.Tensor,
+        doc: torch.Tensor,
+        doc_mask: torch.Tensor,
+        split: int | None = None,
     ) -> torch.Tensor:
-        """The last ``L − k`` layers on the concatenated half-encoded pairs, then the ``[CLS]`` score, ``[B]``."""
+        """The last ``L − k`` layers on the concatenated half-encoded pairs, then the ``[CLS]`` score, ``[B]``
+        (``split``: this ``k`` instead of the model's own, for halves encoded that far)."""
+        split = self.split if split is None else split
         hidden = torch.cat([query, doc.to(query.dtype)], dim=1)
         mask = torch.cat([query_mask, doc_mask], dim=1)
-        hidden = run_layers(self.bert.encoder.layer[self.split :], hidden, mask)
+        hidden = run_layers(self.bert.encoder.layer[split:], hidden, mask)
         return self.score(self.dropout(hidden[:, 0])).squeeze(-1)
 
     def forward(
@@ -113,6 +130,26 @@ class PreTTR(nn.Module):
         query, mask = self.encode_query(distinct_ids, distinct_mask)
         doc, stored_mask = self.encode_passages(doc_ids, doc_mask)
         return self.score_halves(query[rows], mask[rows], doc, stored_mask)
+
+    def forward_splits(
+        self,
+        query_ids: torch.Tensor,
+        query_mask: torch.Tensor,
+        doc_ids: torch.Tensor,
+        doc_mask: torch.Tensor,
+        splits: Sequence[int],
+    ) -> torch.Tensor:
+        """The scores of these weights split at every ``k`` of ``splits``, ``[B, len(splits)]``: column ``i`` equals
+        :meth:`forward` with ``split = splits[i]``. Each side's lower layers run once for all splits (a layer
+        below split ``k + 1`` is the same layer below split ``k``), so a sweep costs one pass per side and
+        the upper layers of each split."""
+        distinct_ids, distinct_mask, rows = distinct_queries(query_ids, query_mask.bool())
+        ids, mask = wrap(distinct_ids, distinct_mask)
+        queries = self._every_lower(ids, mask, 0, 0)
+        doc_ids, doc_mask = close_passage(doc_ids, doc_mask)
+        docs = self._every_lower(doc_ids, doc_mask, PASSAGE_OFFSET, 1)
+        mask = mask.bool()[rows]
+        return torch.stack([self.score_halves(queries[k][rows], mask, docs[k], doc_mask, k) for k in splits], dim=1)
 
     def score_encoded(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor

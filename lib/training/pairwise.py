@@ -135,6 +135,10 @@ class TrainingConfig:
             each run of ``bucket_batches`` batches of the seeded shuffle is sorted by the pair's longer
             passage, cut into batches again, and those batches are taken in a seeded order — a bucket
             iterator like AllenNLP's ``BucketIterator``. ``1``: the plain shuffle.
+        start: what the model's weights were before training when they are not its own initialisation
+            (chapter 8's PreTTR starts from chapter 2's fine-tuned BERT-cat: its checkpoint's sha256), so
+            a checkpoint trained from other starting weights is not resumed. ``None`` (the default) adds
+            nothing to the checkpoint's fingerprint.
         mismatch: what a checkpoint in ``checkpoint_dir`` written with other arguments (other pairs,
             margins, settings) means: ``"error"`` refuses it, ``"retrain"`` warns and trains afresh
             (:func:`lib.training.loop.check_fingerprint`).
@@ -157,6 +161,7 @@ class TrainingConfig:
     margin: float = 1.0
     warmup_steps: int = 0
     bucket_batches: int = 1
+    start: str | None = None
     mismatch: str = "error"
 
     def __post_init__(self) -> None:
@@ -258,6 +263,8 @@ def _fingerprint(
 ) -> dict:
     """What must not change between an interrupted run and its resumption."""
     settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
+    if settings["start"] is None:  # checkpoints written before the field existed stay resumable
+        del settings["start"]
     settings["learning_rates"] = dict(sorted(settings["learning_rates"].items()))
     return {
         "config": settings,

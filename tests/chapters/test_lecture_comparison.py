@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 import torch
@@ -102,3 +104,52 @@ def test_gate_occurrences_and_the_stopword_tables() -> None:
     assert overlap["removed"] == pytest.approx(5 / 11)
     assert overlap["removed that are NLTK stopwords"] == pytest.approx(4 / 5)
     assert overlap["NLTK stopwords removed"] == pytest.approx(4 / 6)
+
+
+def test_the_prettr_dial_is_drawn_on_the_models_axes() -> None:
+    table = pd.DataFrame({"DL19 nDCG@10": [0.6, 0.5], "ms for 100": [900.0, 40.0]}, index=["BERT-cat", "TK-2"])
+    dial = pd.DataFrame(
+        {"DL19 nDCG@10": [0.6, 0.55, 0.3], "ms for 100": [900.0, 500.0, None]}, index=pd.Index([0, 1, 2], name="k")
+    )
+    figure = lecture_comparison.plot_tradeoff(table, "DL19 nDCG@10", "ms for 100", [], "t", dial=dial)
+    axis = figure.axes[0]
+    assert [text.get_text() for text in axis.texts] == ["BERT-cat", "TK-2", "k=0", "k=1"]  # k=2 has no latency
+    assert axis.lines[-1].get_xdata().tolist() == [900.0, 500.0]
+
+
+def _prettr_results(validation: float, dl19: float, dl20: float) -> dict:
+    training = SimpleNamespace(best_metric=validation)
+    return {
+        name: SimpleNamespace(training=training, best_step=40, metrics_at_full_depth={"nDCG@10": value})
+        for name, value in (("dl19", dl19), ("dl20", dl20))
+    }
+
+
+@pytest.mark.parametrize(
+    ("results", "expected"),
+    [
+        (
+            _prettr_results(0.52, 0.58, 0.50),
+            ["(nDCG@10) the split", "0.500 untrained and 0.520", "at or above BM25 on every", "holds here"],
+        ),
+        (_prettr_results(0.45, 0.58, 0.40), ["did not improve", "below BM25 on at least one year", "does not hold"]),
+        (_prettr_results(0.52, 0.50, 0.50), ["at or above BM25", "more than 0.05 below", "does not hold"]),
+    ],
+)
+def test_prettr_reading_compares_with_the_untrained_split_bert_cat_and_bm25(
+    results: dict, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qrels = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
+    bm25 = {"q1": {"b": 2.0, "a": 1.0}, "q2": {"c": 1.0}}  # nDCG@10 of BM25 below 1, BERT-cat's run is perfect
+    tests = {name: SimpleNamespace(run=bm25, qrels=qrels) for name in ("dl19", "dl20")}
+    perfect = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
+    monkeypatch.setattr(lecture_comparison, "read_run", lambda path: perfect)
+    monkeypatch.setattr(lecture_comparison, "evaluate", lambda run, qrels: {"nDCG@10": 0.6 if run is perfect else 0.45})
+    sweep = pd.DataFrame(
+        {"VALIDATION nDCG@10": [0.6, 0.5], "DL19 nDCG@10": [0.6, 0.55], "DL20 nDCG@10": [0.5, 0.44]},
+        index=pd.Index([0, 5], name="k"),
+    )
+    reading = lecture_comparison.prettr_reading(results, sweep, 5, "VALIDATION nDCG@10", tests, "smoke")
+    assert "k = 5" in reading and "untrained split 0.550" in reading and "BERT-cat 0.600, BM25 0.450" in reading
+    for phrase in expected:
+        assert phrase in reading, phrase

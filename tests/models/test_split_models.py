@@ -150,3 +150,15 @@ def test_real_minilm_slice_scores_a_relevant_passage_higher() -> None:
     with torch.no_grad():
         scores = model(q_ids, q_mask, d_ids, d_mask)
     assert scores[0] > scores[1]
+
+
+def test_prettr_forward_splits_equals_each_split_of_the_same_weights() -> None:
+    model = PreTTR(tiny_bert(), split=0).eval()
+    q_ids, q_mask, d_ids, d_mask = batch([(4, 9), (2, 5), (4, 12), (3, 7)])
+    q_ids[2], q_mask[2] = q_ids[0], q_mask[0]  # a repeated query is encoded once
+    with torch.no_grad():
+        every = model.forward_splits(q_ids, q_mask, d_ids, d_mask, [3, 0, 2])
+        for column, split in enumerate([3, 0, 2]):
+            model.split = split
+            assert torch.allclose(every[:, column], model(q_ids, q_mask, d_ids, d_mask), atol=1e-5), split
+    assert every.shape == (4, 3)

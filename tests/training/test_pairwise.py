@@ -408,6 +408,18 @@ def test_a_checkpoint_of_other_arguments_is_refused(dl19: dict, pairs: list, tmp
     run_training(dl19, pairs, tmp_path, small_config(max_steps=3, eval_batch_size=5))  # allowed to change
 
 
+def test_a_checkpoint_from_other_starting_weights_is_refused(dl19: dict, pairs: list, tmp_path: Path) -> None:
+    run_training(dl19, pairs, tmp_path, small_config(max_steps=3, start="bert-cat abc, split 5"))
+    run_training(dl19, pairs, tmp_path, small_config(max_steps=3, start="bert-cat abc, split 5"))  # same: resumed
+    with pytest.raises(ValueError, match="other arguments.*config.start"):
+        run_training(dl19, pairs, tmp_path, small_config(max_steps=3, start="bert-cat abc, split 4"))
+    plain = tmp_path / "plain"
+    run_training(dl19, pairs, plain, small_config(max_steps=3))
+    saved = torch.load(plain / "checkpoint.pt", weights_only=True)
+    # without a start the fingerprint has no such key: checkpoints written before the field resume
+    assert "batch_size" in saved["fingerprint"]["config"] and "start" not in saved["fingerprint"]["config"]
+
+
 def test_with_mismatch_retrain_a_checkpoint_of_other_pairs_is_replaced_with_a_warning(
     dl19: dict, pairs: list, tmp_path: Path
 ) -> None:
