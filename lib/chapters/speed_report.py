@@ -193,12 +193,14 @@ def bf16_reading(table: pd.DataFrame, measure: str = "nDCG@10") -> str:
 
 def leading_ranges(spans: pd.DataFrame, name: str) -> str:
     """The budget ranges (ms) over which ``name`` is (among) the best, from
-    :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, or ``"never"``."""
+    :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, or ``"never"``. Budgets under 10 ms
+    keep one decimal, so a short range never reads ``3–3``."""
+
+    def ms(value: float) -> str:
+        return "∞" if not math.isfinite(value) else f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
     own = spans[spans["model"] == name]
-    ranges = [
-        f"{start:,.0f}–{end:,.0f}" if math.isfinite(end) else f"{start:,.0f}–∞"
-        for start, end in zip(own["from_ms"], own["to_ms"], strict=True)
-    ]
+    ranges = [f"{ms(start)}–{ms(end)}" for start, end in zip(own["from_ms"], own["to_ms"], strict=True)]
     return ", ".join(ranges) or "never"
 
 

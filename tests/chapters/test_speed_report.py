@@ -98,9 +98,14 @@ def test_bf16_reading() -> None:
 
 def test_leading_ranges_and_the_sentence_say_where_a_model_leads() -> None:
     spans = pd.DataFrame(
-        {"model": ["tk2", "tk2", "bert-cat"], "from_ms": [1.0, 50.0, 2.0], "to_ms": [20.0, math.inf, 50.0]}
+        {
+            "model": ["tk2", "tk2", "bert-cat", "tk1"],
+            "from_ms": [1.0, 50.0, 2.0, 3.2],
+            "to_ms": [20.0, math.inf, 50.0, 3.4],
+        }
     )
-    assert speed_report.leading_ranges(spans, "tk2") == "1–20, 50–∞"
+    assert speed_report.leading_ranges(spans, "tk2") == "1.0–20, 50–∞"
+    assert speed_report.leading_ranges(spans, "tk1") == "3.2–3.4"  # not "3–3"
     assert speed_report.leading_ranges(spans, "knrm") == "never"
     sentence = speed_report.leads_reading({"dl19": "1–20", "dl20": "never"})
     assert (
