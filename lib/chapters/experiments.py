@@ -470,7 +470,7 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         batch_size=settings.bert_cat_batch_size if bert else settings.batch_size,
         max_steps=settings.bert_cat_max_steps if bert else settings.max_steps,
         validate_every=settings.bert_cat_validate_every if bert else settings.validate_every,
-        patience=settings.patience,
+        patience=settings.bert_cat_patience if bert and settings.bert_cat_patience is not None else settings.patience,
         metric=settings.validation_metric,
         max_query_length=QUERY_MAX_LENGTH,
         max_doc_length=DOC_MAX_LENGTH,

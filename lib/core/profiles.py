@@ -50,7 +50,8 @@ class TrainingSettings(_Replaceable):
     TILDE always uses) or ``"bert-base-uncased"`` (``paper``); ``bert_cat_layers`` keeps its first N
     layers (``None``: all), ``bert_cat_lr`` replaces the fine-tuning rate of the BERT models (``None``:
     :data:`lib.models.bert_cat.BOOK_BERT_LR`) and ``bert_cat_warmup`` > 0 gives them a linear warm-up
-    over that many steps and a linear decay (:func:`lib.training.pairwise.warmup_decay`).
+    over that many steps and a linear decay (:func:`lib.training.pairwise.warmup_decay`);
+    ``bert_cat_patience``: the BERT models' early-stopping patience in validations (``None``: ``patience``).
     ``distill_*``: the teacher-labelled set of :mod:`lib.chapters.distillation_set`
     (dev-small queries — ``None``: all — and pseudo-queries cut from book passages, their number and
     span of words; BM25 and teacher candidates per query — a teacher depth of 0 encodes only the
@@ -106,6 +107,7 @@ class TrainingSettings(_Replaceable):
     bert_cat_batch_size: int = 16
     bert_cat_max_steps: int = 200
     bert_cat_validate_every: int = 40
+    bert_cat_patience: int | None = None
     validation_depth: int = 20
     candidate_depth: int = 100
     throughput_documents: int = 256
@@ -355,11 +357,13 @@ PROFILES: dict[str, Profile] = {
         # 0.475 (0.502 / 0.477), every rate at 3e-3 0.489 (0.508 / 0.483); none adopted. Negatives from BM25's top
         # 100 instead of 30 (distill_bm25_depth, which changes every model's triples): 0.488 at step 1,000 and still
         # rising, all 100 0.517 / 0.510; a tie on validation, so not adopted (a longer schedule on those triples is
-        # the next probe).
+        # the next probe). BERT patience 2 (not 4): in the chapter-2 build, BERT-cat's validation peaked at step
+        # 240 of 400 and TK-BERT-1's at 200 of 360; patience 4 ran four validations past each peak (BERT-cat about
+        # 10 minutes), patience 2 stops two validations after it with the same best step.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
-            bert_cat_lr=1e-4, bert_cat_warmup=30, bert_cat_max_steps=500, distill_pseudo_queries=7000,
-            distill_random_negatives=0.5, piece_vector_dim=64,
+            bert_cat_lr=1e-4, bert_cat_warmup=30, bert_cat_max_steps=500, bert_cat_patience=2,
+            distill_pseudo_queries=7000, distill_random_negatives=0.5, piece_vector_dim=64,
             ladder_models=("knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1"),
         ),
         speed=SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),

@@ -183,6 +183,15 @@ def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
     assert paper.learning_rates == {}, "None keeps the paper's groups"
 
 
+def test_the_bert_models_take_their_own_patience_when_the_profile_sets_one() -> None:
+    book = get_profile("book").training
+    assert experiments.training_config("bert-cat", book, 1, "cpu").patience == book.bert_cat_patience == 2
+    assert experiments.training_config("tk-bert1", book, 1, "cpu").patience == 2
+    assert experiments.training_config("tk2", book, 1, "cpu").patience == book.patience != 2
+    default = TrainingSettings()
+    assert experiments.training_config("bert-cat", default, 1, "cpu").patience == default.patience
+
+
 def test_the_piece_vectors_take_their_own_rate_when_the_profile_sets_one() -> None:
     settings = TrainingSettings(word_learning_rate=1e-3, piece_embedding_lr=1e-4)
     pieces = experiments.training_config("tk2-pieces", settings, 1, "cpu").learning_rates
