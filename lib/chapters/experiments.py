@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -514,6 +515,7 @@ def run_model(
     progress: bool = True,
     variant: str | None = None,
     start: tuple[torch.nn.Module, str] | None = None,
+    reuse_from: str | None = None,
 ) -> dict[str, ModelResult]:
     """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
 
@@ -528,7 +530,11 @@ def run_model(
     :class:`ModelResult` per test year. ``variant`` names a run of the same architecture on other
     representations (``tk2-word2vec``): its checkpoint, scores and runs use that name. ``start`` — a model of
     architecture ``name`` and what its weights are (:attr:`lib.training.pairwise.TrainingConfig.start`) —
-    is trained instead of a freshly built one (chapter 8's PreTTR from chapter 2's BERT-cat).
+    is trained instead of a freshly built one (chapter 8's PreTTR from chapter 2's BERT-cat). ``reuse_from``: a
+    chapter whose checkpoint of ``name`` this run starts from when it has none of its own — a finished run
+    of the same protocol, settings and seed is then resumed as finished, not trained again (chapter 7's
+    init with chapter 2's seed is chapter 2's model); any other difference trains afresh (its fingerprint
+    differs, :func:`lib.training.loop.check_fingerprint`).
     """
     run_name = name if variant is None else f"{name}-{variant}"
     model, tokenizer = build_model(name, representations, seed)
@@ -541,6 +547,8 @@ def run_model(
         history, best_step, result = pd.DataFrame(columns=columns), 0, None
     else:
         checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
+        if reuse_from is not None:
+            _copy_checkpoint(checkpoint_folder(profile, reuse_from, name), checkpoint_dir)
         result = train(
             model, tokenizer, protocol.triples, protocol.queries, protocol.texts, protocol.validation, config,
             checkpoint_dir, progress, margins=protocol.margins,
@@ -639,6 +647,17 @@ def variant_comparison(column: str, runs: dict[str, dict[str, ModelResult]], met
         for label, results in runs.items()
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _copy_checkpoint(source: Path, target: Path) -> None:
+    """``source``'s checkpoint files into ``target`` when ``target`` has none and ``source`` has (atomically: a whole
+    copy or nothing)."""
+    if target.exists() or not source.is_dir():
+        return
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    partial.replace(target)
 
 
 def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:

@@ -24,6 +24,7 @@ from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
 from lib.representations.pretrained import WeightsError, glove_6b_50d, minilm_folder
 from lib.representations.text import Vocabulary
+from lib.training import pairwise
 from lib.training.pairwise import ValidationSet
 from tests.chapters.test_distillation_set import corpus, index  # noqa: F401,F811  (the real index slice)
 from tests.data.test_loaders import data_folders  # noqa: F401  (fixture: a tiny book subset and MS MARCO export)
@@ -290,6 +291,34 @@ def test_bert_cat_starts_from_the_named_bert(tmp_path, fake_bert_base):  # noqa:
     assert (pinned / "model.safetensors").is_file() and (pinned / "vocab.txt").is_file()
     with pytest.raises(ValueError, match="parameter 'bert_cat_start'"):
         experiments.bert_cat_folder("roberta", tmp_path)
+
+
+def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_again(
+    protocol: experiments.Protocol, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    settings = get_profile("smoke").training.replace(candidate_depth=5)
+    small = dataclasses.replace(
+        protocol,
+        tests={name: dataclasses.replace(test, run=top_of_run(test.run, 5)) for name, test in protocol.tests.items()},
+    )
+    words = Vocabulary.build(list(protocol.texts.values())[:200])
+    representations = experiments.Representations(words, torch.randn(len(words), 8), Path(), None)
+    first = experiments.run_model("knrm", small, representations, settings, "smoke", "02_training", 42, progress=False)
+
+    def no_training(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a finished checkpoint of the same run must not be trained again")
+
+    monkeypatch.setattr(pairwise, "margin_mse", no_training)
+    monkeypatch.setattr(pairwise, "hinge_loss", no_training)
+    again = experiments.run_model(
+        "knrm", small, representations, settings, "smoke", "07_trec_runs", 42, progress=False, variant="init42",
+        reuse_from="02_training",
+    )  # fmt: skip
+    assert (experiments.checkpoint_folder("smoke", "07_trec_runs", "knrm-init42") / "best.pt").is_file()
+    for name in first:
+        assert again[name].best_step == first[name].best_step
+        assert again[name].metrics_at_full_depth == first[name].metrics_at_full_depth
 
 
 def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
