@@ -306,7 +306,7 @@ PROFILES: dict[str, Profile] = {
             steps=4, batch_size=4, lr=1e-2, head_lr=None, trainable_layers=0, reconstruction=8,
             v2_steps=2, v2_batch_size=2, v2_group_size=4, latency_repetitions=2,
         ),
-        trec=TrecSettings(inits=(1, 2)),
+        trec=TrecSettings(inits=(42, 1)),
         lecture=LectureSettings(
             latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200
         ),
