@@ -113,17 +113,9 @@ init_results = {}
 start = time.perf_counter()
 for init in trec.inits:
     init_results[init] = experiments.run_model(
-        tk_name,
-        protocol,
-        tk_representations,
-        settings,
-        profile,
-        CHAPTER,
-        init,
-        device=device,
-        variant=f"init{init}",
-        reuse_from=artifacts.TRAINING_CHAPTER if init == protocol_seed else None,
-    )
+        tk_name, protocol, tk_representations, settings, profile, CHAPTER, init, device=device,
+        variant=f"init{init}", reuse_from=artifacts.TRAINING_CHAPTER if init == protocol_seed else None,
+    )  # fmt: skip
 init_seconds = time.perf_counter() - start
 inits_table = pd.DataFrame(
     [
