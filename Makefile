@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CH ?=
 ARGS ?=
 
-.PHONY: help setup data chapters chapter book html costs exercises unit smoke nbval test lint clean distclean
+.PHONY: help setup data chapters chapter book html costs exercises device-bundle unit smoke nbval test lint clean distclean
 
 help:
 	@echo "make book [PROFILE=smoke|book|paper]   build the whole book into _build/$$PROFILE/ (default PROFILE=book)"
@@ -18,6 +18,7 @@ help:
 	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
 	@echo "make costs [PROFILE=...]               each executed chapter's time and its 5 slowest cells"
 	@echo "make exercises                         student notebooks exercises/NN_topic.ipynb (chapters 2 and 8, solutions stubbed)"
+	@echo "make device-bundle                     .device/: what a lent GPU machine needs besides the checkout (benchmarks/device_checks.sh)"
 	@echo "make lint | clean | distclean"
 
 # --- environment ---------------------------------------------------------------------------
@@ -63,6 +64,14 @@ book: chapters
 
 costs: $(STAMP)
 	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --costs
+
+# What a lent GPU machine is sent besides the checkout (.device/, git-ignored, under 64 MiB with it): a float16
+# copy of MiniLM and the converted data; benchmarks/device_checks.sh runs the device checks there.
+device-bundle: data
+	rm -rf .device && mkdir -p .device
+	$(BIN)/python -m lib.representations.minilm_copy .device/minilm
+	tar czf .device/data.tar.gz data/converted "data/raw/$$($(BIN)/python -c 'from lib.representations.bert import BERT_VOCAB_NAME; print(BERT_VOCAB_NAME)')"
+	@du -sh .device
 
 # Student versions of chapters 2 and 8: every cell tagged `exercise` with its solution stubbed.
 exercises: $(STAMP)
