@@ -41,7 +41,6 @@ seed = 42  # seeds the models trained here
 latency_counts = None  # candidates per timed query, e.g. [100, 1000]
 
 # %% tags=["hide-input"]
-import math
 import time
 
 import matplotlib.pyplot as plt
@@ -194,14 +193,14 @@ prettr_k = split_sweep.choose_split(sweep, validation_column, lecture.prettr_min
 split_table = splits.join(sweep)
 write_csv(out / "prettr_split_effectiveness.csv", split_table.reset_index())
 glue("prettr_k", f"{prettr_k}", display=False)
-glue("prettr_min_k", f"{math.ceil(lecture.prettr_min_saving * layers)}", display=False)
-glue("prettr_saving", f"{lecture.prettr_min_saving:.0%}", display=False)
+glue("prettr_min_k", f"{split_sweep.lowest_split(layers, lecture.prettr_min_saving)}", display=False)
+glue("prettr_left", f"{1 - lecture.prettr_min_saving:.0%}", display=False)
 split_table.round(3)
 
 # %% [markdown]
 # The columns on the right are nDCG@10 of the split weights, untrained. The book fine-tunes one split:
 # the best on the validation queries among the splits that leave at most
-# {glue:text}`prettr_saving` of BERT-cat's layers to run per candidate (*k* ≥
+# {glue:text}`prettr_left` of BERT-cat's layers to run per candidate (*k* ≥
 # {glue:text}`prettr_min_k`) — here *k* = {glue:text}`prettr_k`. It starts from these same weights
 # (chapter 2's BERT-cat, split at *k*) and trains on chapter 2's protocol and BERT-cat schedule with
 # the split in place, early-stopped on validation.

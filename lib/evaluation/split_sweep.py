@@ -102,14 +102,20 @@ def split_sweep(
     return frame
 
 
+def lowest_split(layers: int, min_saving: float) -> int:
+    """The earliest split :func:`choose_split` considers for a BERT of ``layers`` layers: ``⌈min_saving · L⌉``, at
+    most ``L − 1`` (the last split with a joint layer)."""
+    if not 0 <= min_saving < 1:
+        raise ValueError(f"parameter 'min_saving' must be in [0, 1), got {min_saving}")
+    return min(math.ceil(min_saving * layers), layers - 1)
+
+
 def choose_split(sweep: pd.DataFrame, validation: str, min_saving: float = 0.5) -> int:
     """The split to fine-tune: the best value of column ``validation`` among the splits ``k ≥ ⌈min_saving · L⌉``,
     whose query-time work with stored passages (the ``L − k`` joint layers) is at most ``1 − min_saving`` of
     BERT-cat's, short of ``k = L`` (no joint layer: every passage of a query scores the same, nothing to
     fine-tune); a BERT too shallow for such a split gets ``k = L − 1``. A tie goes to the later (cheaper) split."""
-    if not 0 <= min_saving < 1:
-        raise ValueError(f"parameter 'min_saving' must be in [0, 1), got {min_saving}")
     layers = int(sweep.index.max())
-    lowest = min(math.ceil(min_saving * layers), layers - 1)
+    lowest = lowest_split(layers, min_saving)
     allowed = sweep.loc[(sweep.index >= lowest) & (sweep.index < layers), validation]
     return int(allowed[allowed == allowed.max()].index.max())

@@ -84,6 +84,8 @@ def test_choose_split_takes_the_best_validation_among_the_splits_that_save_enoug
     assert split_sweep.choose_split(sweep, "V", 0.5) == 5  # 3 <= k < 6; 4 and 5 tie at 0.6: the later, cheaper
     assert split_sweep.choose_split(sweep, "V", 0.0) == 0
     assert split_sweep.choose_split(sweep, "V", 0.9) == 5  # k = L = 6 is no re-ranker, whatever its value
+    assert split_sweep.lowest_split(6, 0.5) == 3 and split_sweep.lowest_split(6, 0.9) == 5
+    assert split_sweep.lowest_split(1, 0.5) == 0
     shallow = pd.DataFrame({"V": [0.4, 0.5]}, index=pd.Index([0, 1], name="k"))
     assert split_sweep.choose_split(shallow, "V", 0.5) == 0  # one layer: the only split with a joint layer
     for share in (1.0, -0.1):
