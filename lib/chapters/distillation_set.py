@@ -48,7 +48,8 @@ from lib.training.distillation import Triple, TripleSampling, teacher_triples
 class DistillationSet:
     """Training queries, the teacher's score of each candidate, the sampled triples with their margins.
 
-    ``passages`` are the teacher's cached passage vectors (reused to score other candidates).
+    ``passages`` are the teacher's cached passage vectors (reused to score other candidates); ``random`` the
+    teacher's scores of the random passages drawn as negatives (``None`` without random negatives).
     """
 
     queries: dict[str, str]
@@ -57,6 +58,7 @@ class DistillationSet:
     margins: list[float]
     seconds: dict[str, float]
     passages: Encodings
+    random: Run | None = None
 
     def summary(self) -> dict[str, Any]:
         """Counts and timings for the chapter's table."""
@@ -91,6 +93,15 @@ def training_queries(
         raise ValueError("no training queries: parameters 'distill_queries' and 'distill_pseudo_queries' are both 0")
     check_disjoint_from_tests(selected, tests)
     return selected
+
+
+def triple_sampling(settings: TrainingSettings, negatives: int | None = None) -> TripleSampling:
+    """How the profile's settings sample triples (``negatives=1``) or groups (default: ``distill_negatives``)."""
+    return TripleSampling(
+        per_query=settings.distill_triples_per_query,
+        random_negatives=settings.distill_random_negatives,
+        negatives=settings.distill_negatives if negatives is None else negatives,
+    )
 
 
 def random_passages(candidates: Run, passage_ids: list[str], per_query: int, seed: int) -> dict[str, list[str]]:
@@ -159,13 +170,11 @@ def build_distillation_set(
         for qid, nearest in dense_top_k(encoded_queries, passages, settings.distill_teacher_depth).items():
             candidates[qid].update({pid: 0.0 for pid in nearest if pid not in candidates[qid]})
     scores = dense_scores(encoded_queries, passages, candidates)
-    sampling = TripleSampling(
-        per_query=settings.distill_triples_per_query, random_negatives=settings.distill_random_negatives
-    )
+    sampling = triple_sampling(settings, negatives=1)
     random_scores = None
     if sampling.random_negatives > 0:
         drawn = random_passages(candidates, passages.ids, sampling.per_query, seed)
         unscored = {qid: dict.fromkeys(pids, 0.0) for qid, pids in drawn.items()}
         random_scores = dense_scores(encoded_queries, passages, unscored)
     triples, margins = teacher_triples(scores, sampling, seed, random_scores)
-    return DistillationSet(queries, scores, triples, margins, seconds, passages)
+    return DistillationSet(queries, scores, triples, margins, seconds, passages, random_scores)

@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from lib.chapters.distillation_set import DistillationSet, build_distillation_set
+from lib.chapters.distillation_set import DistillationSet, build_distillation_set, triple_sampling
 from lib.chapters.first_stage_runs import SYSTEM, bm25_run
 from lib.core import paths
 from lib.core.atomic import write_json
@@ -65,7 +65,7 @@ from lib.representations.word_vectors import (
 )
 from lib.reranking import dense
 from lib.reranking.scoring import rerank, score_candidates
-from lib.training.distillation import Triple
+from lib.training.distillation import Group, Triple, teacher_groups
 from lib.training.masked_lm import pretrain_mlm
 from lib.training.pairwise import TrainingConfig, TrainingResult, ValidationSet, train
 
@@ -503,6 +503,15 @@ def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:
     return paths.chapter_dir(profile, chapter) / "scores" / f"{query_set}__{model}.trec"
 
 
+def training_groups(protocol: Protocol, settings: TrainingSettings, seed: int) -> tuple[list[Group], list[list[float]]]:
+    """The training queries' groups of a positive and ``settings.distill_negatives`` negatives, with the teacher's
+    scaled scores (:func:`lib.training.distillation.teacher_groups`): drawn as the protocol's triples are, from
+    the same teacher scores and random passages, never from a held-out query."""
+    kept = {qid for qid, _, _ in protocol.triples}
+    teacher = {qid: run for qid, run in protocol.distillation.teacher.items() if qid in kept}
+    return teacher_groups(teacher, triple_sampling(settings), seed, protocol.distillation.random)
+
+
 def run_model(
     name: str,
     protocol: Protocol,
@@ -519,7 +528,8 @@ def run_model(
 ) -> dict[str, ModelResult]:
     """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
 
-    Training minimises Margin-MSE against the teacher's margins (:mod:`lib.training.distillation`),
+    Training minimises Margin-MSE against the teacher's margins (:mod:`lib.training.distillation`; with
+    ``settings.distill_negatives`` above 1, the listwise KL over :func:`training_groups`),
     validated and early-stopped on the protocol's validation set. A zero-shot model
     (:attr:`lib.models.registry.ModelSpec.zero_shot`) skips training: its history is empty and its best
     step 0. The re-ranking depth is tuned once, on the validation queries, and so is the weight λ of
@@ -549,9 +559,14 @@ def run_model(
         checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
         if reuse_from is not None:
             _copy_checkpoint(checkpoint_folder(profile, reuse_from, name), checkpoint_dir)
+        if settings.distill_negatives > 1:
+            groups, teacher_scores = training_groups(protocol, settings, seed)
+            targets = {"teacher_scores": teacher_scores}
+        else:
+            groups, targets = protocol.triples, {"margins": protocol.margins}
         result = train(
-            model, tokenizer, protocol.triples, protocol.queries, protocol.texts, protocol.validation, config,
-            checkpoint_dir, progress, margins=protocol.margins,
+            model, tokenizer, groups, protocol.queries, protocol.texts, protocol.validation, config,
+            checkpoint_dir, progress, **targets,
         )  # fmt: skip
         model, history, best_step = result.model, result.history, result.best_step
 

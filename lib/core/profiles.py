@@ -56,9 +56,11 @@ class TrainingSettings(_Replaceable):
     (dev-small queries — ``None``: all — and pseudo-queries cut from book passages, their number and
     span of words; BM25 and teacher candidates per query — a teacher depth of 0 encodes only the
     BM25 candidates — triples per query, and the fraction of triples whose negative is a random
-    corpus passage). ``distill_query_set``: the query set whose queries the teacher labels (``dev-small``;
-    the ``paper`` profile's MS MARCO ``train`` queries). ``validation_set``: the query set that validates
-    (early stopping, the tuned re-ranking depth and interpolation weight): DL21's judged queries, or MS
+    corpus passage); ``distill_negatives`` above 1 trains the students on groups of a positive and that many
+    negatives with the listwise KL (:func:`lib.training.distillation.listwise_kl`; ``batch_size`` then counts
+    groups) instead of triples with Margin-MSE. ``distill_query_set``: the query set whose queries the teacher
+    labels (``dev-small``; the ``paper`` profile's MS MARCO ``train`` queries). ``validation_set``: the query set
+    that validates (early stopping, the tuned re-ranking depth and interpolation weight): DL21's judged queries, or MS
     MARCO dev-small for the ``paper`` profile (as the TK paper and Hofstätter et al. 2020 validate);
     never a test year nor the training queries (:func:`lib.chapters.experiments.validation_set` refuses
     both). ``validation_metric``: the measure those three choices maximise on it — nDCG@10 for DL21's
@@ -89,6 +91,7 @@ class TrainingSettings(_Replaceable):
     distill_pseudo_queries: int = 0
     distill_pseudo_span: tuple[int, int] = (3, 8)
     distill_random_negatives: float = 0.0
+    distill_negatives: int = 1
     distill_query_set: str = "dev-small"
     validation_set: str = "dl21"
     validation_metric: str = "nDCG@10"

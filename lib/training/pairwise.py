@@ -13,7 +13,9 @@ the training queries (ARCHITECTURE.md, "Conventions").
 - :func:`warmup_decay` is the optional warm-up-and-decay schedule of the rates (BERT's fine-tuning).
 - :func:`train` runs the loop; see its docstring for the checkpoint and resume contract. Given a
   teacher's ``margins`` for the pairs, it minimises Margin-MSE instead
-  (:func:`lib.training.distillation.margin_mse`): the same loop, validation and early stopping.
+  (:func:`lib.training.distillation.margin_mse`); given groups of a positive and several negatives with
+  the teacher's ``teacher_scores``, the listwise KL (:func:`lib.training.distillation.listwise_kl`): the
+  same loop, validation and early stopping.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from lib.core.device import amp_enabled, autocast, resolve_device
 from lib.core.types import query_order
 from lib.evaluation.measures import MEASURES, evaluate
 from lib.reranking.scoring import rerank, score_candidates
-from lib.training.distillation import margin_mse
+from lib.training.distillation import Group, listwise_kl, margin_mse
 from lib.training.loop import CHECKPOINT_NAME, LoopSettings, LoopState, run_loop
 
 Pair = tuple[str, str, str]
@@ -256,16 +258,18 @@ def _digest(lines: Iterable[str]) -> str:
 
 def _fingerprint(
     model: nn.Module,
-    pairs: Sequence[Pair],
+    pairs: Sequence[Pair | Group],
     validation: ValidationSet,
     config: TrainingConfig,
     margins: Sequence[float] | None,
+    teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> dict:
     """What must not change between an interrupted run and its resumption."""
     settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
     if settings["start"] is None:  # checkpoints written before the field existed stay resumable
         del settings["start"]
     settings["learning_rates"] = dict(sorted(settings["learning_rates"].items()))
+    listwise = {} if teacher_scores is None else {"teacher_scores": _digest(repr(row) for row in teacher_scores)}
     return {
         "config": settings,
         "model": type(model).__qualname__,
@@ -273,6 +277,7 @@ def _fingerprint(
         "pairs": _digest("\t".join(pair) for pair in pairs),
         "validation": _digest(f"{qid}\t{pid}" for qid in sorted(validation.run) for pid in sorted(validation.run[qid])),
         "margins": None if margins is None else _digest(repr(float(margin)) for margin in margins),
+        **listwise,
     }
 
 
@@ -341,54 +346,72 @@ class _BucketedOrder:
         return self._batches_of(step // self.bucket)[step % self.bucket]
 
 
-def pair_lengths(pairs: Sequence[Pair], texts: Mapping[str, str]) -> np.ndarray:
-    """Each pair's longer passage, in characters: the key of the length buckets (a batch pads to its longest)."""
-    lengths = (max(len(texts[better]), len(texts[worse])) for _, better, worse in pairs)
+def pair_lengths(pairs: Sequence[Pair | Group], texts: Mapping[str, str]) -> np.ndarray:
+    """Each pair's (group's) longest passage, in characters: the key of the length buckets (a batch pads to its
+    longest)."""
+    lengths = (max(len(texts[pid]) for pid in pair[1:]) for pair in pairs)
     return np.fromiter(lengths, dtype=np.int32, count=len(pairs))
 
 
 def _check_inputs(
-    pairs: Sequence[Pair], queries: Mapping[str, str], texts: Mapping[str, str], margins: Sequence[float] | None
+    pairs: Sequence[Pair | Group],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    margins: Sequence[float] | None,
+    teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> None:
     if not pairs:
         raise ValueError("parameter 'pairs' is empty: nothing to train on")
-    if margins is not None and len(margins) != len(pairs):
-        raise ValueError(f"parameter 'margins' has {len(margins)} values for {len(pairs)} pairs")
-    for qid, better, worse in pairs:
-        if qid not in queries:
-            raise KeyError(f"training pair ({qid!r}, {better!r}, {worse!r}): query {qid!r} has no text in 'queries'")
-        for pid in (better, worse):
+    if margins is not None and teacher_scores is not None:
+        raise ValueError("parameters 'margins' and 'teacher_scores' exclude each other (Margin-MSE or listwise)")
+    size = len(pairs[0])
+    if teacher_scores is None and size != 3:
+        raise ValueError(f"training pair {pairs[0]!r} is not (qid, better, worse): groups need 'teacher_scores'")
+    for name, values in (("margins", margins), ("teacher_scores", teacher_scores)):
+        if values is not None and len(values) != len(pairs):
+            raise ValueError(f"parameter '{name}' has {len(values)} values for {len(pairs)} pairs")
+    for index, pair in enumerate(pairs):
+        if len(pair) != size or size < 3:
+            raise ValueError(f"training pair {index} {pair!r} has {len(pair) - 1} passages; the first has {size - 1}")
+        if teacher_scores is not None and len(teacher_scores[index]) != size - 1:
+            raise ValueError(f"teacher_scores[{index}] has {len(teacher_scores[index])} values for {size - 1} passages")
+        if pair[0] not in queries:
+            raise KeyError(f"training pair {pair!r}: query {pair[0]!r} has no text in 'queries'")
+        for pid in pair[1:]:
             if pid not in texts:
-                raise KeyError(
-                    f"training pair ({qid!r}, {better!r}, {worse!r}): passage {pid!r} has no text in 'texts'"
-                )
+                raise KeyError(f"training pair {pair!r}: passage {pid!r} has no text in 'texts'")
 
 
 def _batch_loss(
     model: nn.Module,
     tokenizer: Any,
-    batch: Sequence[Pair],
+    batch: Sequence[Pair | Group],
     queries: Mapping[str, str],
     texts: Mapping[str, str],
     config: TrainingConfig,
     device: torch.device,
     margins: Sequence[float] | None = None,
+    teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> torch.Tensor:
-    """The batch's loss from one forward pass over (query, better) and (query, worse): hinge, or Margin-MSE."""
-    query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _, _ in batch], config.max_query_length)
-    doc_texts = [texts[better] for _, better, _ in batch] + [texts[worse] for _, _, worse in batch]
+    """The batch's loss from one forward pass over every (query, passage) of its pairs (groups): hinge,
+    Margin-MSE (``margins``) or the listwise KL (``teacher_scores``)."""
+    width = len(batch[0]) - 1
+    query_ids, query_mask = tokenizer.encode([queries[pair[0]] for pair in batch], config.max_query_length)
+    doc_texts = [texts[pair[column]] for column in range(1, width + 1) for pair in batch]
     doc_ids, doc_mask = tokenizer.encode(doc_texts, config.max_doc_length)
-    query_ids = query_ids.to(device, non_blocking=True).repeat(2, 1)
-    query_mask = query_mask.to(device, non_blocking=True).repeat(2, 1)
+    query_ids = query_ids.to(device, non_blocking=True).repeat(width, 1)
+    query_mask = query_mask.to(device, non_blocking=True).repeat(width, 1)
     doc_ids, doc_mask = doc_ids.to(device, non_blocking=True), doc_mask.to(device, non_blocking=True)
     with autocast(device, config.amp):
         scores = model(query_ids, query_mask, doc_ids, doc_mask)
-    scores = scores.float()
-    if margins is not None:
+    scores = scores.float().view(width, len(batch)).T
+    if teacher_scores is not None:
+        loss = listwise_kl(scores, torch.tensor(teacher_scores, dtype=torch.float32, device=device))
+    elif margins is not None:
         target = torch.tensor(margins, dtype=torch.float32, device=device)
-        loss = margin_mse(scores[: len(batch)], scores[len(batch) :], target)
+        loss = margin_mse(scores[:, 0], scores[:, 1], target)
     else:
-        loss = hinge_loss(scores[: len(batch)], scores[len(batch) :], config.margin)
+        loss = hinge_loss(scores[:, 0], scores[:, 1], config.margin)
     return loss + regularisation(model)
 
 
@@ -487,7 +510,7 @@ def warmup_decay(
 def train(
     model: nn.Module,
     tokenizer: Any,
-    pairs: Sequence[Pair],
+    pairs: Sequence[Pair | Group],
     queries: Mapping[str, str],
     texts: Mapping[str, str],
     validation: ValidationSet,
@@ -495,11 +518,16 @@ def train(
     checkpoint_dir: str | Path,
     progress: bool = True,
     margins: Sequence[float] | None = None,
+    teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> TrainingResult:
     """Train ``model`` on ``pairs`` with the pairwise hinge loss (or Margin-MSE), early-stopped on validation.
 
     With ``margins`` (a teacher's margin ``t⁺ − t⁻`` for each pair, :mod:`lib.training.distillation`)
-    the loss is Margin-MSE instead of the hinge loss; everything else is the same.
+    the loss is Margin-MSE instead of the hinge loss. With ``teacher_scores`` the ``pairs`` are groups
+    ``(qid, d⁺, d⁻₁ … d⁻ₖ)`` of one size (:func:`lib.training.distillation.teacher_groups`), the teacher's
+    score of each passage beside each, and the loss is the listwise KL
+    (:func:`lib.training.distillation.listwise_kl`); ``batch_size`` then counts groups. Everything else is the
+    same.
 
     Each step takes the next ``batch_size`` pairs of a seeded shuffle (a new shuffle every epoch,
     batches run across epoch boundaries; with ``config.bucket_batches`` > 1, batches of similar passage
@@ -535,8 +563,8 @@ def train(
     device = resolve_device(config.device)
     amp_enabled(device, config.amp)  # validates the value
     checkpoint_dir = Path(checkpoint_dir)
-    _check_inputs(pairs, queries, texts, margins)
-    fingerprint = _fingerprint(model, pairs, validation, config, margins)
+    _check_inputs(pairs, queries, texts, margins, teacher_scores)
+    fingerprint = _fingerprint(model, pairs, validation, config, margins, teacher_scores)
     model.to(device)
     optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))
     lengths = pair_lengths(pairs, texts) if config.bucket_batches > 1 else np.zeros(0, dtype=np.int32)
@@ -546,7 +574,9 @@ def train(
     def loss_of_step(step: int) -> torch.Tensor:
         chosen = distributed.shard(order.batch(step))
         batch_margins = None if margins is None else [margins[i] for i in chosen]
-        return _batch_loss(model, tokenizer, [pairs[i] for i in chosen], queries, texts, config, device, batch_margins)
+        batch_scores = None if teacher_scores is None else [teacher_scores[i] for i in chosen]
+        batch = [pairs[i] for i in chosen]
+        return _batch_loss(model, tokenizer, batch, queries, texts, config, device, batch_margins, batch_scores)
 
     settings = LoopSettings(
         steps=config.max_steps,

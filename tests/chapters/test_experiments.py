@@ -171,6 +171,20 @@ def test_the_teacher_scores_its_own_held_out_margins(protocol: experiments.Proto
     assert margins["student"].to_numpy() * 10 == pytest.approx(margins["teacher"].to_numpy(), abs=1e-3)
 
 
+def test_listwise_groups_extend_the_training_triples_and_never_take_a_held_out_query(
+    protocol: experiments.Protocol,
+) -> None:
+    settings = get_profile("smoke").training.replace(distill_triples_per_query=6, distill_negatives=3)
+    groups, scores = experiments.training_groups(protocol, settings, 42)
+    assert all(len(group) == 5 and len(row) == 4 for group, row in zip(groups, scores, strict=True))
+    assert {group[0] for group in groups} == {qid for qid, _, _ in protocol.triples}, "the training queries, no other"
+    first = {qid: triple for qid, *triple in reversed(protocol.triples)}
+    assert all(group[1:3] == tuple(first[group[0]]) for group in groups[::6]), "each query's first group: its triple"
+    margin_of = {triple: margin for triple, margin in zip(protocol.triples, protocol.margins, strict=True)}
+    for group, (high, low, *_) in zip(groups[::6], scores[::6], strict=True):
+        assert high - low == pytest.approx(margin_of[group[:3]], abs=1e-5)
+
+
 def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
     book = get_profile("book").training
     assert experiments.training_config("tk2", book, 1, "cpu").learning_rates == {"embedding_lr": 1e-3, "other_lr": 1e-3}

@@ -1,4 +1,4 @@
-"""Margin-MSE distillation: the loss by hand, its gradient, the triple sampler, and a short real run.
+"""Margin-MSE and listwise distillation: the losses by hand, their gradients, the samplers, and short real runs.
 
 The student is the bag-of-words stand-in of ``test_pairwise``; the teacher of the real run is BM25's
 own score of a real slice of TREC DL 2019 (a teacher that is cheap to compute in a test).
@@ -6,6 +6,7 @@ own score of a real slice of TREC DL 2019 (a teacher that is cheap to compute in
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 
 from lib.core.types import ranking_from_run
 from lib.training import pairwise
-from lib.training.distillation import TripleSampling, margin_mse, teacher_triples
+from lib.training.distillation import TripleSampling, listwise_kl, margin_mse, teacher_groups, teacher_triples
 from lib.training.pairwise import train
 from tests.training.test_pairwise import (  # noqa: F401 (fixtures)
     HashTokenizer,
@@ -90,6 +91,46 @@ def test_a_fraction_of_negatives_are_random_passages_with_the_teachers_margin() 
         TripleSampling(random_negatives=1.5)
 
 
+def test_listwise_kl_hand_computed_and_blind_to_a_shift_of_a_querys_scores() -> None:
+    student, teacher = torch.tensor([[0.0, 0.0]]), torch.tensor([[0.0, math.log(3.0)]])
+    # teacher (1/4, 3/4) against student (1/2, 1/2): 1/4·log(1/2) + 3/4·log(3/2)
+    expected = 0.25 * math.log(0.5) + 0.75 * math.log(1.5)
+    assert listwise_kl(student, teacher).item() == pytest.approx(expected)
+    scores = torch.tensor([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]], requires_grad=True)
+    loss = listwise_kl(scores, scores.detach() + torch.tensor([[5.0], [-2.0]]))
+    loss.backward()
+    assert loss.item() == pytest.approx(0.0, abs=1e-6)
+    assert torch.allclose(scores.grad, torch.zeros(2, 3), atol=1e-6)
+    with pytest.raises(ValueError, match="shapes differ"):
+        listwise_kl(scores, torch.zeros(2, 2))
+
+
+def test_groups_of_one_negative_are_the_triples_and_larger_groups_add_distinct_negatives() -> None:
+    sampling = TripleSampling(per_query=50, positive_top=2, negative_from=5, scale=10.0, random_negatives=0.25)
+    triples, margins = teacher_triples(TEACHER, sampling, seed=3, random_passages=RANDOM)
+    groups, scores = teacher_groups(TEACHER, sampling, seed=3, random_passages=RANDOM)
+    assert groups == triples and [high - low for high, low in scores] == pytest.approx(margins)
+    wide = TripleSampling(per_query=50, positive_top=2, negative_from=5, scale=10.0, random_negatives=0.25, negatives=3)
+    groups, scores = teacher_groups(TEACHER, wide, seed=3, random_passages=RANDOM)
+    assert len(groups) == 100 and {group[0] for group in groups} == {"q1", "q2"}
+    for qid in ("q1", "q2"):
+        first_group, first_triple = (next(row for row in rows if row[0] == qid) for rows in (groups, triples))
+        assert first_group[:3] == first_triple, "the same seed: a query's first group begins with its first triple"
+    for (qid, positive, *negatives), values in zip(groups, scores, strict=True):
+        ranking, drawn = ranking_from_run(TEACHER[qid]), RANDOM[qid]
+        assert len(set(negatives)) == 3 and positive in ranking[:2]
+        assert all(n in ranking[4:] or n in drawn for n in negatives)
+        expected = [TEACHER[qid][positive]] + [drawn[n] if n in drawn else TEACHER[qid][n] for n in negatives]
+        assert values == pytest.approx([10.0 * value for value in expected])
+    assert teacher_groups(TEACHER, wide, seed=3, random_passages=RANDOM) == (groups, scores)
+    with pytest.raises(ValueError, match="fewer than 'negatives'"):
+        teacher_groups(TEACHER, TripleSampling(negative_from=5, positive_top=2, negatives=5), seed=3)
+    with pytest.raises(ValueError, match="teacher_groups"):
+        teacher_triples(TEACHER, wide, seed=3, random_passages=RANDOM)
+    with pytest.raises(ValueError, match="'negatives'"):
+        TripleSampling(negatives=0)
+
+
 @pytest.fixture(scope="module")
 def teacher_slice(dl19: dict) -> dict:  # noqa: F811
     """BM25 as the teacher of 10 DL19 queries (their BM25 top-20): training triples, and held-out ones.
@@ -161,3 +202,31 @@ def test_an_interrupted_distillation_resumes_to_identical_weights(
     assert_same_weights(resumed.model, reference.model)
     with pytest.raises(ValueError, match="margins"):
         _distil(dl19, {**teacher_slice, "margins": teacher_slice["margins"][:-1]}, tmp_path / "bad", config)
+
+
+def test_listwise_distillation_over_groups_lowers_its_loss_and_raises_agreement(
+    dl19: dict,  # noqa: F811
+    teacher_slice: dict,
+    tmp_path: Path,
+) -> None:
+    """The same student and teacher as Margin-MSE's, on groups of a positive and three negatives."""
+    sampling = TripleSampling(per_query=8, positive_top=3, negative_from=8, scale=1.0, negatives=3)
+    train_run = {q: dl19["run"][q] for q in dl19["train_qids"]}
+    groups, scores = teacher_groups(train_run, sampling, seed=1)
+    before = _agreement(make_model(0), dl19, teacher_slice["held_out"])
+    config = small_config(max_steps=60, validate_every=20, batch_size=8)
+    result = train(
+        make_model(0), HashTokenizer(), groups, dl19["queries"], dl19["texts"], dl19["validation"], config,
+        tmp_path / "listwise", progress=False, teacher_scores=scores,
+    )  # fmt: skip
+    history = result.history
+    assert history["train_loss"].iloc[-1] < 0.8 * history["train_loss"].iloc[0]
+    after = _agreement(result.model, dl19, teacher_slice["held_out"])
+    assert after > before and after > 0.5, (before, after)
+    arguments = (HashTokenizer(), groups, dl19["queries"], dl19["texts"], dl19["validation"], config)
+    with pytest.raises(ValueError, match="groups need 'teacher_scores'"):
+        train(make_model(0), *arguments, tmp_path / "bad", progress=False)
+    with pytest.raises(ValueError, match=r"teacher_scores\[0\] has 3 values"):
+        train(make_model(0), *arguments, tmp_path / "bad", progress=False, teacher_scores=[row[:3] for row in scores])
+    with pytest.raises(ValueError, match="exclude each other"):
+        train(make_model(0), *arguments, tmp_path / "bad", progress=False, teacher_scores=scores, margins=[0.0])
