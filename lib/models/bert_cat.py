@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from transformers import BertForMaskedLM, BertModel
 
+from lib.models.bert_layers import cls_vector, keep_layers
 from lib.representations.bert import CLS_ID, SEP_ID, load_bert
 
 #: BERT fine-tuning rate of the TK paper on MS MARCO (§4.3).
@@ -95,16 +96,6 @@ def pack_pairs(
     attention_mask = (positions < end).long()
     token_type_ids = ((positions >= (2 + query_length).unsqueeze(1)) & (positions < end)).long()
     return input_ids, token_type_ids, attention_mask
-
-
-def keep_layers(bert: BertModel, num_layers: int) -> BertModel:
-    """Cut ``bert`` to its first ``num_layers`` Transformer layers, in place (1 ≤ N ≤ its layers)."""
-    layers = len(bert.encoder.layer)
-    if not isinstance(num_layers, int) or not 1 <= num_layers <= layers:
-        raise ValueError(f"parameter 'num_layers' must be an integer in 1..{layers}, got {num_layers!r}")
-    bert.encoder.layer = bert.encoder.layer[:num_layers]
-    bert.config.num_hidden_layers = num_layers
-    return bert
 
 
 class BertCat(nn.Module):
@@ -171,9 +162,14 @@ class BertCat(nn.Module):
     def forward(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
-        """One score per query–passage pair, ``FloatTensor[B]``."""
-        hidden, _ = self.encode_pairs(query_ids, query_mask, doc_ids, doc_mask)
-        vector = self.bert.pooler(hidden) if self.use_pooler else hidden[:, 0]
+        """One score per query–passage pair, ``FloatTensor[B]``: BERT's ``[CLS]`` vector of the packed pair, its
+        last layer run for that row alone (:func:`lib.models.bert_layers.cls_vector`; the same vector as
+        :meth:`encode_pairs` gives, up to float rounding)."""
+        input_ids, token_type_ids, attention_mask = self.pack(query_ids, query_mask, doc_ids, doc_mask)
+        hidden = self.bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        vector = cls_vector(self.bert.encoder.layer, hidden, attention_mask)
+        if self.use_pooler:
+            vector = self.bert.pooler(vector.unsqueeze(1))
         return self.score(self.dropout(vector)).squeeze(-1)
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:

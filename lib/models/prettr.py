@@ -31,7 +31,7 @@ from torch import nn
 from transformers import BertModel
 
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
-from lib.models.bert_layers import bert_and_head_groups, run_layers, starting_bert
+from lib.models.bert_layers import bert_and_head_groups, cls_vector, run_layers, starting_bert
 from lib.models.bi_encoder import wrap
 from lib.models.tk import distinct_queries
 from lib.representations.bert import SEP_ID
@@ -119,8 +119,8 @@ class PreTTR(nn.Module):
         split = self.split if split is None else split
         hidden = torch.cat([query, doc.to(query.dtype)], dim=1)
         mask = torch.cat([query_mask, doc_mask], dim=1)
-        hidden = run_layers(self.bert.encoder.layer[split:], hidden, mask)
-        return self.score(self.dropout(hidden[:, 0])).squeeze(-1)
+        vector = cls_vector(self.bert.encoder.layer[split:], hidden, mask)
+        return self.score(self.dropout(vector)).squeeze(-1)
 
     def forward(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor

@@ -80,6 +80,19 @@ def test_scores_do_not_depend_on_the_rest_of_the_batch(model: BertCat) -> None:
     assert torch.allclose(together, alone, atol=1e-5)
 
 
+@pytest.mark.parametrize("use_pooler", [False, True])
+def test_the_score_is_the_full_berts_cls_vector_scored(use_pooler: bool) -> None:
+    """The forward pass runs the last layer for ``[CLS]`` alone; BERT's own full pass gives the same score."""
+    torch.manual_seed(1)
+    bert = BertModel(small_bert_config(vocab_size=3000, layers=2, hidden=32, heads=2, intermediate=64, max_position=64))
+    model = BertCat(bert, use_pooler=use_pooler).eval()
+    inputs = batch([(3, 10), (5, 4), (2, 20)], pad_d=3)
+    with torch.no_grad():
+        hidden, _ = model.encode_pairs(*inputs)
+        vector = model.bert.pooler(hidden) if use_pooler else hidden[:, 0]
+        assert torch.allclose(model(*inputs), model.score(vector).squeeze(-1), atol=1e-5)
+
+
 def test_optimizer_groups_cover_every_trainable_parameter(model: BertCat) -> None:
     groups = model.optimizer_groups()
     assert [(g["name"], g["lr"]) for g in groups] == [("bert", BOOK_BERT_LR), ("head", HEAD_LR)]

@@ -11,7 +11,7 @@ import torch
 from transformers import BertModel
 
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
-from lib.models.bert_layers import run_layers
+from lib.models.bert_layers import cls_vector, run_layers
 from lib.models.colbert import COLBERT_DIM, ColBERT, maxsim
 from lib.models.prettr import PASSAGE_OFFSET, PreTTR, close_passage
 from lib.representations.bert import SEP_ID, small_bert_config
@@ -44,6 +44,24 @@ def test_run_layers_equals_bert_model() -> None:
             bert.encoder.layer, bert.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids)), mask
         )
     assert torch.allclose(hidden[mask], expected[mask], atol=1e-5)
+
+
+def test_the_cls_row_alone_of_the_last_layer_is_the_full_layers_cls_row() -> None:
+    bert = tiny_bert().eval()
+    ids = torch.tensor([[101, 1500, 1600, 102, 0, 0], [101, 1700, 102, 1800, 1900, 102]])
+    mask = ids != 0
+    hidden = bert.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
+    with torch.no_grad():
+        for layers in (bert.encoder.layer, bert.encoder.layer[2:], bert.encoder.layer[:0]):
+            expected = run_layers(layers, hidden, mask)[:, 0]
+            assert torch.allclose(cls_vector(layers, hidden, mask), expected, atol=1e-5)
+    bert.train()
+    torch.manual_seed(3)
+    dropped = cls_vector(bert.encoder.layer, hidden, mask)
+    torch.manual_seed(4)
+    assert not torch.allclose(dropped, cls_vector(bert.encoder.layer, hidden, mask)), "dropout in training"
+    dropped.sum().backward()
+    assert all(p.grad is not None for p in bert.encoder.layer[-1].parameters()), "every weight of the layer learns"
 
 
 def test_close_passage_appends_sep_after_the_real_pieces() -> None:
