@@ -361,10 +361,13 @@ PROFILES: dict[str, Profile] = {
         # the piece vectors at the paper's 1e-4 instead of 1e-3 0.480 (all 100 0.473 / 0.426), every rate at 3e-4
         # 0.475 (0.502 / 0.477), every rate at 3e-3 0.489 (0.508 / 0.483); none adopted. Negatives from BM25's top
         # 100 instead of 30 (distill_bm25_depth, which changes every model's triples): 0.488 at step 1,000 and still
-        # rising, all 100 0.517 / 0.510; a tie on validation, so not adopted (a longer schedule on those triples is
-        # the next probe). BERT patience 2 (not 4): in the chapter-2 build, BERT-cat's validation peaked at step
-        # 240 of 400 and TK-BERT-1's at 200 of 360; patience 4 ran four validations past each peak (BERT-cat about
-        # 10 minutes), patience 2 stops two validations after it with the same best step.
+        # rising, all 100 0.517 / 0.510; a tie on validation, so not adopted (3,000 steps on those triples peaked at
+        # step 1,000 with 0.488 and fell after). Listwise distillation (distill_negatives: groups of a positive and k
+        # negatives, ColBERTv2's KL over each group, the same passages per step): k = 3 (16 groups a step) 0.477 at
+        # step 400 (all 100 0.487 / 0.463), k = 7 (8 a step) 0.485 at step 1,000 (0.499 / 0.458); no gain over
+        # Margin-MSE's 0.488, not adopted. BERT patience 2 (not 4): in the chapter-2 build, BERT-cat's validation
+        # peaked at step 240 of 400 and TK-BERT-1's at 200 of 360; patience 4 ran four validations past each peak
+        # (BERT-cat about 10 minutes), patience 2 stops two validations after it with the same best step.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
             bert_cat_lr=1e-4, bert_cat_warmup=30, bert_cat_max_steps=500, bert_cat_patience=2,
