@@ -74,27 +74,9 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses.tilde_diagnostics import correlation_table, dependence_table, sample_passages
-from lib.chapters import artifacts
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tilde_figures import plot_alpha_sweep, plot_training_losses
 from lib.chapters.tilde_latencies import latency_of, latency_table, paper_size_latencies, v2_latency_table
-from lib.chapters.tilde_protocol import (
-    BM25,
-    ablation_scores,
-    check_test_sets,
-    evaluation_year,
-    judged_groups,
-    judged_source,
-    pooled_cache,
-    run_names,
-    score_both_precisions,
-    starting_bert,
-    table2_systems,
-    teacher_labelled,
-    tilde_training_data,
-    tilde_v2_scores,
-    trained_part,
-)
 from lib.chapters.tilde_reading import LATENCY_TARGET_MS, reading, spread_reading
 from lib.chapters.tilde_tables import (
     ablation,
@@ -115,6 +97,24 @@ from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
+from lib.experiments import artifacts
+from lib.experiments.tilde_protocol import (
+    BM25,
+    ablation_scores,
+    check_test_sets,
+    evaluation_year,
+    judged_groups,
+    judged_source,
+    pooled_cache,
+    run_names,
+    score_both_precisions,
+    starting_bert,
+    table2_systems,
+    teacher_labelled,
+    tilde_training_data,
+    tilde_v2_scores,
+    trained_part,
+)
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
 from lib.training.tilde import with_reconstruction

@@ -11,7 +11,7 @@
   every book passage when TILDE's encoder and pooling are the teacher's.
 - :func:`check_test_sets` — the chapter's test and ablation years must be folds of the protocol.
 - :func:`evaluation_year` — a test year's queries, judgments and, per first stage the data folder has (BM25's scored
-  run always, :func:`lib.chapters.first_stage_runs.bm25_run`), the top-``depth`` candidates that have text (the
+  run always, :func:`lib.experiments.first_stage_runs.bm25_run`), the top-``depth`` candidates that have text (the
   profile's judged queries).
 - :func:`score_both_precisions` — one model pass, TILDE-QL/-DL scores of every first stage from the float16
   index (the one the paper stores and serves, §3.2) and, as a check, from the float32 vectors.
@@ -33,16 +33,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.chapters import artifacts
-from lib.chapters.distillation_set import DistillationSet, build_distillation_set
-from lib.chapters.experiments import validation_set
-from lib.chapters.first_stage_runs import bm25_run, rerank_sets
-from lib.chapters.tilde_tables import scoring_runs
 from lib.core import paths
 from lib.core.profiles import Profile, limit_queries
 from lib.core.types import top_of_run
 from lib.data import held_runs, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
+from lib.experiments import artifacts
+from lib.experiments.distillation_set import DistillationSet, build_distillation_set
+from lib.experiments.first_stage_runs import bm25_run, rerank_sets
+from lib.experiments.model_runs import validation_set
+from lib.experiments.tilde_scorings import scoring_runs
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import label
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID, Tilde
@@ -168,7 +168,7 @@ def trained_part(trainable_layers: int | None) -> str:
 def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> DistillationSet:
     """Chapter 2's teacher-labelled queries and the teacher's scores of their candidates (its cached encodings).
 
-    The same set chapter 2's students learn from (:func:`lib.chapters.distillation_set.build_distillation_set`
+    The same set chapter 2's students learn from (:func:`lib.experiments.distillation_set.build_distillation_set`
     with the profile's training settings), rebuilt from chapter 2's cache: BM25 over chapter 1's index
     and the teacher's dense search, no teacher pass over the corpus.
     """
@@ -263,8 +263,8 @@ def judged_groups(profile: Profile, data: TildeTrainingData, texts: Mapping[str,
     """TILDEv2's groups of the judged training queries: each pair's positive against the query's BM25 top
     ``depth`` that is not judged relevant (grade ≥ 1).
 
-    BM25's scored run (:func:`lib.chapters.first_stage_runs.bm25_run`) exists for the sets the chapters
-    re-rank (:func:`lib.chapters.first_stage_runs.rerank_sets`): DL21 in the book subset; MS MARCO's
+    BM25's scored run (:func:`lib.experiments.first_stage_runs.bm25_run`) exists for the sets the chapters
+    re-rank (:func:`lib.experiments.first_stage_runs.rerank_sets`): DL21 in the book subset; MS MARCO's
     training queries have none, so under ``paper`` this gives no group.
     """
     candidates, with_runs = {}, rerank_sets(profile)
@@ -301,7 +301,7 @@ def evaluation_year(
 ) -> EvaluationYear:
     """The judged queries of ``name`` (the profile's slice) and each first stage's top ``depth`` passages with text.
 
-    BM25's is the scored run of :func:`lib.chapters.first_stage_runs.bm25_run`; another first stage's is the
+    BM25's is the scored run of :func:`lib.experiments.first_stage_runs.bm25_run`; another first stage's is the
     data folder's run, and a first stage the folder has no run of (full MS MARCO's export has none but
     BM25's) is left out of ``runs``.
     """

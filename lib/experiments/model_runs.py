@@ -8,7 +8,7 @@
    (chapter 6's TILDE starts from it). Each is cached in the chapter's artifacts and reused.
 2. :func:`prepare_protocol` — the distillation protocol (Hofstätter et al. 2020, Margin-MSE): training
    triples labelled by the teacher on pseudo-queries cut from book passages and/or MS MARCO dev-small
-   queries over the book corpus (:mod:`lib.chapters.distillation_set`), a held-out slice of those
+   queries over the book corpus (:mod:`lib.experiments.distillation_set`), a held-out slice of those
    queries whose triples are never trained on (student-vs-teacher margins), validation on the
    profile's validation set (:func:`validation_set`: DL21's graded judgments, MS MARCO dev-small for
    the ``paper`` profile; its BM25 top candidates), and the two test years DL19 and DL20 (their
@@ -35,8 +35,6 @@ from typing import Any
 import pandas as pd
 import torch
 
-from lib.chapters.distillation_set import DistillationSet, build_distillation_set, triple_sampling
-from lib.chapters.first_stage_runs import SYSTEM, bm25_run
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.device import resolve_device
@@ -49,6 +47,8 @@ from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
 from lib.evaluation.interpolation import interpolate, tune_interpolation
+from lib.experiments.distillation_set import DistillationSet, build_distillation_set, triple_sampling
+from lib.experiments.first_stage_runs import SYSTEM, bm25_run
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
@@ -309,7 +309,7 @@ def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
     """The profile's slice of judged year ``name`` with its judgments and scored BM25 top ``depth``.
 
     The BM25 run is the data folder's, or chapter 1's retrieval where that folder's is unscored
-    (:func:`lib.chapters.first_stage_runs.bm25_run`).
+    (:func:`lib.experiments.first_stage_runs.bm25_run`).
     """
     queries = load_queries(name)
     chosen = limit_queries(list(queries), profile)
@@ -324,7 +324,7 @@ def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
 def first_stage_baselines(profile: str, name: str) -> dict[str, dict[str, float]]:
     """Table 2's first-stage runs of judged year ``name``, by label, every candidate of every query.
 
-    ``BM25``: the scored BM25 run (:func:`lib.chapters.first_stage_runs.bm25_run`: the data folder's, or
+    ``BM25``: the scored BM25 run (:func:`lib.experiments.first_stage_runs.bm25_run`: the data folder's, or
     chapter 1's retrieval where that folder's is unscored); ``BM25+RM3``: the data folder's run, only
     where the folder holds one (the book subset does, full MS MARCO's export does not).
     """
