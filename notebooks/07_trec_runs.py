@@ -61,7 +61,7 @@ from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts, read_run
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, model_runs
+from lib.experiments import artifacts, model_runs, model_setup
 from lib.models.registry import model_spec
 from lib.representations.text import tokenize
 from lib.reranking.scoring import rerank
@@ -87,7 +87,7 @@ settings, protocol_seed, protocol = artifacts.training_protocol(profile)
 settings = settings.replace(max_steps=max_steps)
 tk_name = artifacts.chosen_tk(profile)
 tk_label = model_spec(tk_name).label
-tk_representations = model_runs.prepare_representations(
+tk_representations = model_setup.prepare_representations(
     profile, settings, protocol_seed, out, with_small_bert=False,
     with_piece_vectors=model_spec(tk_name).family == "pieces",
 )  # fmt: skip
@@ -150,7 +150,7 @@ inits_table
 # %%
 start = time.perf_counter()
 fast_settings = settings.replace(embedding_method=trec.p2_vectors)
-fast = model_runs.prepare_representations(
+fast = model_setup.prepare_representations(
     profile, fast_settings, seed, out, min_count=trec.p2_min_count, with_small_bert=False
 )
 p2_results = model_runs.run_model(

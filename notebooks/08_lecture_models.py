@@ -58,7 +58,7 @@ from lib.data.registry import sha256_of
 from lib.evaluation import measures as evaluation
 from lib.evaluation import split_sweep
 from lib.evaluation.efficiency import device_name
-from lib.experiments import artifacts, model_runs
+from lib.experiments import artifacts, model_runs, model_setup
 from lib.models.prettr import PreTTR
 from lib.models.registry import label, model_spec
 from lib.representations.text import DOC_MAX_LENGTH
@@ -82,7 +82,7 @@ lecture
 # %%
 start = time.perf_counter()
 settings, protocol_seed, protocol = artifacts.training_protocol(profile)
-representations = model_runs.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
+representations = model_setup.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
 print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf_counter() - start:.0f} s")
 layers = PreTTR(representations.bert_path, num_layers=settings.bert_cat_layers).bert.config.num_hidden_layers
 glue("bert_layers", f"{layers}", display=False)
@@ -345,7 +345,7 @@ sample_texts = [protocol.texts[p] for p in passages]
 start = time.perf_counter()
 for name in compared:
     model, tokenizer = (
-        (trained[name]["dl19"].training.model, model_runs.build_model(name, representations, seed)[1])
+        (trained[name]["dl19"].training.model, model_setup.build_model(name, representations, seed)[1])
         if name in trained
         else (models[name].model, models[name].tokenizer)
     )

@@ -29,7 +29,8 @@ from lib.data import read_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
 from lib.evaluation.measures import evaluate
 from lib.evaluation.stored_latency import bytes_per_passage, is_precomputable, measure_stored_latency, store_passages
-from lib.experiments.model_runs import ALL_CANDIDATES, ModelResult, QuerySet
+from lib.experiments.distillation_protocol import QuerySet
+from lib.experiments.model_runs import ALL_CANDIDATES, ModelResult
 from lib.models.tk_sparse import TKSparse
 from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS
 from lib.representations.text import Vocabulary, tokenize

@@ -62,7 +62,7 @@ class TrainingSettings(_Replaceable):
     labels (``dev-small``; the ``paper`` profile's MS MARCO ``train`` queries). ``validation_set``: the query set
     that validates (early stopping, the tuned re-ranking depth and interpolation weight): DL21's judged queries, or MS
     MARCO dev-small for the ``paper`` profile (as the TK paper and Hofstätter et al. 2020 validate);
-    never a test year nor the training queries (:func:`lib.experiments.model_runs.validation_set` refuses
+    never a test year nor the training queries (:func:`lib.experiments.distillation_protocol.validation_set` refuses
     both). ``validation_metric``: the measure those three choices maximise on it — nDCG@10 for DL21's
     deep graded judgments (the measure Table 2 reports), MRR@10 for dev-small's one shallow judgment
     per query (the TK paper's, §4.3). ``word_learning_rate``: one Adam rate for every

@@ -39,9 +39,9 @@ from lib.core.types import top_of_run
 from lib.data import held_runs, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
 from lib.experiments import artifacts
+from lib.experiments.distillation_protocol import validation_set
 from lib.experiments.distillation_set import DistillationSet, build_distillation_set
 from lib.experiments.first_stage_runs import bm25_run, rerank_sets
-from lib.experiments.model_runs import validation_set
 from lib.experiments.tilde_scorings import scoring_runs
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import label

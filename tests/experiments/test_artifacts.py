@@ -15,7 +15,7 @@ from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, model_runs
+from lib.experiments import artifacts, model_runs, model_setup
 from lib.experiments.artifacts import checkpoint_path, trained_model
 from lib.models.bert_cat import BertCat
 from lib.representations.pretrained import minilm_folder
@@ -37,10 +37,10 @@ def _save_trained(profile: str, name: str) -> tuple[torch.nn.Module, Vocabulary]
     folder.mkdir(parents=True, exist_ok=True)
     vocabulary.save(folder / "vocabulary.txt")
     generator = torch.Generator().manual_seed(3)
-    representations = model_runs.Representations(
+    representations = model_setup.Representations(
         vocabulary, torch.randn(len(vocabulary), 8, generator=generator), folder / "small-bert", wordpiece=None
     )
-    model, _ = model_runs.build_model(name, representations, seed=7)
+    model, _ = model_setup.build_model(name, representations, seed=7)
     with torch.no_grad():  # move every weight away from its initial value, as training would
         for parameter in model.parameters():
             parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
@@ -166,11 +166,11 @@ def test_training_protocol_needs_chapter_2s_settings(artifacts_root: Path) -> No
 
 def test_a_pieces_model_comes_back_on_minilms_tokenizer_with_its_trained_piece_vectors(artifacts_root: Path) -> None:
     _write_chapter2_settings("smoke")
-    representations = model_runs.Representations(
+    representations = model_setup.Representations(
         Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), wordpiece=None,
         piece_vectors=torch.randn(30522, 20, generator=torch.Generator().manual_seed(1)),
     )  # fmt: skip
-    saved, _ = model_runs.build_model("tk1-pieces", representations, seed=3)
+    saved, _ = model_setup.build_model("tk1-pieces", representations, seed=3)
     loaded = _saved_and_loaded("smoke", "tk1-pieces", saved)
     assert torch.equal(loaded.model.embedding.weight, saved.embedding.weight)
     assert loaded.tokenizer.vocab_size == 30522
@@ -181,10 +181,10 @@ def test_a_pieces_model_comes_back_on_minilms_tokenizer_with_its_trained_piece_v
 
 def test_tk_on_minilm_comes_back_with_its_own_depth_whatever_bert_cat_kept(artifacts_root: Path) -> None:
     _write_chapter2_settings("smoke", bert_cat_layers=1)
-    representations = model_runs.Representations(
+    representations = model_setup.Representations(
         Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), wordpiece=None, bert_layers=1
     )
-    saved, _ = model_runs.build_model("tk-bert2", representations, seed=3)
+    saved, _ = model_setup.build_model("tk-bert2", representations, seed=3)
     with torch.no_grad():
         saved.w_log.weight.add_(1.0)
     loaded = _saved_and_loaded("smoke", "tk-bert2", saved)
