@@ -341,7 +341,7 @@ protocol = distillation_protocol.prepare_protocol(
     settings_profile, settings, seed, artifacts.book_index(profile), out / "teacher"
 )
 protocol_seconds = time.perf_counter() - start
-validation_label = distillation_protocol.query_set_label(protocol.validation_set)
+validation_label = distillation_protocol.query_set_label(protocol.validation.name)
 validation_metric = settings.validation_metric
 glue("validation_set", validation_label, display=False)
 glue("validation_metric", validation_metric, display=False)

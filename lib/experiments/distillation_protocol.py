@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.core.profiles import Profile, TrainingSettings, limit_queries
-from lib.core.types import ranking_from_run, top_of_run
+from lib.core.types import JudgedSet, ranking_from_run, top_of_run
 from lib.data import book_texts, load_qrels, load_queries
 from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, train_validation_split
@@ -28,20 +28,9 @@ from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import load_tokenizer
 from lib.representations.pretrained import minilm_folder
 from lib.training.distillation import Triple
-from lib.training.pairwise import ValidationSet
 
 #: The share of the teacher-labelled queries held out: their triples are never trained on.
 HELD_OUT_FRACTION = 0.05
-
-
-@dataclass
-class QuerySet:
-    """One judged year: its (profile's slice of) queries, every judgment, and the BM25 candidates to re-rank."""
-
-    name: str
-    queries: dict[str, str]
-    qrels: dict[str, dict[str, int]]
-    run: dict[str, dict[str, float]]
 
 
 @dataclass
@@ -51,7 +40,8 @@ class Protocol:
     ``triples`` / ``margins`` are the teacher-labelled training triples and the teacher's margins;
     ``held_out`` / ``held_out_margins`` the triples of the held-out queries, never trained on;
     ``queries`` the texts of every teacher-labelled query; ``distillation`` the full set (its teacher
-    scores and timings); ``validation_set`` the name of the query set ``validation`` comes from.
+    scores and timings); ``validation`` the profile's validation set (:func:`validation_set`) and ``tests`` the
+    test years, each a judged set with its BM25 candidates.
     """
 
     distillation: DistillationSet
@@ -61,9 +51,8 @@ class Protocol:
     held_out_margins: list[float]
     queries: dict[str, str]
     texts: dict[str, str]
-    validation: ValidationSet
-    tests: dict[str, QuerySet]
-    validation_set: str
+    validation: JudgedSet
+    tests: dict[str, JudgedSet]
 
     def summary(self) -> dict[str, Any]:
         """Counts for the chapter's table: training, held-out, validation and test queries."""
@@ -72,20 +61,20 @@ class Protocol:
             "training triples": len(self.triples),
             "held-out queries": len({qid for qid, _, _ in self.held_out}),
             "held-out triples": len(self.held_out),
-            f"validation queries ({self.validation_set})": len(self.validation.queries),
+            f"validation queries ({self.validation.name})": len(self.validation.queries),
             **{f"test queries ({name})": len(test.queries) for name, test in self.tests.items()},
         }
 
 
-def query_set(name: str, profile: Profile, depth: int) -> QuerySet:
-    """The profile's slice of judged year ``name`` with its judgments and scored BM25 top ``depth``.
+def query_set(name: str, profile: Profile, depth: int) -> JudgedSet:
+    """The profile's slice of judged year ``name`` (its queries), every judgment, and its scored BM25 top ``depth``.
 
     The BM25 run is the data folder's, or chapter 1's retrieval where that folder's is unscored
     (:func:`lib.experiments.first_stage_runs.bm25_run`).
     """
     queries = load_queries(name)
     chosen = limit_queries(list(queries), profile)
-    return QuerySet(
+    return JudgedSet(
         name=name,
         queries={q: queries[q] for q in chosen},
         qrels=load_qrels(name),
@@ -163,9 +152,8 @@ def prepare_protocol(
         held_out_margins=[distillation.margins[i] for i in out],
         queries=distillation.queries,
         texts=book_texts(),
-        validation=ValidationSet(queries=validation.queries, qrels=judged, run=validation.run),
+        validation=JudgedSet(name=validation_name, queries=validation.queries, qrels=judged, run=validation.run),
         tests=tests,
-        validation_set=validation_name,
     )
 
 

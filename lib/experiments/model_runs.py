@@ -23,12 +23,12 @@ import torch
 from lib.core import paths
 from lib.core.device import resolve_device
 from lib.core.profiles import TrainingSettings
-from lib.core.types import ranking_from_run
+from lib.core.types import JudgedSet, ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
 from lib.evaluation.interpolation import interpolate, tune_interpolation
-from lib.experiments.distillation_protocol import Protocol, QuerySet
+from lib.experiments.distillation_protocol import Protocol
 from lib.experiments.distillation_set import triple_sampling
 from lib.experiments.model_setup import Representations, build_model, training_config
 from lib.models.bi_encoder import BiEncoder
@@ -243,7 +243,12 @@ def held_out_margins(model: torch.nn.Module, tokenizer: Any, protocol: Protocol,
 
 
 def _throughput(
-    model: torch.nn.Module, tokenizer: Any, test: QuerySet, texts: dict[str, str], settings: TrainingSettings, name: str
+    model: torch.nn.Module,
+    tokenizer: Any,
+    test: JudgedSet,
+    texts: dict[str, str],
+    settings: TrainingSettings,
+    name: str,
 ) -> float:
     """Documents per millisecond on real test candidates (scoring only; see :mod:`lib.evaluation.efficiency`)."""
     pairs = [(test.queries[qid], texts[pid]) for qid in test.run for pid in ranking_from_run(test.run[qid])][

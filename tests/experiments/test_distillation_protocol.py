@@ -48,7 +48,7 @@ def test_the_protocol_never_trains_or_validates_on_a_test_year(protocol: distill
     assert len(protocol.margins) == len(protocol.triples) and len(protocol.held_out_margins) == len(protocol.held_out)
     summary = protocol.summary()
     assert summary["training triples"] + summary["held-out triples"] == summary["triples"]
-    assert protocol.validation_set == "dl21"
+    assert protocol.validation.name == "dl21"
     assert summary["validation queries (dl21)"] == len(protocol.validation.queries)
 
 

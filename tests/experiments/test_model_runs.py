@@ -12,7 +12,7 @@ import torch
 
 from lib.core import paths
 from lib.core.profiles import get_profile
-from lib.core.types import ranking_from_run, top_of_run
+from lib.core.types import JudgedSet, ranking_from_run, top_of_run
 from lib.data import read_run
 from lib.evaluation import measures as evaluation
 from lib.experiments import distillation_protocol, model_runs, model_setup
@@ -21,7 +21,6 @@ from lib.representations.bert import load_tokenizer
 from lib.representations.pretrained import minilm_folder
 from lib.representations.text import Vocabulary
 from lib.training import pairwise
-from lib.training.pairwise import ValidationSet
 from tests.experiments.test_distillation_protocol import protocol  # noqa: F401  (fixture)
 from tests.experiments.test_distillation_set import corpus, index  # noqa: F401  (the real index slice)
 
@@ -103,7 +102,8 @@ def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
     monkeypatch.setattr(model_runs, "tune_interpolation", spying(model_runs.tune_interpolation))
     small = dataclasses.replace(
         protocol,
-        validation=ValidationSet(
+        validation=JudgedSet(
+            protocol.validation.name,
             {q: protocol.validation.queries[q] for q in list(protocol.validation.queries)[:2]},
             protocol.validation.qrels,
             {q: top_of_run(protocol.validation.run, 5)[q] for q in list(protocol.validation.queries)[:2]},
