@@ -42,7 +42,6 @@ import seaborn as sns
 from IPython.display import Markdown
 from myst_nb import glue
 
-from lib.chapters import first_stage_runs
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
@@ -66,6 +65,7 @@ from lib.data.registry import REGISTRY
 from lib.data.splits import FOLDS, JUDGED_SETS, train_validation_split
 from lib.data.statistics import query_set_statistics
 from lib.evaluation import measures as evaluation
+from lib.experiments import first_stage_runs
 from lib.first_stage import lucene
 
 chapter = start_chapter("01_data_and_first_stage", profile, seed, device, precision=4)
@@ -336,7 +336,7 @@ book_index
 # validation set. A scored run the data folder ships is read as it is (the book subset ships all
 # of them); where the folder's run is missing or unscored (full MS MARCO's export), the index above
 # retrieves a scored BM25 run as deep as the profile re-ranks (`candidate_depth`) into the
-# profile's runs folder, where the next chapters find it (`lib.chapters.first_stage_runs`):
+# profile's runs folder, where the next chapters find it (`lib.experiments.first_stage_runs`):
 
 # %%
 retrieved = first_stage_runs.retrieve_missing(settings, index_dir, threads=index_threads)

@@ -64,7 +64,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses import pair_vectors
-from lib.chapters import artifacts, experiments, first_stage_runs, pretraining_ladder
+from lib.chapters import pretraining_ladder
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
@@ -73,6 +73,15 @@ from lib.core.types import ranking_from_run, top_of_run
 from lib.data import book_texts, load_queries
 from lib.data.splits import TEST_SETS
 from lib.evaluation import measures as evaluation
+from lib.experiments import (
+    artifacts,
+    comparison_tables,
+    distillation_protocol,
+    first_stage_runs,
+    model_runs,
+    model_setup,
+    settings_record,
+)
 from lib.models.kernels import kernel_mus, kernel_sigmas
 from lib.models.registry import model_spec
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
@@ -97,7 +106,7 @@ all_models = [*models, *(name for name in settings.ladder_models if name not in 
 test_sets = list(TEST_SETS)
 chapter = start_chapter(CHAPTER, profile, seed, device, precision=4)
 out = chapter.out
-experiments.write_settings(out / "settings.json", settings, seed)
+settings_record.write_settings(out / "settings.json", settings, seed)
 settings
 
 # %% [markdown]
@@ -124,7 +133,7 @@ settings
 
 # %%
 start = time.perf_counter()
-representations = experiments.prepare_representations(
+representations = model_setup.prepare_representations(
     profile, settings, seed, out, with_piece_vectors=any(model_spec(name).family == "pieces" for name in all_models)
 )
 representation_seconds = time.perf_counter() - start
@@ -188,7 +197,7 @@ print(f"query {example_qid}: {dl19_queries[example_qid]!r}")
 print(f"passage {example_pid}: {texts[example_pid][:300]}…")
 
 torch.manual_seed(seed)
-tk, _ = experiments.build_model("tk2", representations, seed)
+tk, _ = model_setup.build_model("tk2", representations, seed)
 tk.eval()
 q_ids, q_mask = vocabulary.encode([dl19_queries[example_qid]], QUERY_MAX_LENGTH)
 d_ids, d_mask = vocabulary.encode([texts[example_pid]], DOC_MAX_LENGTH)
@@ -328,11 +337,11 @@ print("my_margin_mse agrees with lib.training.distillation.margin_mse")
 
 # %%
 start = time.perf_counter()
-protocol = experiments.prepare_protocol(
+protocol = distillation_protocol.prepare_protocol(
     settings_profile, settings, seed, artifacts.book_index(profile), out / "teacher"
 )
 protocol_seconds = time.perf_counter() - start
-validation_label = experiments.query_set_label(protocol.validation_set)
+validation_label = distillation_protocol.query_set_label(protocol.validation.name)
 validation_metric = settings.validation_metric
 glue("validation_set", validation_label, display=False)
 glue("validation_metric", validation_metric, display=False)
@@ -349,7 +358,7 @@ protocol_table
 # ranks first among its candidates:
 
 # %% tags=["hide-input"]
-pd.DataFrame(experiments.pseudo_query_examples(protocol, count=5)).style.hide(axis="index")
+pd.DataFrame(distillation_protocol.pseudo_query_examples(protocol, count=5)).style.hide(axis="index")
 
 # %% [markdown]
 # {glue:text}`distill_queries` teacher-labelled queries give {glue:text}`distill_triples` training
@@ -370,7 +379,7 @@ results = {}
 timings = []
 for name in all_models:
     start = time.perf_counter()
-    for query_set, result in experiments.run_model(
+    for query_set, result in model_runs.run_model(
         name, protocol, representations, settings, profile, CHAPTER, seed, device=device
     ).items():
         results[(query_set, name)] = result
@@ -392,14 +401,14 @@ timing_table.set_index("model").round(0)
 embedding_runs = {}
 if compare_embeddings and compare_embeddings != settings.embedding_method and "tk2" in models:
     other_settings = settings.replace(embedding_method=compare_embeddings)
-    other = experiments.prepare_representations(profile, other_settings, seed, out)
+    other = model_setup.prepare_representations(profile, other_settings, seed, out)
     embedding_runs = {
         settings.embedding_method: {fold: results[(fold, "tk2")] for fold in test_sets},
-        compare_embeddings: experiments.run_model(
+        compare_embeddings: model_runs.run_model(
             "tk2", protocol, other, other_settings, profile, CHAPTER, seed, device=device, variant=compare_embeddings
         ),
     }
-embedding_comparison = experiments.variant_comparison("vectors", embedding_runs, validation_metric)
+embedding_comparison = comparison_tables.variant_comparison("vectors", embedding_runs, validation_metric)
 write_csv(out / "embedding_comparison.csv", embedding_comparison)
 embedding_comparison.pivot(index="vectors", columns="set") if len(embedding_comparison) else "comparison skipped"
 
@@ -412,18 +421,18 @@ embedding_comparison.pivot(index="vectors", columns="set") if len(embedding_comp
 
 # %%
 query_runs = {}
-sources = experiments.query_source_settings(settings) if compare_queries and "tk2" in models else {}
+sources = distillation_protocol.query_source_settings(settings) if compare_queries and "tk2" in models else {}
 if sources:
     query_runs["both"] = {fold: results[(fold, "tk2")] for fold in test_sets}
     for label, source_settings in sources.items():
-        source_protocol = experiments.prepare_protocol(
+        source_protocol = distillation_protocol.prepare_protocol(
             settings_profile, source_settings, seed, artifacts.book_index(profile), out / "teacher"
         )
-        query_runs[label] = experiments.run_model(
+        query_runs[label] = model_runs.run_model(
             "tk2", source_protocol, representations, source_settings, profile, CHAPTER, seed, device=device,
             variant=label.split()[0],
         )  # fmt: skip
-query_comparison = experiments.variant_comparison("training queries", query_runs, validation_metric)
+query_comparison = comparison_tables.variant_comparison("training queries", query_runs, validation_metric)
 write_csv(out / "query_comparison.csv", query_comparison)
 query_reading = "The comparison was skipped (`compare_queries`, or a profile with one source of queries)."
 if len(query_comparison):
@@ -464,7 +473,7 @@ query_comparison.pivot(index="training queries", columns="set") if len(query_com
 table_rows = []
 for fold in test_sets:
     data = protocol.tests[fold]
-    for label, run in experiments.first_stage_baselines(profile, fold).items():
+    for label, run in comparison_tables.first_stage_baselines(profile, fold).items():
         run = {qid: run[qid] for qid in data.queries if qid in run}
         table_rows.append({"set": fold, "model": label, **evaluation.evaluate(run, data.qrels)})
     for name in all_models:
@@ -477,7 +486,9 @@ shown = table.pivot(
     columns="set",
     values=["MRR@10", "nDCG@10", "depth", "nDCG@10 (all)", "nDCG@10 (+BM25)", "λ", "docs/ms"],
 )
-shown = shown.reindex([label for label in (*experiments.FIRST_STAGE_LABELS.values(), *models) if label in shown.index])
+shown = shown.reindex(
+    [label for label in (*comparison_tables.FIRST_STAGE_LABELS.values(), *models) if label in shown.index]
+)
 shown = shown.swaplevel(axis=1).sort_index(axis=1, level=0)
 shown
 
@@ -490,7 +501,7 @@ shown
 # BM25:
 
 # %%
-significance = experiments.significance_against_bm25(profile, protocol, results, models)
+significance = comparison_tables.significance_against_bm25(profile, protocol, results, models)
 write_csv(out / "significance_vs_bm25.csv", significance)
 significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "p_bonferroni", "significant"]]
 
@@ -521,7 +532,7 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 # two CPU cores; the full ladder is a parameter away): this build's ladder is {glue:text}`ladder_members`.
 
 # %%
-ladder_significance = experiments.significance_against_bm25(profile, protocol, results, all_models)
+ladder_significance = comparison_tables.significance_against_bm25(profile, protocol, results, all_models)
 validation_best = {
     name: float(results[(test_sets[0], name)].history[validation_metric].max())
     for name in all_models
@@ -693,8 +704,8 @@ pd.DataFrame.from_dict(pair_vector_rows, orient="index").round(4) if pair_vector
 margin_frames, agreement_rows = [], []
 for name in trained:
     student = results[(test_sets[0], name)].training.model
-    tokenizer = experiments.tokenizer_of(name, representations)
-    frame = experiments.held_out_margins(student, tokenizer, protocol).assign(model=model_spec(name).label)
+    tokenizer = model_setup.tokenizer_of(name, representations)
+    frame = model_runs.held_out_margins(student, tokenizer, protocol).assign(model=model_spec(name).label)
     margin_frames.append(frame)
     same_order = (frame["student"] > 0) == (frame["teacher"] > 0)
     agreement_rows.append(

@@ -55,14 +55,15 @@ from myst_nb import glue
 from lib.analyses import query_clusters
 from lib.analyses.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
 from lib.analyses.query_vectors import mean_query_vectors
-from lib.chapters import analysis_plots, first_stage_runs
-from lib.chapters.artifacts import candidate_scores, chosen_tk, trained_model
+from lib.chapters import analysis_plots
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.types import query_order
 from lib.data import load_qrels
+from lib.experiments import first_stage_runs
+from lib.experiments.artifacts import candidate_scores, chosen_tk, trained_model
 from lib.models import registry
 from lib.representations.text import tokenize
 

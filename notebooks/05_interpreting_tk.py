@@ -53,13 +53,14 @@ from myst_nb import glue
 from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
 from lib.analyses.explain_tk import explain_pair, passage_matches
-from lib.chapters import analysis_plots, first_stage_runs
-from lib.chapters.artifacts import candidate_scores, chosen_tk, trained_model
+from lib.chapters import analysis_plots
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv, write_text
 from lib.core.plotting import save_figure
 from lib.data import book_texts, load_collection, load_qrels, load_queries
+from lib.experiments import first_stage_runs
+from lib.experiments.artifacts import candidate_scores, chosen_tk, trained_model
 from lib.models.registry import label
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 

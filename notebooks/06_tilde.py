@@ -74,27 +74,9 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses.tilde_diagnostics import correlation_table, dependence_table, sample_passages
-from lib.chapters import artifacts
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tilde_figures import plot_alpha_sweep, plot_training_losses
 from lib.chapters.tilde_latencies import latency_of, latency_table, paper_size_latencies, v2_latency_table
-from lib.chapters.tilde_protocol import (
-    BM25,
-    ablation_scores,
-    check_test_sets,
-    evaluation_year,
-    judged_groups,
-    judged_source,
-    pooled_cache,
-    run_names,
-    score_both_precisions,
-    starting_bert,
-    table2_systems,
-    teacher_labelled,
-    tilde_training_data,
-    tilde_v2_scores,
-    trained_part,
-)
 from lib.chapters.tilde_reading import LATENCY_TARGET_MS, reading, spread_reading
 from lib.chapters.tilde_tables import (
     ablation,
@@ -115,6 +97,24 @@ from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
+from lib.experiments import artifacts
+from lib.experiments.tilde_protocol import (
+    BM25,
+    ablation_scores,
+    check_test_sets,
+    evaluation_year,
+    judged_groups,
+    judged_source,
+    pooled_cache,
+    run_names,
+    score_both_precisions,
+    starting_bert,
+    table2_systems,
+    teacher_labelled,
+    tilde_training_data,
+    tilde_v2_scores,
+    trained_part,
+)
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
 from lib.training.tilde import with_reconstruction
@@ -262,7 +262,7 @@ print(f"TILDEv2 training time this run: {v2_result.seconds:.0f} s")
 # %%
 glue("depth", depth, display=False)
 years = {test_set: evaluation_year(test_set, first_stages, texts, settings, depth) for test_set in test_sets}
-unheld = [stage for stage in first_stages if stage not in years[test_sets[0]].runs]
+unheld = [stage for stage in first_stages if stage not in years[test_sets[0]]]
 if unheld:
     print(missing_sentence(f"run of {', '.join(unheld)}", [f"runs/{test_sets[0]}__{stage}.trec" for stage in unheld]))
 main_model = trained[MAIN_VARIANT].model.to("cpu").eval()
@@ -315,7 +315,7 @@ for test_set, year in years.items():
         evaluation.write_trec_run(systems[test_set][system], paths.run_path(profile, test_set, name), tag=name)
     for message in left_out:
         print(message)
-table2 = effectiveness_table(systems, baseline_of, {s: year.qrels for s, year in years.items()}, MEASURES)
+table2 = effectiveness_table(systems, baseline_of, {s: year[BM25].qrels for s, year in years.items()}, MEASURES)
 write_csv(out / "table2.csv", table2.reset_index(names="system"))
 marked_table2(table2, test_sets, MEASURES)
 
@@ -324,7 +324,7 @@ marked_table2(table2, test_sets, MEASURES)
 # The same paired t-test, now against the random order (Bonferroni over TILDE-QL and TILDE-QDL).
 
 # %%
-against_random = versus_random(systems, {s: year.qrels for s, year in years.items()})
+against_random = versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
 write_csv(out / "versus_random.csv", against_random)
 against_random.round(4)
 
@@ -343,8 +343,8 @@ latency_set = test_sets[0]
 latencies, left_out = latency_table(
     load_index(out / "index" / f"{latency_set}-float16"),
     tokenizer,
-    years[latency_set].queries,
-    years[latency_set].runs[BM25],
+    years[latency_set][BM25].queries,
+    years[latency_set][BM25].run,
     main_model,
     texts,
     profile,
@@ -354,7 +354,7 @@ latencies, left_out = latency_table(
 for message in left_out:
     print(message)
 v2_latencies = v2_latency_table(
-    v2_index, tokenizer, years[latency_set].queries, years[latency_set].runs[BM25], cleaned,
+    v2_index, tokenizer, years[latency_set][BM25].queries, years[latency_set][BM25].run, cleaned,
     latency_candidates, latency_repetitions,
 )  # fmt: skip
 latencies = pd.concat([latencies, v2_latencies], ignore_index=True)
@@ -398,8 +398,8 @@ except FileNotFoundError as missing:
 # %%
 precision = storage_precision(
     {s: {dtype: scores[BM25] for dtype, scores in main_scores[s].items()} for s in test_sets},
-    {s: years[s].runs[BM25] for s in test_sets},
-    {s: years[s].qrels for s in test_sets},
+    {s: years[s][BM25].run for s in test_sets},
+    {s: years[s][BM25].qrels for s in test_sets},
 )
 write_csv(out / "storage_precision.csv", precision)
 tied16 = precision[(precision["index"] == "float16")]["tied candidates"].mean()
@@ -422,10 +422,10 @@ precision.set_index(["test set", "index"])
 # %%
 ablation_tables = {}
 for test_set in ablation_sets:
-    year = years[test_set]
+    bm25 = years[test_set][BM25]
     models = {name: trained[name].model for name in variants}
-    scores = ablation_scores(models, main_scores[test_set]["float16"][BM25], tokenizer, texts, year, out / "index")
-    ablation_tables[test_set] = ablation(scores, year.runs[BM25], year.qrels, MEASURES)
+    scores = ablation_scores(models, main_scores[test_set]["float16"][BM25], tokenizer, texts, bm25, out / "index")
+    ablation_tables[test_set] = ablation(scores, bm25.run, bm25.qrels, MEASURES)
     write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
     display(marked_ablation(ablation_tables[test_set], MEASURES))
@@ -440,11 +440,11 @@ for test_set in ablation_sets:
 # %%
 sweeps, references = [], {}
 for test_set, year in years.items():
-    for stage in year.runs:  # the first stages the data folder has runs of
+    for stage, judged in year.items():  # the first stages the data folder has runs of
         label = STAGE_LABELS.get(stage, stage)
-        sweep = alpha_sweep(main_scores[test_set]["float16"][stage], year.runs[stage], year.qrels, alphas)
+        sweep = alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
         sweeps.append(sweep.assign(set=test_set, first_stage=label))
-        own = evaluation.evaluate(year.runs[stage], year.qrels, MEASURES)
+        own = evaluation.evaluate(judged.run, judged.qrels, MEASURES)
         references.update({(test_set, label, m): own[m] for m in MEASURES})
 sweeps = pd.concat(sweeps, ignore_index=True)
 write_csv(out / "alpha_sweep.csv", sweeps)
@@ -462,7 +462,7 @@ best_alpha(sweeps)
 
 # %%
 dependence_set = (ablation_sets or test_sets)[0]
-bm25_candidates = years[dependence_set].runs[BM25]
+bm25_candidates = years[dependence_set][BM25].run
 sample_pieces = tokenizer.pieces([texts[p] for p in sample_passages(bm25_candidates)])
 dependence_models = {"starting encoder (no fine-tuning)": bert.tilde().use_pooled_cache(pooled)} | {
     VARIANTS[name].label: result.model.to("cpu") for name, result in trained.items()
@@ -507,7 +507,7 @@ correlations = correlation_table(
         VARIANTS[MAIN_VARIANT].label: main_model,
     },
     bm25_candidates,
-    years[dependence_set].queries,
+    years[dependence_set][BM25].queries,
     texts,
     tokenizer,
     cleaned,

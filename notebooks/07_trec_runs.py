@@ -54,13 +54,14 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import artifacts, experiments, trec_runs
+from lib.chapters import trec_runs
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts, read_run
 from lib.evaluation import measures as evaluation
+from lib.experiments import artifacts, model_runs, model_setup
 from lib.models.registry import model_spec
 from lib.representations.text import tokenize
 from lib.reranking.scoring import rerank
@@ -86,7 +87,7 @@ settings, protocol_seed, protocol = artifacts.training_protocol(profile)
 settings = settings.replace(max_steps=max_steps)
 tk_name = artifacts.chosen_tk(profile)
 tk_label = model_spec(tk_name).label
-tk_representations = experiments.prepare_representations(
+tk_representations = model_setup.prepare_representations(
     profile, settings, protocol_seed, out, with_small_bert=False,
     with_piece_vectors=model_spec(tk_name).family == "pieces",
 )  # fmt: skip
@@ -112,7 +113,7 @@ pd.DataFrame(
 init_results = {}
 start = time.perf_counter()
 for init in trec.inits:
-    init_results[init] = experiments.run_model(
+    init_results[init] = model_runs.run_model(
         tk_name, protocol, tk_representations, settings, profile, CHAPTER, init, device=device,
         variant=f"init{init}", reuse_from=artifacts.TRAINING_CHAPTER if init == protocol_seed else None,
     )  # fmt: skip
@@ -149,10 +150,10 @@ inits_table
 # %%
 start = time.perf_counter()
 fast_settings = settings.replace(embedding_method=trec.p2_vectors)
-fast = experiments.prepare_representations(
+fast = model_setup.prepare_representations(
     profile, fast_settings, seed, out, min_count=trec.p2_min_count, with_small_bert=False
 )
-p2_results = experiments.run_model(
+p2_results = model_runs.run_model(
     "tk2", protocol, fast, fast_settings, profile, CHAPTER, seed, device=device, variant=trec.p2_vectors
 )
 p2_seconds = time.perf_counter() - start
@@ -182,14 +183,14 @@ vocabularies
 test_sets = list(protocol.tests)
 init_scores = {
     init: {
-        name: read_run(experiments.scores_path(profile, CHAPTER, name, f"{tk_name}-init{init}")) for name in test_sets
+        name: read_run(model_runs.scores_path(profile, CHAPTER, name, f"{tk_name}-init{init}")) for name in test_sets
     }
     for init in trec.inits
 }
 p2_name = f"tk2-{trec.p2_vectors}"
 scores = {
     "p1": init_scores[p1_init],
-    "p2": {name: read_run(experiments.scores_path(profile, CHAPTER, name, p2_name)) for name in test_sets},
+    "p2": {name: read_run(model_runs.scores_path(profile, CHAPTER, name, p2_name)) for name in test_sets},
     "p3": {name: trec_runs.ensemble([init_scores[init][name] for init in trec.inits]) for name in test_sets},
 }
 glove_run = "p1" if tk_name == "tk2" else trec_runs.GLOVE_RUN

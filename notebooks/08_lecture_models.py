@@ -48,7 +48,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import artifacts, experiments, lecture_comparison
+from lib.chapters import lecture_comparison
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
@@ -58,6 +58,7 @@ from lib.data.registry import sha256_of
 from lib.evaluation import measures as evaluation
 from lib.evaluation import split_sweep
 from lib.evaluation.efficiency import device_name
+from lib.experiments import artifacts, model_runs, model_setup
 from lib.models.prettr import PreTTR
 from lib.models.registry import label, model_spec
 from lib.representations.text import DOC_MAX_LENGTH
@@ -81,7 +82,7 @@ lecture
 # %%
 start = time.perf_counter()
 settings, protocol_seed, protocol = artifacts.training_protocol(profile)
-representations = experiments.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
+representations = model_setup.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
 print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf_counter() - start:.0f} s")
 layers = PreTTR(representations.bert_path, num_layers=settings.bert_cat_layers).bert.config.num_hidden_layers
 glue("bert_layers", f"{layers}", display=False)
@@ -91,7 +92,7 @@ glue("bert_steps", f"{settings.bert_cat_max_steps}", display=False)
 trained, seconds = {}, {}
 for name in (name for name in lecture.models if name != "prettr"):  # PreTTR: in its section, from BERT-cat
     start = time.perf_counter()
-    trained[name] = experiments.run_model(name, protocol, representations, settings, profile, CHAPTER, seed, device)
+    trained[name] = model_runs.run_model(name, protocol, representations, settings, profile, CHAPTER, seed, device)
     seconds[name] = time.perf_counter() - start
 write_csv(out / "training_seconds.csv", pd.DataFrame({"model": list(seconds), "seconds": list(seconds.values())}))
 pd.DataFrame(
@@ -209,7 +210,7 @@ split_table.round(3)
 start_model = PreTTR(representations.bert_path, num_layers=layers, split=prettr_k)
 start_model.load_state_dict(bert_cat.model.state_dict())
 begin = time.perf_counter()
-trained["prettr"] = experiments.run_model(
+trained["prettr"] = model_runs.run_model(
     "prettr", protocol, representations, settings, profile, CHAPTER, seed, device,
     start=(start_model, f"bert-cat {sha256_of(bert_cat.path)[:16]}, split {prettr_k}"),
 )  # fmt: skip
@@ -332,7 +333,7 @@ for query_set, qs in protocol.tests.items():
         if name in trained:
             value = trained[name][query_set].metrics_at_full_depth["nDCG@10"]
         else:
-            run = read_run(paths.run_path(profile, query_set, name + experiments.ALL_CANDIDATES))
+            run = read_run(paths.run_path(profile, query_set, name + model_runs.ALL_CANDIDATES))
             value = evaluation.evaluate(run, qs.qrels)["nDCG@10"]
         effectiveness.append({"model": name, "set": query_set, "nDCG@10": value})
     for name in ("tilde-qdl", "tildev2"):
@@ -344,7 +345,7 @@ sample_texts = [protocol.texts[p] for p in passages]
 start = time.perf_counter()
 for name in compared:
     model, tokenizer = (
-        (trained[name]["dl19"].training.model, experiments.build_model(name, representations, seed)[1])
+        (trained[name]["dl19"].training.model, model_setup.build_model(name, representations, seed)[1])
         if name in trained
         else (models[name].model, models[name].tokenizer)
     )

@@ -17,6 +17,7 @@ STAGES = [
     "evaluation",
     "training",
     "analyses",
+    "experiments",
     "chapters",
 ]
 

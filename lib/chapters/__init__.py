@@ -1,1 +1,1 @@
-"""Stage 9: the book build (papermill, change detection) and per-chapter tables, figures and accessors."""
+"""Stage 10: the book build (papermill, change detection), the exercises, each chapter's prologue and presentation."""

@@ -24,12 +24,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from lib.chapters.experiments import ALL_CANDIDATES, ModelResult, QuerySet
 from lib.core import paths
+from lib.core.types import JudgedSet
 from lib.data import read_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
 from lib.evaluation.measures import evaluate
 from lib.evaluation.stored_latency import bytes_per_passage, is_precomputable, measure_stored_latency, store_passages
+from lib.experiments.model_runs import ALL_CANDIDATES, ModelResult
 from lib.models.tk_sparse import TKSparse
 from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS
 from lib.representations.text import Vocabulary, tokenize
@@ -222,7 +223,7 @@ def prettr_reading(
     sweep: pd.DataFrame,
     split: int,
     validation: str,
-    tests: Mapping[str, QuerySet],
+    tests: Mapping[str, JudgedSet],
     profile: str,
 ) -> str:
     """Chapter 8's reading of the PreTTR it adopted (lecture 8, slides 17–19): split ``split`` of chapter 2's BERT-cat,

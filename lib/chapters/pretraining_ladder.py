@@ -193,6 +193,6 @@ def choose_tk(validation: Mapping[str, float]) -> str:
 
 def write_choice(path: Path, chosen: str, validation: Mapping[str, float], metric: str) -> None:
     """Record the chosen TK (:func:`choose_tk`) and every TK's best validation ``metric`` (JSON, atomically):
-    what :func:`lib.chapters.artifacts.chosen_tk` gives later chapters."""
+    what :func:`lib.experiments.artifacts.chosen_tk` gives later chapters."""
     candidates = {name: float(value) for name, value in validation.items() if is_tk(name)}
     write_json(path, {"model": chosen, "metric": metric, "validation": candidates})

@@ -1,6 +1,6 @@
 """Chapter 6's latency table (TILDE paper Table 2, "latency"): TILDE against chapter 2's re-rankers on one CPU core.
 
-- :func:`latency_table` — TILDE-QL and TILDE-QDL (α of :data:`lib.chapters.tilde_tables.SCORINGS`) per query,
+- :func:`latency_table` — TILDE-QL and TILDE-QDL (α of :data:`lib.experiments.tilde_scorings.SCORINGS`) per query,
   split into query processing and re-ranking (:func:`lib.evaluation.tilde_latency.measure_latency`), and
   chapter 2's TK-2 and BERT-cat re-ranking the same first query's candidates on one thread
   (:func:`lib.evaluation.efficiency.measure_latency`: score every candidate, then sort).
@@ -18,12 +18,12 @@ from typing import Any
 import pandas as pd
 import torch
 
-from lib.chapters import artifacts
-from lib.chapters.tilde_tables import SCORINGS
 from lib.core.types import Run, query_order
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs
 from lib.evaluation.efficiency import measure_latency as measure_model_latency
 from lib.evaluation.tilde_latency import TildeLatency, measure_latency, measure_v2_latency
+from lib.experiments import artifacts
+from lib.experiments.tilde_scorings import SCORINGS
 from lib.models.registry import model_spec
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -134,7 +134,7 @@ def latency_of(table: pd.DataFrame, method: str, count: int) -> float:
 
 
 def paper_size_latencies(speed: Mapping[str, Any]) -> pd.DataFrame:
-    """Chapter 3's latencies (``speed.json``, :func:`lib.chapters.artifacts.speeds`) of :data:`PAPER_SIZE_MODELS`."""
+    """Chapter 3's latencies (``speed.json``, :func:`lib.experiments.artifacts.speeds`) of :data:`PAPER_SIZE_MODELS`."""
     return pd.DataFrame(
         [
             {

@@ -24,23 +24,16 @@ import pandas as pd
 
 from lib.core.types import Qrels, Run
 from lib.evaluation import measures as evaluation
+from lib.experiments.tilde_scorings import SCORINGS, scoring_runs
 from lib.reranking.tilde_runs import tied_share
 from lib.reranking.tilde_scoring import TildeScores, check_alpha
 from lib.training.tilde import TildeTrainingData, TildeTrainingResult
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 
-#: The three scorings of the paper and the α of eq. 6 each uses (TILDE-QDL: α = 0.5, as Table 2).
-SCORINGS: dict[str, float] = {"TILDE-QL": 1.0, "TILDE-DL": 0.0, "TILDE-QDL": 0.5}
 #: The ablation row that mixes two models, as the paper's "L_QL, L_DL" row.
 SEPARATE_LOSSES = "L_QL + L_DL (two models)"
 #: MS MARCO passage v1's size: what the index would hold for the full collection.
 MS_MARCO_PASSAGES = 8_841_823
-
-
-def scoring_runs(scores: TildeScores, first_stage: Run) -> dict[str, dict[str, dict[str, float]]]:
-    """The first stage re-ranked by each of :data:`SCORINGS` (TILDE-DL and -QDL need DL scores)."""
-    names = SCORINGS if scores.dl is not None else {"TILDE-QL": 1.0}
-    return {name: scores.rerank(first_stage, alpha) for name, alpha in names.items()}
 
 
 def ablation(
@@ -277,7 +270,6 @@ def best_alpha(sweeps: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
 
 __all__ = [
     "MS_MARCO_PASSAGES",
-    "SCORINGS",
     "SEPARATE_LOSSES",
     "ablation",
     "alpha_sweep",
@@ -288,7 +280,6 @@ __all__ = [
     "mark",
     "marked_ablation",
     "marked_table2",
-    "scoring_runs",
     "storage_precision",
     "table2_value",
     "training_data_table",

@@ -52,7 +52,7 @@ class TrainingSettings(_Replaceable):
     :data:`lib.models.bert_cat.BOOK_BERT_LR`) and ``bert_cat_warmup`` > 0 gives them a linear warm-up
     over that many steps and a linear decay (:func:`lib.training.pairwise.warmup_decay`);
     ``bert_cat_patience``: the BERT models' early-stopping patience in validations (``None``: ``patience``).
-    ``distill_*``: the teacher-labelled set of :mod:`lib.chapters.distillation_set`
+    ``distill_*``: the teacher-labelled set of :mod:`lib.experiments.distillation_set`
     (dev-small queries — ``None``: all — and pseudo-queries cut from book passages, their number and
     span of words; BM25 and teacher candidates per query — a teacher depth of 0 encodes only the
     BM25 candidates — triples per query, and the fraction of triples whose negative is a random
@@ -62,7 +62,7 @@ class TrainingSettings(_Replaceable):
     labels (``dev-small``; the ``paper`` profile's MS MARCO ``train`` queries). ``validation_set``: the query set
     that validates (early stopping, the tuned re-ranking depth and interpolation weight): DL21's judged queries, or MS
     MARCO dev-small for the ``paper`` profile (as the TK paper and Hofstätter et al. 2020 validate);
-    never a test year nor the training queries (:func:`lib.chapters.experiments.validation_set` refuses
+    never a test year nor the training queries (:func:`lib.experiments.distillation_protocol.validation_set` refuses
     both). ``validation_metric``: the measure those three choices maximise on it — nDCG@10 for DL21's
     deep graded judgments (the measure Table 2 reports), MRR@10 for dev-small's one shallow judgment
     per query (the TK paper's, §4.3). ``word_learning_rate``: one Adam rate for every
@@ -391,7 +391,7 @@ PROFILES: dict[str, Profile] = {
         "full MS MARCO passage, GloVe and bert-base-uncased (GPU + internet)",
         data_folder="msmarco",
         # The exported official top-1000 runs carry no BM25 order (lib.data.msmarco): chapter 1 retrieves a
-        # scored BM25 top-1000 (candidate_depth) in their place (lib.chapters.first_stage_runs), so
+        # scored BM25 top-1000 (candidate_depth) in their place (lib.experiments.first_stage_runs), so
         # validation_depth and the tuned depth cut a ranking; the tests re-rank all 1,000, the paper's setting.
         training=TrainingSettings(
             bert_cat_start="bert-base-uncased", bert_steps=0, batch_size=64, max_steps=100_000, validate_every=4_000,

@@ -1,6 +1,8 @@
-"""The book's shared types and orders: runs, qrels, the query order, trec_eval's ranking order.
+"""The book's shared types and orders: runs, qrels, judged query sets, the query order, trec_eval's ranking order.
 
 - A **run** maps query id → passage id → score; a **qrels** maps query id → passage id → grade.
+- A **judged set** (:class:`JudgedSet`) is a judged query set with its first-stage candidates: a test year
+  or the validation set of training.
 - Queries are listed in **query order**: shorter ids first, then by id (``"2" < "10"``), so numeric
   TREC and MS MARCO ids come out in numeric order without parsing them.
 - A query's passages are ranked in **trec_eval order**: score descending, ties by passage id
@@ -10,9 +12,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 Run = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]
+
+
+@dataclass
+class JudgedSet:
+    """A judged query set with its first-stage candidates: what is re-ranked and measured.
+
+    ``name`` is the query set's (``dl19``, ``dev-small``); ``queries`` the texts of its queries (at least of
+    those in ``run``); ``qrels`` their judgments; ``run`` the first stage's candidates to re-rank, by query.
+    """
+
+    name: str
+    queries: Mapping[str, str]
+    qrels: Qrels
+    run: Run
 
 
 def query_order(qid: str) -> tuple[int, str]:

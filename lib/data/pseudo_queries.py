@@ -1,6 +1,6 @@
 """Pseudo-queries cut from the corpus's own passages: on-topic training queries in any number.
 
-Chapter 2's teacher labels training queries over the book corpus (:mod:`lib.chapters.distillation_set`).
+Chapter 2's teacher labels training queries over the book corpus (:mod:`lib.experiments.distillation_set`).
 The real MS MARCO dev-small queries are mostly off-topic there (their relevant passages are not in
 the book's 30k passages), so most of their triples compare two passages that have little to do
 with the query. A pseudo-query is a short span of words of a book passage, in the spirit of the

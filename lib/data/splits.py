@@ -5,7 +5,7 @@ validation query that is one of their queries (chapter 2's distillation set chec
 
 The folds below name each test year and the other judged years. Chapter 6 (TILDE) trains on those
 of them that are not test years — DL21 — so no DL19/DL20 judgment trains or validates any model of
-the book; chapter 2 learns from a teacher instead (:mod:`lib.chapters.distillation_set`).
+the book; chapter 2 learns from a teacher instead (:mod:`lib.experiments.distillation_set`).
 
 - fold ``dl19`` (the headline test, re-ranking the official BM25 top-100): other years DL20 + DL21;
 - fold ``dl20`` (the second test, as TILDE does): other years DL19 + DL21.

@@ -17,25 +17,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from lib.core.types import ranking_from_run
+from lib.core.types import JudgedSet, ranking_from_run
 from lib.evaluation import measures
 from lib.models.prettr import PreTTR
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.scoring import rerank
-
-
-class JudgedQueries(Protocol):
-    """A judged query set with its first-stage candidates (a test year or the validation set)."""
-
-    queries: Mapping[str, str]
-    qrels: Mapping[str, Mapping[str, int]]
-    run: Mapping[str, Mapping[str, float]]
 
 
 def split_scores(
@@ -77,7 +69,7 @@ def split_sweep(
     model: PreTTR,
     tokenizer: Any,
     texts: Mapping[str, str],
-    sets: Mapping[str, JudgedQueries],
+    sets: Mapping[str, JudgedSet],
     depths: Mapping[str, int | None],
     measures_of: Mapping[str, str] | None = None,
     batch_size: int = 32,

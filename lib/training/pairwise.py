@@ -35,7 +35,7 @@ from torch import nn
 from lib.core import distributed
 from lib.core.atomic import atomic_write, write_csv
 from lib.core.device import amp_enabled, autocast, resolve_device
-from lib.core.types import query_order
+from lib.core.types import JudgedSet, query_order
 from lib.evaluation.measures import MEASURES, evaluate
 from lib.reranking.scoring import rerank, score_candidates
 from lib.training.distillation import Group, listwise_kl, margin_mse
@@ -207,18 +207,6 @@ _RESUMABLE_CHANGES = ("device", "amp", "eval_batch_size", "mismatch")
 
 
 @dataclass
-class ValidationSet:
-    """The held-out queries of early stopping: texts, judgments and the first-stage run to re-rank.
-
-    The passages' texts come from the ``texts`` given to :func:`train`.
-    """
-
-    queries: Mapping[str, str]
-    qrels: Mapping[str, Mapping[str, int]]
-    run: Mapping[str, Mapping[str, float]]
-
-
-@dataclass
 class TrainingResult:
     """What :func:`train` returns.
 
@@ -259,7 +247,7 @@ def _digest(lines: Iterable[str]) -> str:
 def _fingerprint(
     model: nn.Module,
     pairs: Sequence[Pair | Group],
-    validation: ValidationSet,
+    validation: JudgedSet,
     config: TrainingConfig,
     margins: Sequence[float] | None,
     teacher_scores: Sequence[Sequence[float]] | None = None,
@@ -429,7 +417,7 @@ class _Validator:
         self,
         model: nn.Module,
         tokenizer: Any,
-        validation: ValidationSet,
+        validation: JudgedSet,
         texts: Mapping[str, str],
         config: TrainingConfig,
         device: torch.device,
@@ -513,7 +501,7 @@ def train(
     pairs: Sequence[Pair | Group],
     queries: Mapping[str, str],
     texts: Mapping[str, str],
-    validation: ValidationSet,
+    validation: JudgedSet,
     config: TrainingConfig,
     checkpoint_dir: str | Path,
     progress: bool = True,
@@ -534,7 +522,8 @@ def train(
     lengths cut from runs of that many batches), scores (query, better) and (query, worse) in one forward
     pass of ``2·batch_size`` rows, and takes an Adam step over ``model.optimizer_groups(**config.learning_rates)``.
     Every ``validate_every`` steps and at ``max_steps`` it re-ranks the validation run's top
-    ``rerank_depth`` (:func:`lib.reranking.scoring.score_candidates`), evaluates MRR@10 and nDCG@10, keeps
+    ``rerank_depth`` (``validation``, a :class:`lib.core.types.JudgedSet` whose passages' texts are in ``texts``;
+    :func:`lib.reranking.scoring.score_candidates`), evaluates MRR@10 and nDCG@10, keeps
     the best weights by ``config.metric`` (strict improvement) and stops after ``patience``
     validations without one.
 
@@ -616,7 +605,6 @@ __all__ = [
     "Pair",
     "TrainingConfig",
     "TrainingResult",
-    "ValidationSet",
     "hinge_loss",
     "train",
     "training_pairs",

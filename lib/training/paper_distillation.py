@@ -61,7 +61,7 @@ import torch
 
 from lib.core import distributed
 from lib.core.atomic import write_json
-from lib.core.types import query_order, top_of_run
+from lib.core.types import JudgedSet, query_order, top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run, read_teacher_scores
 from lib.data.registry import TEACHER_SCORES, fetch_paper
 from lib.data.splits import check_disjoint_from_tests, export_test_queries, without_test_queries
@@ -72,7 +72,7 @@ from lib.representations.piece_vectors import PIECE_VECTOR_DIM, piece_vectors
 from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50d, glove_42b_300d
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_glove_text
-from lib.training.pairwise import TrainingConfig, ValidationSet, train
+from lib.training.pairwise import TrainingConfig, train
 
 #: The pinned GloVe package (``--vectors`` default); any other value is a GloVe text file.
 PACKAGE_VECTORS = "glove-6b-50d"
@@ -131,14 +131,15 @@ def _student(
     return model, tokenizer, {"bert_lr": arguments.bert_lr}, bert
 
 
-def _validation(data: Path, queries: int, depth: int) -> ValidationSet:
+def _validation(data: Path, queries: int, depth: int) -> JudgedSet:
     """The first ``queries`` dev-small queries (query order) with their qrels and BM25 top ``depth``."""
     texts = read_queries(data / "queries.dev-small.tsv")
     run = read_run(data / "runs" / "dev-small__bm25.trec")
     chosen = sorted((qid for qid in texts if qid in run), key=query_order)[:queries]
     if not chosen:
         raise ValueError(f"{data}: no dev-small query has candidates in runs/dev-small__bm25.trec")
-    return ValidationSet(
+    return JudgedSet(
+        name="dev-small",
         queries={qid: texts[qid] for qid in chosen},
         qrels=read_qrels(data / "qrels.dev-small.txt"),
         run=top_of_run(run, depth, chosen),

@@ -141,7 +141,7 @@ def with_teacher_pairs(
     """``data`` plus one pair per teacher-labelled query: the query and the passage the teacher ranks first.
 
     ``teacher`` is the teacher's scores of each query's candidates (chapter 2's distillation set,
-    :mod:`lib.chapters.distillation_set`), ``queries`` their texts. A query that is also one of
+    :mod:`lib.experiments.distillation_set`), ``queries`` their texts. A query that is also one of
     ``data``'s is a ``ValueError``: the two sources must not overlap.
     """
     overlap = sorted(set(teacher) & set(data.queries))

@@ -21,13 +21,11 @@ from lib.chapters.tilde_tables import (
     mark,
     marked_ablation,
     marked_table2,
-    scoring_runs,
     storage_precision,
     table2_value,
     training_data_table,
     versus_random,
 )
-from lib.core.types import ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.reranking.tilde_scoring import TildeScores
 from lib.training.tilde_variants import VARIANTS
@@ -42,14 +40,6 @@ def scores(ql: list[float], dl: list[float]) -> TildeScores:
         {q: dict(zip("abc", np.add(ql, i).tolist(), strict=True)) for i, q in enumerate(FIRST_STAGE)},
         {q: dict(zip("abc", np.add(dl, -i).tolist(), strict=True)) for i, q in enumerate(FIRST_STAGE)},
     )
-
-
-def test_scoring_runs_rerank_by_ql_dl_and_their_even_mix() -> None:
-    runs = scoring_runs(scores([-3, -2, -1], [-1, -5, -2]), FIRST_STAGE)
-    assert ranking_from_run(runs["TILDE-QL"]["q1"]) == ["c", "b", "a"]
-    assert ranking_from_run(runs["TILDE-DL"]["q1"]) == ["a", "c", "b"]
-    assert ranking_from_run(runs["TILDE-QDL"]["q1"]) == ["c", "a", "b"]  # -1.5, -2.0, -3.5
-    assert list(scoring_runs(TildeScores(scores([-3, -2, -1], [0, 0, 0]).ql, None), FIRST_STAGE)) == ["TILDE-QL"]
 
 
 def test_ablation_has_a_row_per_loss_and_scoring_tested_against_biqdl_qdl() -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 import pytest
 import torch
 
+from lib.core.types import JudgedSet
 from lib.evaluation import split_sweep
 from lib.evaluation.measures import evaluate
 from lib.models.prettr import PreTTR
@@ -25,13 +24,6 @@ TEXTS = {
 }
 
 
-@dataclass
-class Judged:
-    queries: dict[str, str]
-    qrels: dict[str, dict[str, int]]
-    run: dict[str, dict[str, float]]
-
-
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> WordPieceTokenizer:
     """A WordPiece vocabulary of BERT's special tokens and the words of these texts."""
@@ -44,8 +36,9 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> WordPieceTokenizer:
     return WordPieceTokenizer.from_vocab(path)
 
 
-def judged() -> Judged:
-    return Judged(
+def judged(name: str) -> JudgedSet:
+    return JudgedSet(
+        name=name,
         queries={"q1": "how does tk pool kernels", "q2": "bert reads query and passage"},
         qrels={"q1": {"p1": 2, "p4": 1}, "q2": {"p2": 3}},
         run={"q1": {"p3": 4.0, "p1": 3.0, "p4": 2.0, "p2": 1.0}, "q2": {"p1": 3.0, "p3": 2.0, "p2": 1.0}},
@@ -54,7 +47,7 @@ def judged() -> Judged:
 
 def test_split_scores_equal_the_model_at_each_split(tokenizer: WordPieceTokenizer) -> None:
     model = PreTTR(tiny_bert(), split=0)
-    queries, run = judged().queries, judged().run
+    queries, run = judged("dl19").queries, judged("dl19").run
     candidates = {qid: list(pids) for qid, pids in run.items()}
     swept = split_sweep.split_scores(model, tokenizer, queries, TEXTS, candidates, [0, 2, 3], batch_size=3)
     for split in (0, 2, 3):
@@ -66,15 +59,15 @@ def test_split_scores_equal_the_model_at_each_split(tokenizer: WordPieceTokenize
 
 def test_the_sweep_measures_every_split_of_every_set(tokenizer: WordPieceTokenizer) -> None:
     model = PreTTR(tiny_bert(), split=0)
-    sets = {"validation": judged(), "dl19": judged()}
+    sets = {"validation": judged("validation"), "dl19": judged("dl19")}
     table = split_sweep.split_sweep(
         model, tokenizer, TEXTS, sets, {"validation": 2, "dl19": None}, {"validation": "MRR@10"}, progress=False
     )
     assert list(table.index) == [0, 1, 2, 3] and table.index.name == "k"
     assert list(table.columns) == ["VALIDATION MRR@10", "DL19 nDCG@10"]
     model.split = 1
-    scores = score_candidates(model, tokenizer, judged().queries, TEXTS, judged().run, depth=None)
-    expected = evaluate(rerank(judged().run, scores, 4), judged().qrels, ["nDCG@10"])["nDCG@10"]
+    scores = score_candidates(model, tokenizer, judged("dl19").queries, TEXTS, judged("dl19").run, depth=None)
+    expected = evaluate(rerank(judged("dl19").run, scores, 4), judged("dl19").qrels, ["nDCG@10"])["nDCG@10"]
     assert table.loc[1, "DL19 nDCG@10"] == pytest.approx(expected)
     assert ((table >= 0) & (table <= 1)).all().all()
 
@@ -95,7 +88,7 @@ def test_choose_split_takes_the_best_validation_among_the_splits_that_save_enoug
 
 def test_forward_splits_runs_on_the_models_device(tokenizer: WordPieceTokenizer) -> None:
     model = PreTTR(tiny_bert(), split=0)
-    queries, run = judged().queries, judged().run
+    queries, run = judged("dl19").queries, judged("dl19").run
     scores = split_sweep.split_scores(model, tokenizer, queries, TEXTS, {"q2": list(run["q2"])}, [1])
     assert set(scores) == {1} and set(scores[1]["q2"]) == set(run["q2"])
     assert all(isinstance(value, float) and torch.isfinite(torch.tensor(value)) for value in scores[1]["q2"].values())

@@ -28,6 +28,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from lib.core import distributed
+from lib.core.types import JudgedSet
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.models.tk import TK
 from lib.representations.bert import WordPieceTokenizer
@@ -61,7 +62,7 @@ class WordTokenizer:
         return ids, ids != 0
 
 
-def synthetic_data() -> tuple[list[tuple[str, str, str]], dict, dict, pairwise.ValidationSet]:
+def synthetic_data() -> tuple[list[tuple[str, str, str]], dict, dict, JudgedSet]:
     """Queries of 3 words; the relevant passage holds the first of them among random words."""
     generator = torch.Generator().manual_seed(5)
 
@@ -82,7 +83,8 @@ def synthetic_data() -> tuple[list[tuple[str, str, str]], dict, dict, pairwise.V
         run[qid] = candidates
         pairs += [(qid, f"{qid}-0", f"{qid}-{d}") for d in range(1, 6)]
     validation_ids = [str(100 + q) for q in range(8, 12)]
-    validation = pairwise.ValidationSet(
+    validation = JudgedSet(
+        "validation",
         {q: queries[q] for q in validation_ids},
         {q: qrels[q] for q in validation_ids},
         {q: run[q] for q in validation_ids},

@@ -18,11 +18,10 @@ from torch import nn
 
 from lib import data
 from lib.core.device import amp_enabled, autocast, resolve_device
-from lib.core.types import query_order, ranking_from_run
+from lib.core.types import JudgedSet, query_order, ranking_from_run
 from lib.training import pairwise as training
 from lib.training.pairwise import (
     TrainingConfig,
-    ValidationSet,
     hinge_loss,
     train,
     training_pairs,
@@ -100,8 +99,11 @@ def dl19() -> dict:
         "run": top,
         "texts": texts,
         "train_qids": train_qids,
-        "validation": ValidationSet(
-            {q: queries[q] for q in valid_qids}, {q: qrels[q] for q in valid_qids}, {q: top[q] for q in valid_qids}
+        "validation": JudgedSet(
+            "dl19",
+            {q: queries[q] for q in valid_qids},
+            {q: qrels[q] for q in valid_qids},
+            {q: top[q] for q in valid_qids},
         ),
     }
 

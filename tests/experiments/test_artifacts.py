@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.chapters import artifacts, experiments, pretraining_ladder
-from lib.chapters.artifacts import checkpoint_path, trained_model
+from lib.chapters import pretraining_ladder
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
+from lib.experiments import artifacts, model_runs, model_setup
+from lib.experiments.artifacts import checkpoint_path, trained_model
 from lib.models.bert_cat import BertCat
 from lib.representations.pretrained import minilm_folder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
@@ -36,10 +37,10 @@ def _save_trained(profile: str, name: str) -> tuple[torch.nn.Module, Vocabulary]
     folder.mkdir(parents=True, exist_ok=True)
     vocabulary.save(folder / "vocabulary.txt")
     generator = torch.Generator().manual_seed(3)
-    representations = experiments.Representations(
+    representations = model_setup.Representations(
         vocabulary, torch.randn(len(vocabulary), 8, generator=generator), folder / "small-bert", wordpiece=None
     )
-    model, _ = experiments.build_model(name, representations, seed=7)
+    model, _ = model_setup.build_model(name, representations, seed=7)
     with torch.no_grad():  # move every weight away from its initial value, as training would
         for parameter in model.parameters():
             parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
@@ -86,7 +87,7 @@ def test_an_unknown_model_is_refused(artifacts_root: Path) -> None:
 
 def test_candidate_scores_read_back_what_chapter_2_wrote(artifacts_root: Path) -> None:
     run = {"q1": {"p1": 2.5, "p2": -1.0}, "q2": {"p3": 0.25}}
-    path = experiments.scores_path("smoke", "02_training", "dl19", "tk2")
+    path = model_runs.scores_path("smoke", "02_training", "dl19", "tk2")
     evaluation.write_trec_run(run, path, tag="tk2")
     assert artifacts.candidate_scores("smoke", "dl19", "tk2") == run
     with pytest.raises(FileNotFoundError, match=r"dl19__knrm\.trec: missing .*chapter 2 \(02_training\)"):
@@ -165,11 +166,11 @@ def test_training_protocol_needs_chapter_2s_settings(artifacts_root: Path) -> No
 
 def test_a_pieces_model_comes_back_on_minilms_tokenizer_with_its_trained_piece_vectors(artifacts_root: Path) -> None:
     _write_chapter2_settings("smoke")
-    representations = experiments.Representations(
+    representations = model_setup.Representations(
         Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), wordpiece=None,
         piece_vectors=torch.randn(30522, 20, generator=torch.Generator().manual_seed(1)),
     )  # fmt: skip
-    saved, _ = experiments.build_model("tk1-pieces", representations, seed=3)
+    saved, _ = model_setup.build_model("tk1-pieces", representations, seed=3)
     loaded = _saved_and_loaded("smoke", "tk1-pieces", saved)
     assert torch.equal(loaded.model.embedding.weight, saved.embedding.weight)
     assert loaded.tokenizer.vocab_size == 30522
@@ -180,10 +181,10 @@ def test_a_pieces_model_comes_back_on_minilms_tokenizer_with_its_trained_piece_v
 
 def test_tk_on_minilm_comes_back_with_its_own_depth_whatever_bert_cat_kept(artifacts_root: Path) -> None:
     _write_chapter2_settings("smoke", bert_cat_layers=1)
-    representations = experiments.Representations(
+    representations = model_setup.Representations(
         Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), wordpiece=None, bert_layers=1
     )
-    saved, _ = experiments.build_model("tk-bert2", representations, seed=3)
+    saved, _ = model_setup.build_model("tk-bert2", representations, seed=3)
     with torch.no_grad():
         saved.w_log.weight.add_(1.0)
     loaded = _saved_and_loaded("smoke", "tk-bert2", saved)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.chapters import artifacts, first_stage_runs
 from lib.chapters.build import Chapter, execute
 from lib.core import paths
 from lib.core.profiles import get_profile
 from lib.data import load_run, read_collection, read_qrels, read_queries, read_run
+from lib.experiments import artifacts, first_stage_runs
 from lib.first_stage import lucene
 
 PASSAGES = 300

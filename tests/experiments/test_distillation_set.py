@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lib.chapters.distillation_set import build_distillation_set, random_passages, training_queries
 from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run
 from lib.data import load_collection, load_queries, load_run
 from lib.data.pseudo_queries import PSEUDO_PREFIX
+from lib.experiments.distillation_set import build_distillation_set, random_passages, training_queries
 from lib.first_stage.lucene import build_index
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import WordPieceTokenizer

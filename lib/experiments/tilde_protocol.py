@@ -10,9 +10,9 @@
 - :func:`pooled_cache` — where a frozen encoder's vectors are kept, holding chapter 2's teacher vectors of
   every book passage when TILDE's encoder and pooling are the teacher's.
 - :func:`check_test_sets` — the chapter's test and ablation years must be folds of the protocol.
-- :func:`evaluation_year` — a test year's queries, judgments and, per first stage the data folder has (BM25's scored
-  run always, :func:`lib.chapters.first_stage_runs.bm25_run`), the top-``depth`` candidates that have text (the
-  profile's judged queries).
+- :func:`evaluation_year` — a test year's judged sets (:class:`lib.core.types.JudgedSet`), one per first stage the
+  data folder has (BM25's scored run always, :func:`lib.experiments.first_stage_runs.bm25_run`): its queries,
+  judgments and the top-``depth`` candidates that have text (the profile's judged queries).
 - :func:`score_both_precisions` — one model pass, TILDE-QL/-DL scores of every first stage from the float16
   index (the one the paper stores and serves, §3.2) and, as a check, from the float32 vectors.
 - :func:`ablation_scores` — every other variant's scores of BM25's candidates (Table 3).
@@ -33,16 +33,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lib.chapters import artifacts
-from lib.chapters.distillation_set import DistillationSet, build_distillation_set
-from lib.chapters.experiments import validation_set
-from lib.chapters.first_stage_runs import bm25_run, rerank_sets
-from lib.chapters.tilde_tables import scoring_runs
 from lib.core import paths
 from lib.core.profiles import Profile, limit_queries
-from lib.core.types import top_of_run
+from lib.core.types import JudgedSet, top_of_run
 from lib.data import held_runs, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
+from lib.experiments import artifacts
+from lib.experiments.distillation_protocol import validation_set
+from lib.experiments.distillation_set import DistillationSet, build_distillation_set
+from lib.experiments.first_stage_runs import bm25_run, rerank_sets
+from lib.experiments.tilde_scorings import scoring_runs
 from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import label
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID, Tilde
@@ -168,7 +168,7 @@ def trained_part(trainable_layers: int | None) -> str:
 def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> DistillationSet:
     """Chapter 2's teacher-labelled queries and the teacher's scores of their candidates (its cached encodings).
 
-    The same set chapter 2's students learn from (:func:`lib.chapters.distillation_set.build_distillation_set`
+    The same set chapter 2's students learn from (:func:`lib.experiments.distillation_set.build_distillation_set`
     with the profile's training settings), rebuilt from chapter 2's cache: BM25 over chapter 1's index
     and the teacher's dense search, no teacher pass over the corpus.
     """
@@ -263,8 +263,8 @@ def judged_groups(profile: Profile, data: TildeTrainingData, texts: Mapping[str,
     """TILDEv2's groups of the judged training queries: each pair's positive against the query's BM25 top
     ``depth`` that is not judged relevant (grade ≥ 1).
 
-    BM25's scored run (:func:`lib.chapters.first_stage_runs.bm25_run`) exists for the sets the chapters
-    re-rank (:func:`lib.chapters.first_stage_runs.rerank_sets`): DL21 in the book subset; MS MARCO's
+    BM25's scored run (:func:`lib.experiments.first_stage_runs.bm25_run`) exists for the sets the chapters
+    re-rank (:func:`lib.experiments.first_stage_runs.rerank_sets`): DL21 in the book subset; MS MARCO's
     training queries have none, so under ``paper`` this gives no group.
     """
     candidates, with_runs = {}, rerank_sets(profile)
@@ -286,24 +286,15 @@ def check_test_sets(test_sets: Sequence[str], ablation_sets: Sequence[str]) -> N
         raise ValueError(f"parameter 'ablation_sets' ({ablation_sets}) must be among 'test_sets' ({test_sets})")
 
 
-@dataclass
-class EvaluationYear:
-    """One test year: ``queries``, ``qrels``, and per first stage the top candidates that have text."""
-
-    name: str
-    queries: dict[str, str]
-    qrels: dict[str, dict[str, int]]
-    runs: dict[str, dict[str, dict[str, float]]]
-
-
 def evaluation_year(
     name: str, first_stages: Sequence[str], texts: Mapping[str, str], profile: Profile, depth: int
-) -> EvaluationYear:
-    """The judged queries of ``name`` (the profile's slice) and each first stage's top ``depth`` passages with text.
+) -> dict[str, JudgedSet]:
+    """Test year ``name``'s judged sets by first stage: every query and judgment of the year, and the first stage's
+    top ``depth`` passages with text of the judged queries (the profile's slice).
 
-    BM25's is the scored run of :func:`lib.chapters.first_stage_runs.bm25_run`; another first stage's is the
+    BM25's is the scored run of :func:`lib.experiments.first_stage_runs.bm25_run`; another first stage's is the
     data folder's run, and a first stage the folder has no run of (full MS MARCO's export has none but
-    BM25's) is left out of ``runs``.
+    BM25's) is left out.
     """
     queries, qrels = load_queries(name), load_qrels(name)
     judged = limit_queries([q for q in queries if q in qrels], profile)
@@ -314,19 +305,21 @@ def evaluation_year(
         full = bm25_run(profile.name, name) if stage == BM25 else load_run(name, stage)
         chosen = {q: {p: s for p, s in full[q].items() if p in texts} for q in judged if q in full}
         runs[stage] = top_of_run(chosen, depth)
-    return EvaluationYear(name, queries, qrels, runs)
+    return {stage: JudgedSet(name, queries, qrels, run) for stage, run in runs.items()}
 
 
 def score_both_precisions(
     model: Tilde,
     tokenizer: WordPieceTokenizer,
     texts: Mapping[str, str],
-    year: EvaluationYear,
+    year: Mapping[str, JudgedSet],
     folder: Path,
     vocabulary: TargetVocabulary,
     serve: bool,
 ) -> tuple[dict[str, dict[str, TildeScores]], dict[str, IndexSummary]]:
     """Index ``year``'s candidates with ``model`` once and score every first stage from each of :data:`PRECISIONS`.
+
+    ``year`` is a test year's judged sets by first stage (:func:`evaluation_year`), which share its name and queries.
 
     The model's float32 vectors are written first; the float16 index (the one the paper stores and
     serves, §3.2) is cast from them, so both hold the same model output. Returns ``{precision: {first
@@ -334,15 +327,17 @@ def score_both_precisions(
     ``folder/<year>-float16`` when ``serve`` (the index whose latency is measured); the float32 copy,
     a check only, is deleted once scored.
     """
-    full = folder / f"{year.name}-float32"
+    any_stage = next(iter(year.values()))
+    runs = {stage: judged.run for stage, judged in year.items()}
+    full = folder / f"{any_stage.name}-float32"
     scores = {"float32": {}}
     scores["float32"], float32 = score_first_stages(
-        model, tokenizer, texts, year.queries, year.runs, full, vocabulary, log_prob_dtype="float32", keep_index=True
+        model, tokenizer, texts, any_stage.queries, runs, full, vocabulary, log_prob_dtype="float32", keep_index=True
     )
-    served = folder / f"{year.name}-float16"
+    served = folder / f"{any_stage.name}-float16"
     index = cast_index(load_index(full), served, vocabulary, "float16")
     scores["float16"] = {
-        name: score_run(index, tokenizer, year.queries, run, model=model) for name, run in year.runs.items()
+        name: score_run(index, tokenizer, any_stage.queries, run, model=model) for name, run in runs.items()
     }
     float16 = IndexSummary(
         len(index), index.bytes_per_passage, index.log_prob_bytes_per_passage, "float16", served if serve else None
@@ -359,10 +354,11 @@ def ablation_scores(
     main_scores: TildeScores,
     tokenizer: WordPieceTokenizer,
     texts: Mapping[str, str],
-    year: EvaluationYear,
+    bm25: JudgedSet,
     folder: Path,
 ) -> dict[str, TildeScores]:
-    """Every variant's scores of BM25's candidates from its float16 index; the main variant's are ``main_scores``.
+    """Every variant's scores of ``bm25``'s candidates (a test year's BM25 set, :func:`evaluation_year`) from its
+    float16 index; the main variant's are ``main_scores``.
 
     ``models`` maps variant names (:data:`lib.training.tilde_variants.VARIANTS`) to fine-tuned models; each
     scores with its own target vocabulary through an index in ``folder`` that is deleted afterwards.
@@ -375,9 +371,9 @@ def ablation_scores(
             model.to("cpu").eval(),
             tokenizer,
             texts,
-            year.queries,
-            {BM25: year.runs[BM25]},
-            folder / f"{year.name}-{name}-float16",
+            bm25.queries,
+            {BM25: bm25.run},
+            folder / f"{bm25.name}-{name}-float16",
             TargetVocabulary.named(VARIANTS[name].vocabulary, tokenizer),
             log_prob_dtype="float16",
             keep_index=False,
@@ -390,15 +386,17 @@ def tilde_v2_scores(
     model: TildeV2,
     tokenizer: WordPieceTokenizer,
     texts: Mapping[str, str],
-    years: Mapping[str, EvaluationYear],
+    years: Mapping[str, Mapping[str, JudgedSet]],
     folder: Path,
 ) -> tuple[dict[str, dict[str, dict[str, float]]], TildeV2Index]:
-    """TILDEv2's scores of every year's BM25 candidates, from one index of them all kept in ``folder``."""
-    pids = candidate_pids({name: year.runs[BM25] for name, year in years.items()})
+    """TILDEv2's scores of every year's BM25 candidates (``years``: each year's judged sets by first stage,
+    :func:`evaluation_year`), from one index of them all kept in ``folder``."""
+    pids = candidate_pids({name: year[BM25].run for name, year in years.items()})
     index = build_tilde_v2_index(model.to("cpu").eval(), tokenizer, texts, pids, folder)
     cleaned = TargetVocabulary.cleaned(tokenizer)
     return {
-        name: score_v2_run(index, tokenizer, year.queries, year.runs[BM25], cleaned) for name, year in years.items()
+        name: score_v2_run(index, tokenizer, year[BM25].queries, year[BM25].run, cleaned)
+        for name, year in years.items()
     }, index
 
 
@@ -422,7 +420,7 @@ def run_names(systems: Mapping[str, object]) -> dict[str, str]:
 
 
 def table2_systems(
-    year: EvaluationYear,
+    year: Mapping[str, JudgedSet],
     scores: Mapping[str, TildeScores],
     stage_labels: Mapping[str, str],
     profile: str,
@@ -432,17 +430,19 @@ def table2_systems(
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str], list[str]]:
     """The runs of Table 2 for ``year``, each system's baseline (the first stage it re-ranks), and what is left out.
 
-    ``scores`` holds the main model's float32 scores per first stage. Per first stage (in ``year.runs``'
-    order): the first stage itself (labelled by ``stage_labels``, default its name), for BM25 also its
-    candidates in random order (:func:`lib.reranking.tilde_runs.random_order` with ``seed``), then the
-    first stage re-ranked by TILDE-QL and TILDE-QDL; then BM25 re-ranked by each of ``bm25_rerankers``
+    ``year`` is a test year's judged sets by first stage (:func:`evaluation_year`); ``scores`` holds the main
+    model's float32 scores per first stage. Per first stage (in ``year``'s order): the first stage itself
+    (labelled by ``stage_labels``, default its name), for BM25 also its candidates in random order
+    (:func:`lib.reranking.tilde_runs.random_order` with ``seed``), then the first stage re-ranked by TILDE-QL
+    and TILDE-QDL; then BM25 re-ranked by each of ``bm25_rerankers``
     (``{label: scores of BM25's candidates}``, e.g. TILDEv2); last, BM25 re-ranked to ``depth`` by chapter 2's
     :data:`CHAPTER2_MODELS`. A chapter-2 model whose scores are missing is left out, and the returned
     messages say so.
     """
     systems: dict[str, dict[str, dict[str, float]]] = {}
     baseline_of: dict[str, str] = {}
-    for stage, first in year.runs.items():
+    for stage, judged in year.items():
+        first = judged.run
         label = stage_labels.get(stage, stage)
         systems[label], baseline_of[label] = first, label
         if stage == BM25:
@@ -452,13 +452,13 @@ def table2_systems(
             if scoring != "TILDE-DL":
                 systems[f"{label} + {scoring}"], baseline_of[f"{label} + {scoring}"] = run, label
     left_out = []
-    bm25 = year.runs[BM25]
+    bm25 = year[BM25].run
     for reranker, reranker_scores in (bm25_rerankers or {}).items():
         system = f"BM25 + {reranker}"
         systems[system], baseline_of[system] = rerank(bm25, {q: dict(reranker_scores[q]) for q in bm25}, depth), "BM25"
     for model, model_label in CHAPTER2_MODELS:
         try:
-            stored = artifacts.candidate_scores(profile, year.name, model)
+            stored = artifacts.candidate_scores(profile, year[BM25].name, model)
         except FileNotFoundError as missing:
             left_out.append(f"{model_label} row left out: {missing}")
             continue

@@ -1,4 +1,4 @@
-"""Chapter 6's protocol (``lib.chapters.tilde_protocol``): its test years, the starting BERT, the training pairs of
+"""Chapter 6's protocol (``lib.experiments.tilde_protocol``): its test years, the starting BERT, the training pairs of
 each profile (DL21's in the book subset, MS MARCO's training judgments in the ``paper`` profile's export) and
 Table 2's systems."""
 
@@ -10,10 +10,15 @@ import pytest
 import torch
 from transformers import BertModel
 
-from lib.chapters import experiments
-from lib.chapters.distillation_set import DistillationSet
-from lib.chapters.tilde_protocol import (
-    EvaluationYear,
+from lib.core import paths
+from lib.core.profiles import get_profile
+from lib.core.types import JudgedSet, query_order, ranking_from_run, top_of_run
+from lib.data import book_texts, load_queries, load_run, read_collection, read_qrels, read_queries, registry
+from lib.data.splits import TEST_SETS
+from lib.evaluation import measures as evaluation
+from lib.experiments import model_runs
+from lib.experiments.distillation_set import DistillationSet
+from lib.experiments.tilde_protocol import (
     StartingBert,
     check_test_sets,
     evaluation_year,
@@ -27,12 +32,6 @@ from lib.chapters.tilde_protocol import (
     tilde_training_data,
     trained_part,
 )
-from lib.core import paths
-from lib.core.profiles import get_profile
-from lib.core.types import query_order, ranking_from_run, top_of_run
-from lib.data import book_texts, load_queries, load_run, read_collection, read_qrels, read_queries, registry
-from lib.data.splits import TEST_SETS
-from lib.evaluation import measures as evaluation
 from lib.models.bi_encoder import BiEncoder
 from lib.models.tilde import PASSAGE_MARKER_ID, QUERY_MARKER_ID
 from lib.representations.bert import CLS_ID
@@ -42,7 +41,7 @@ from lib.reranking.dense import Encodings, encode
 from lib.reranking.tilde_runs import random_order
 from lib.reranking.tilde_scoring import TildeScores
 from lib.training.tilde import fold_training_data, msmarco_training_pairs, with_teacher_pairs
-from tests.chapters.test_first_stage_runs import DEV_QUERIES, export  # noqa: F401  (fixture)
+from tests.experiments.test_first_stage_runs import DEV_QUERIES, export  # noqa: F401  (fixture)
 from tests.representations.test_pretrained import fake_bert_base  # noqa: F401  (fixture)
 
 FIRST_STAGE = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 2.0, "c": 1.0}}
@@ -72,9 +71,9 @@ def test_check_test_sets_names_the_bad_parameter() -> None:
 
 
 def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifacts_root: Path) -> None:
-    year = EvaluationYear("dl19", {}, {}, {"bm25": FIRST_STAGE, "splade-pp-ed": OTHER})
+    year = {stage: JudgedSet("dl19", {}, {}, run) for stage, run in (("bm25", FIRST_STAGE), ("splade-pp-ed", OTHER))}
     tk2 = {"q1": {"a": 0.0, "b": 9.0, "c": 1.0}, "q2": {"a": 0.0, "c": 1.0}, "q3": {"x": 1.0}}
-    evaluation.write_trec_run(tk2, experiments.scores_path("smoke", "02_training", "dl19", "tk2"), tag="tk2")
+    evaluation.write_trec_run(tk2, model_runs.scores_path("smoke", "02_training", "dl19", "tk2"), tag="tk2")
     scores = {"bm25": _scores(FIRST_STAGE), "splade-pp-ed": _scores(OTHER)}
     systems, baseline_of, left_out = table2_systems(year, scores, {"bm25": "BM25"}, "smoke", seed=3, depth=3)
     assert list(systems) == [
@@ -275,8 +274,8 @@ def test_under_paper_test_years_rerank_the_scored_bm25_run_and_unheld_first_stag
     scored = {qid: {pid: float(rank) for rank, pid in enumerate(ranked, start=1)} for qid, ranked in unscored.items()}
     evaluation.write_trec_run(scored, paths.run_path("paper", "dl19", "bm25"), tag="bm25")  # chapter 1's retrieval
     year = evaluation_year("dl19", ["bm25", "splade-pp-ed"], book_texts(), get_profile("paper"), depth=3)
-    assert list(year.runs) == ["bm25"], "the export has no SPLADE++ run"
-    assert year.runs["bm25"] == top_of_run(scored, 3), "chapter 1's scored run, not the export's unscored one"
+    assert list(year) == ["bm25"], "the export has no SPLADE++ run"
+    assert year["bm25"].run == top_of_run(scored, 3), "chapter 1's scored run, not the export's unscored one"
 
 
 def test_the_book_profiles_train_on_dl21_as_before(
@@ -296,6 +295,6 @@ def test_the_book_profiles_train_on_dl21_as_before(
     both = tilde_training_data(get_profile("smoke"), "dl19", texts, teacher, seed=42)
     assert both == with_teacher_pairs(data, teacher.teacher, teacher.queries)
     year = evaluation_year("dl19", ["bm25", "splade-pp-ed"], texts, get_profile("smoke"), depth=5)
-    assert list(year.runs) == ["bm25", "splade-pp-ed"]
-    for stage, run in year.runs.items():
-        assert run == top_of_run({q: load_run("dl19", stage)[q] for q in run}, 5), stage
+    assert list(year) == ["bm25", "splade-pp-ed"]
+    for stage, judged in year.items():
+        assert judged.run == top_of_run({q: load_run("dl19", stage)[q] for q in judged.run}, 5), stage

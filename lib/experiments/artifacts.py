@@ -5,7 +5,7 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
 
 - chapter 1 (``01_data_and_first_stage``): :func:`book_index` (the Lucene index of the book corpus);
 - chapter 2 (``02_training``): :func:`trained_model` (the best weights of model X — one per
-  architecture, tested on DL19 and DL20 — rebuilt with :func:`lib.chapters.experiments.build_model`;
+  architecture, tested on DL19 and DL20 — rebuilt with :func:`lib.experiments.model_setup.build_model`;
   a zero-shot model as it is),
   :func:`training_settings`, :func:`small_bert` and
   :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
@@ -34,11 +34,11 @@ from typing import Any
 import pandas as pd
 import torch
 
-from lib.chapters import experiments
 from lib.core import paths
 from lib.core.device import resolve_device
 from lib.core.profiles import TrainingSettings, get_profile
 from lib.data import read_run
+from lib.experiments import distillation_protocol, model_runs, model_setup, settings_record
 from lib.models.registry import model_spec
 from lib.representations.bert import load_tokenizer
 from lib.representations.text import Vocabulary
@@ -97,7 +97,7 @@ def teacher_cache(profile: str) -> Path:
 
 def checkpoint_path(profile: str, name: str) -> Path:
     """``artifacts/<profile>/02_training/checkpoints/<name>/best.pt`` (it may not exist)."""
-    return experiments.checkpoint_folder(profile, TRAINING_CHAPTER, name) / BEST_NAME
+    return model_runs.checkpoint_folder(profile, TRAINING_CHAPTER, name) / BEST_NAME
 
 
 def small_bert(profile: str) -> Path:
@@ -125,12 +125,12 @@ def training_settings(profile: str) -> dict[str, Any]:
     return json.loads(_required(path, "its settings", TRAINING_CHAPTER, profile).read_text(encoding="utf-8"))
 
 
-def training_protocol(profile: str) -> tuple[TrainingSettings, int, experiments.Protocol]:
+def training_protocol(profile: str) -> tuple[TrainingSettings, int, distillation_protocol.Protocol]:
     """Chapter 2's settings, seed and distillation protocol (teacher-labelled triples, the validation set, the
     DL19/DL20 tests), rebuilt from its teacher cache and chapter 1's index, for a chapter that trains more
     models the same way (chapters 7 and 8)."""
-    settings, seed = experiments.read_settings(training_settings(profile))
-    protocol = experiments.prepare_protocol(
+    settings, seed = settings_record.read_settings(training_settings(profile))
+    protocol = distillation_protocol.prepare_protocol(
         get_profile(profile), settings, seed, book_index(profile), teacher_cache(profile), progress=False
     )
     return settings, seed, protocol
@@ -149,8 +149,8 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
     if spec.family in ("wordpiece", "pieces"):
         settings = training_settings(profile)
         small = _folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert"
-        bert_path = experiments.bert_cat_folder(settings["bert_cat_start"], small)
-        representations = experiments.Representations(
+        bert_path = model_setup.bert_cat_folder(settings["bert_cat_start"], small)
+        representations = model_setup.Representations(
             vocabulary=Vocabulary(["[PAD]", "[UNK]"]),
             embeddings=torch.zeros(2, 1),
             bert_path=bert_path,
@@ -158,7 +158,7 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
             bert_layers=settings["bert_cat_layers"],
         )
     if spec.zero_shot:
-        model, tokenizer = experiments.build_model(name, representations, seed=0)
+        model, tokenizer = model_setup.build_model(name, representations, seed=0)
         return TrainedModel(name, model.to(resolve_device(device)).eval(), tokenizer, representations.bert_path)
     path = _required(checkpoint_path(profile, name), f"the trained {name}", TRAINING_CHAPTER, profile)
     state = torch.load(path, map_location="cpu", weights_only=True)
@@ -167,12 +167,12 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
         shape = tuple(state[EMBEDDING_KEY].shape)
         if shape[0] != len(words):
             raise ValueError(f"{path}: {shape[0]} embedding rows but chapter 2's vocabulary has {len(words)} terms")
-        representations = experiments.Representations(
+        representations = model_setup.Representations(
             vocabulary=words, embeddings=torch.zeros(shape), bert_path=Path(), wordpiece=None
         )
     if spec.family == "pieces":
         representations.piece_vectors = torch.zeros(tuple(state[EMBEDDING_KEY].shape))
-    model, tokenizer = experiments.build_model(name, representations, seed=0)
+    model, tokenizer = model_setup.build_model(name, representations, seed=0)
     model.load_state_dict(state)
     model.to(resolve_device(device)).eval()
     return TrainedModel(name=name, model=model, tokenizer=tokenizer, path=path)
@@ -191,7 +191,7 @@ def chosen_tk(profile: str) -> str:
 
 def candidate_scores(profile: str, query_set: str, model: str) -> dict[str, dict[str, float]]:
     """Chapter 2's score of every test candidate of ``query_set`` by ``model`` (a run over the full depth)."""
-    path = experiments.scores_path(profile, TRAINING_CHAPTER, query_set, model)
+    path = model_runs.scores_path(profile, TRAINING_CHAPTER, query_set, model)
     return read_run(_required(path, f"the {model} scores of {query_set}", TRAINING_CHAPTER, profile))
 
 

@@ -1,0 +1,262 @@
+"""One model trained and tested on chapter 2's protocol (:mod:`lib.experiments.distillation_protocol`).
+
+:func:`run_model` — train one model once (Margin-MSE, early stopping on the profile's validation
+measure, ``validation_metric``: nDCG@10 on DL21's graded judgments, MRR@10 on dev-small as the paper;
+a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
+each test year score the candidates once, write the per-candidate scores, the run at the tuned
+depth and the run re-ranking all candidates (``<set>__<model>-all.trec``), evaluate, and measure
+documents per millisecond. Where its checkpoint and scores live (:func:`checkpoint_folder`,
+:func:`scores_path`), and the student's margins on the held-out triples (:func:`held_out_margins`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from lib.core import paths
+from lib.core.device import resolve_device
+from lib.core.profiles import TrainingSettings
+from lib.core.types import JudgedSet, ranking_from_run
+from lib.evaluation import measures as evaluation
+from lib.evaluation.depths import tune_depth
+from lib.evaluation.efficiency import measure_throughput
+from lib.evaluation.interpolation import interpolate, tune_interpolation
+from lib.experiments.distillation_protocol import Protocol
+from lib.experiments.distillation_set import triple_sampling
+from lib.experiments.model_setup import Representations, build_model, training_config
+from lib.models.bi_encoder import BiEncoder
+from lib.models.registry import model_spec
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+from lib.reranking import dense
+from lib.reranking.scoring import rerank, score_candidates
+from lib.training.distillation import Group, teacher_groups
+from lib.training.pairwise import TrainingResult, train
+
+#: Suffix of the run that re-ranks all candidates (``<set>__<model>-all.trec``).
+ALL_CANDIDATES = "-all"
+#: Suffix of the run that interpolates the model with BM25 (``<set>__<model>-with-bm25.trec``).
+INTERPOLATED = "-with-bm25"
+
+
+@dataclass
+class ModelResult:
+    """One model on one test year: metrics (tuned depth and all candidates, per query too), speed, training history.
+
+    ``training`` is ``None`` for a zero-shot model. ``weight`` is the interpolation weight λ of the
+    model against BM25 tuned on validation (:mod:`lib.evaluation.interpolation`), with its metrics.
+    """
+
+    model: str
+    query_set: str
+    tuned_depth: int
+    metrics_at_tuned_depth: dict[str, float]
+    metrics_at_full_depth: dict[str, float]
+    per_query: pd.DataFrame
+    per_query_all: pd.DataFrame
+    weight: float
+    metrics_interpolated: dict[str, float]
+    per_query_interpolated: pd.DataFrame
+    docs_per_ms: float
+    history: pd.DataFrame
+    best_step: int
+    training: TrainingResult | None
+
+    def row(self) -> dict[str, Any]:
+        """The Table 2 row of this result (metrics at the tuned depth, and nDCG@10 re-ranking all candidates)."""
+        return {
+            "set": self.query_set,
+            "model": self.model,
+            **self.metrics_at_tuned_depth,
+            "depth": self.tuned_depth,
+            "nDCG@10 (all)": self.metrics_at_full_depth["nDCG@10"],
+            "nDCG@10 (+BM25)": self.metrics_interpolated["nDCG@10"],
+            "λ": self.weight,
+            "docs/ms": self.docs_per_ms,
+            "best step": self.best_step,
+        }
+
+
+def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:
+    """Where the model's score of every test candidate is kept (a TREC run over the full depth)."""
+    return paths.chapter_dir(profile, chapter) / "scores" / f"{query_set}__{model}.trec"
+
+
+def training_groups(protocol: Protocol, settings: TrainingSettings, seed: int) -> tuple[list[Group], list[list[float]]]:
+    """The training queries' groups of a positive and ``settings.distill_negatives`` negatives, with the teacher's
+    scaled scores (:func:`lib.training.distillation.teacher_groups`): drawn as the protocol's triples are, from
+    the same teacher scores and random passages, never from a held-out query."""
+    kept = {qid for qid, _, _ in protocol.triples}
+    teacher = {qid: run for qid, run in protocol.distillation.teacher.items() if qid in kept}
+    return teacher_groups(teacher, triple_sampling(settings), seed, protocol.distillation.random)
+
+
+def run_model(
+    name: str,
+    protocol: Protocol,
+    representations: Representations,
+    settings: TrainingSettings,
+    profile: str,
+    chapter: str,
+    seed: int,
+    device: str = "auto",
+    progress: bool = True,
+    variant: str | None = None,
+    start: tuple[torch.nn.Module, str] | None = None,
+    reuse_from: str | None = None,
+) -> dict[str, ModelResult]:
+    """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
+
+    Training minimises Margin-MSE against the teacher's margins (:mod:`lib.training.distillation`; with
+    ``settings.distill_negatives`` above 1, the listwise KL over :func:`training_groups`),
+    validated and early-stopped on the protocol's validation set. A zero-shot model
+    (:attr:`lib.models.registry.ModelSpec.zero_shot`) skips training: its history is empty and its best
+    step 0. The re-ranking depth is tuned once, on the validation queries, and so is the weight λ of
+    its interpolation with BM25 (:mod:`lib.evaluation.interpolation`). For each test year it writes
+    the scores of every candidate (:func:`scores_path`), the run at the tuned depth
+    (``<set>__<name>.trec``), the run re-ranking all candidates (``<set>__<name>-all.trec``) and the
+    interpolated run (``<set>__<name>-with-bm25.trec``) in the profile's runs folder, and returns one
+    :class:`ModelResult` per test year. ``variant`` names a run of the same architecture on other
+    representations (``tk2-word2vec``): its checkpoint, scores and runs use that name. ``start`` — a model of
+    architecture ``name`` and what its weights are (:attr:`lib.training.pairwise.TrainingConfig.start`) —
+    is trained instead of a freshly built one (chapter 8's PreTTR from chapter 2's BERT-cat). ``reuse_from``: a
+    chapter whose checkpoint of ``name`` this run starts from when it has none of its own — a finished run
+    of the same protocol, settings and seed is then resumed as finished, not trained again (chapter 7's
+    init with chapter 2's seed is chapter 2's model); any other difference trains afresh (its fingerprint
+    differs, :func:`lib.training.loop.check_fingerprint`).
+    """
+    run_name = name if variant is None else f"{name}-{variant}"
+    model, tokenizer = build_model(name, representations, seed)
+    config = training_config(name, settings, seed, device)
+    if start is not None:
+        model, config = start[0], dataclasses.replace(config, start=start[1])
+    if model_spec(name).zero_shot:
+        model = model.to(resolve_device(device)).eval()
+        columns = ["step", "epoch", "train_loss", *config.measures]
+        history, best_step, result = pd.DataFrame(columns=columns), 0, None
+    else:
+        checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
+        if reuse_from is not None:
+            _copy_checkpoint(checkpoint_folder(profile, reuse_from, name), checkpoint_dir)
+        if settings.distill_negatives > 1:
+            groups, teacher_scores = training_groups(protocol, settings, seed)
+            targets = {"teacher_scores": teacher_scores}
+        else:
+            groups, targets = protocol.triples, {"margins": protocol.margins}
+        result = train(
+            model, tokenizer, groups, protocol.queries, protocol.texts, protocol.validation, config,
+            checkpoint_dir, progress, **targets,
+        )  # fmt: skip
+        model, history, best_step = result.model, result.history, result.best_step
+
+    def scores_of(queries: dict[str, str], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """Every candidate's score; a bi-encoder encodes each text once, reusing the teacher's corpus vectors."""
+        if isinstance(model, BiEncoder):
+            return dense.candidate_scores(
+                model, tokenizer, queries, protocol.texts, run, QUERY_MAX_LENGTH, DOC_MAX_LENGTH,
+                known=protocol.distillation.passages,
+            )  # fmt: skip
+        return score_candidates(
+            model, tokenizer, queries, protocol.texts, run, depth=None, batch_size=config.eval_batch_size,
+            max_query_length=QUERY_MAX_LENGTH, max_doc_length=DOC_MAX_LENGTH,
+        )  # fmt: skip
+
+    validation = protocol.validation
+    validation_scores = scores_of(validation.queries, validation.run)
+    depth, _curve = tune_depth(validation.run, validation_scores, validation.qrels, metric=config.metric)
+    weight, _weights = tune_interpolation(validation.run, validation_scores, validation.qrels, metric=config.metric)
+    docs_per_ms = _throughput(model, tokenizer, next(iter(protocol.tests.values())), protocol.texts, settings, name)
+    results = {}
+    for test in protocol.tests.values():
+        test_scores = scores_of(test.queries, test.run)
+        evaluation.write_trec_run(test_scores, scores_path(profile, chapter, test.name, run_name), tag=run_name)
+        reranked = rerank(test.run, test_scores, depth)
+        evaluation.write_trec_run(reranked, paths.run_path(profile, test.name, run_name), tag=run_name)
+        everything = rerank(test.run, test_scores, settings.candidate_depth)
+        evaluation.write_trec_run(everything, paths.run_path(profile, test.name, run_name + ALL_CANDIDATES), run_name)
+        fused = interpolate(test.run, test_scores, weight)
+        evaluation.write_trec_run(fused, paths.run_path(profile, test.name, run_name + INTERPOLATED), run_name)
+        per_query = evaluation.per_query(reranked, test.qrels)
+        results[test.name] = ModelResult(
+            model=run_name,
+            query_set=test.name,
+            tuned_depth=depth,
+            metrics_at_tuned_depth={k: float(v) for k, v in per_query.mean().items()},
+            metrics_at_full_depth=evaluation.evaluate(everything, test.qrels),
+            per_query=per_query,
+            per_query_all=evaluation.per_query(everything, test.qrels),
+            weight=weight,
+            metrics_interpolated=evaluation.evaluate(fused, test.qrels),
+            per_query_interpolated=evaluation.per_query(fused, test.qrels),
+            docs_per_ms=docs_per_ms,
+            history=history,
+            best_step=best_step,
+            training=result,
+        )
+    return results
+
+
+def _copy_checkpoint(source: Path, target: Path) -> None:
+    """``source``'s checkpoint files into ``target`` when ``target`` has none and ``source`` has (atomically: a whole
+    copy or nothing)."""
+    if target.exists() or not source.is_dir():
+        return
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    partial.replace(target)
+
+
+def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:
+    """Where model ``run_name``'s training checkpoint, best weights and history live (one model per architecture)."""
+    return paths.chapter_dir(profile, chapter) / "checkpoints" / run_name
+
+
+def held_out_margins(model: torch.nn.Module, tokenizer: Any, protocol: Protocol, limit: int = 2000) -> pd.DataFrame:
+    """The student's and the teacher's margin on (the first ``limit``) held-out triples, never trained on.
+
+    One row per triple: ``teacher`` (the scaled teacher margin, ≥ 0 unless the negative is a random passage
+    the teacher prefers to the positive) and ``student`` ``s(q, d⁺) − s(q, d⁻)``,
+    scored with :func:`lib.reranking.scoring.score_candidates` (eval mode, no gradients).
+    """
+    triples = protocol.held_out[:limit]
+    run: dict[str, dict[str, float]] = {}
+    for qid, positive, negative in triples:
+        run.setdefault(qid, {}).update({positive: 0.0, negative: 0.0})
+    queries = {qid: protocol.queries[qid] for qid in run}
+    scores = score_candidates(
+        model, tokenizer, queries, protocol.texts, run, depth=None,
+        max_query_length=QUERY_MAX_LENGTH, max_doc_length=DOC_MAX_LENGTH,
+    )  # fmt: skip
+    return pd.DataFrame(
+        {
+            "teacher": protocol.held_out_margins[:limit],
+            "student": [scores[q][p] - scores[q][n] for q, p, n in triples],
+        }
+    )
+
+
+def _throughput(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    test: JudgedSet,
+    texts: dict[str, str],
+    settings: TrainingSettings,
+    name: str,
+) -> float:
+    """Documents per millisecond on real test candidates (scoring only; see :mod:`lib.evaluation.efficiency`)."""
+    pairs = [(test.queries[qid], texts[pid]) for qid in test.run for pid in ranking_from_run(test.run[qid])][
+        : settings.throughput_documents
+    ]
+    device = next(model.parameters()).device
+    query_ids, query_mask = tokenizer.encode([q for q, _ in pairs], QUERY_MAX_LENGTH)
+    doc_ids, doc_mask = tokenizer.encode([d for _, d in pairs], DOC_MAX_LENGTH)
+    tensors = [t.to(device) for t in (query_ids, query_mask, doc_ids, doc_mask)]
+    batch_size = model_spec(name).score_batch_size
+    return measure_throughput(model, *tensors, batch_size=batch_size, repetitions=3, warmup=1).docs_per_ms
