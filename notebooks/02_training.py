@@ -64,7 +64,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from lib.analyses import pair_vectors
-from lib.chapters import pretraining_ladder
+from lib.chapters import pretraining_ladder, training_reading
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
@@ -82,10 +82,9 @@ from lib.experiments import (
     model_setup,
     settings_record,
 )
-from lib.models.kernels import kernel_mus, kernel_sigmas
 from lib.models.registry import model_spec
-from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
+# %% tags=["hide-input"]
 CHAPTER = "02_training"
 settings_profile = get_profile(profile)
 settings = settings_profile.training.replace(
@@ -188,6 +187,9 @@ pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [ne
 # freshly initialised TK-2 (fixed seed), and check that they give exactly the library's score.
 
 # %%
+from lib.models.kernels import kernel_mus, kernel_sigmas
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+
 dl19_queries = load_queries("dl19")
 bm25_dl19 = first_stage_runs.bm25_run(profile, "dl19")
 example_qid = sorted(dl19_queries, key=int)[0]
@@ -202,6 +204,10 @@ tk.eval()
 q_ids, q_mask = vocabulary.encode([dl19_queries[example_qid]], QUERY_MAX_LENGTH)
 d_ids, d_mask = vocabulary.encode([texts[example_pid]], DOC_MAX_LENGTH)
 
+# %% [markdown]
+# Eq. 1–10 by hand on this pair, each step checked against the library's:
+
+# %%
 with torch.no_grad():
     # eq. 1-3: contextualise query and passage separately, with shared weights
     q_hat, d_hat = tk.contextualise(q_ids, q_mask)[0], tk.contextualise(d_ids, d_mask)[0]
@@ -434,26 +440,13 @@ if sources:
         )  # fmt: skip
 query_comparison = comparison_tables.variant_comparison("training queries", query_runs, validation_metric)
 write_csv(out / "query_comparison.csv", query_comparison)
-query_reading = "The comparison was skipped (`compare_queries`, or a profile with one source of queries)."
-if len(query_comparison):
-    by_source = query_comparison.set_index(["set", "training queries"])["nDCG@10 (all)"]
-    query_reading = (
-        "Re-ranking all candidates, TK-2 reaches nDCG@10 "
-        + "; ".join(
-            f"{fold.upper()}: " + ", ".join(f"{by_source[(fold, label)]:.3f} ({label})" for label in query_runs)
-            for fold in test_sets
+display(
+    Markdown(
+        training_reading.query_source_reading(
+            query_comparison, list(query_runs), test_sets, validation_label, validation_metric
         )
-        + "."
     )
-    validation = query_comparison.groupby("training queries", sort=False)[f"validation {validation_metric}"].first()
-    ahead = validation.idxmax()
-    query_reading += (
-        f" On {validation_label} validation, the only set a choice may rest on, the best {validation_metric} is "
-        + ", ".join(f"{value:.3f} ({label})" for label, value in validation.items())
-        + ": validation favours "
-        + ("both sources together, the book's default." if ahead == "both" else f"{ahead}, not the book's default.")
-    )
-display(Markdown(query_reading))
+)
 query_comparison.pivot(index="training queries", columns="set") if len(query_comparison) else "comparison skipped"
 
 # %% [markdown]
@@ -529,7 +522,7 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 # candidates, and timed on the same machine in the same run. The t-tests against BM25 are corrected
 # for every model of the ladder. Which models climb it is the profile's `ladder_models` (the `book`
 # profile adds KNRM, Conv-KNRM and TK-2 on pieces and TK on MiniLM's first layer to Table 2's, to fit
-# two CPU cores; the full ladder is a parameter away): this build's ladder is {glue:text}`ladder_members`.
+# the profile's time budget; the full ladder is a parameter away): this build's ladder is {glue:text}`ladder_members`.
 
 # %%
 ladder_significance = comparison_tables.significance_against_bm25(profile, protocol, results, all_models)
@@ -667,21 +660,7 @@ if pair_vector_rows:
 # %% tags=["hide-input"]
 if pair_vector_rows:
     bert_cat_loss = curves[curves["model"] == "bert-cat"].set_index("step")["train_loss"]
-    fallen = bert_cat_loss[bert_cat_loss < 0.8 * bert_cat_loss.iloc[0]]
-    constant = by_depth.index[by_depth["[CLS] vector"] > 0.99].tolist()
-    cls_before = pair_vector_rows[f"{used_depth} layers, before fine-tuning"]["[CLS] vector"]
-    display(Markdown(
-        (f"After MiniLM's first {max(constant)} layers the `[CLS]` vector is nearly the same for every pair "
-         f"(mean cosine above 0.99); " if constant else "")
-        + f"after the {used_depth} layer{'s' if used_depth > 1 else ''} BERT-cat keeps, the mean cosine is "
-        + f"{cls_before:.4f}: "
-        + ("the new linear layer has nothing to rank by until fine-tuning has moved information into the "
-           "vector. " if cls_before > 0.99 else "the vector already tells pairs apart when fine-tuning starts. ")
-        + (f"BERT-cat's training loss stayed above 80% of its first logged value until step {fallen.index[0]} "
-           f"of {int(bert_cat_loss.index[-1])}." if len(fallen) else
-           f"BERT-cat's training loss never fell below 80% of its first logged value in its "
-           f"{int(bert_cat_loss.index[-1])} steps.")
-    ))  # fmt: skip
+    display(Markdown(training_reading.cls_vector_reading(by_depth, used_depth, bert_cat_loss)))
 pd.DataFrame.from_dict(pair_vector_rows, orient="index").round(4) if pair_vector_rows else "BERT-cat not trained"
 
 # %% [markdown]
@@ -733,46 +712,7 @@ agreement.round(3)
 
 
 # %%
-def above_bm25(fold: str, depth: str) -> str:
-    """Which models score above BM25 on nDCG@10 at ``depth`` ("tuned", "all", "+BM25"), and which significantly."""
-    column = {"tuned": "nDCG@10", "all": "nDCG@10 (all)", "+BM25": "nDCG@10 (+BM25)"}[depth]
-    rows = table[table["set"] == fold].set_index("model")
-    tests = significance[(significance["set"] == fold) & (significance["depth"] == depth)].set_index("system")
-    beating = [m for m in models if rows.loc[m, column] > rows.loc["BM25", "nDCG@10"]]
-    significant = [model_spec(m).label for m in beating if tests.loc[m, "significant"]]
-    return (
-        f"{len(beating)} of {len(models)} models score above BM25"
-        + (f" ({', '.join(model_spec(m).label for m in beating)})" if beating else "")
-        + (f", significantly after correction: {', '.join(significant)}" if significant else ", none significantly")
-    )
-
-
-def verdict(fold: str) -> str:
-    """A data-driven reading of one test year's results."""
-    rows = table[table["set"] == fold].set_index("model")
-    bm25 = rows.loc["BM25", "nDCG@10"]
-    lines = [f"**{fold.upper()}** (BM25 nDCG@10 {bm25:.3f}):"]
-    lines.append(f"re-ranking all candidates, {above_bm25(fold, 'all')};")
-    lines.append(f"at the tuned depths, {above_bm25(fold, 'tuned')};")
-    lines.append(f"interpolated with BM25, {above_bm25(fold, '+BM25')}.")
-    if {"tk1", "tk2", "tk3"} <= set(models):
-        layers = ", ".join(f"{model_spec(m).label} {rows.loc[m, 'nDCG@10 (all)']:.3f}" for m in ("tk1", "tk2", "tk3"))
-        lines.append(f"TK by depth of contextualisation (all candidates): {layers}.")
-    best = rows.loc[models, "nDCG@10 (all)"].idxmax()
-    lines.append(
-        f"The best model re-ranking all candidates is {model_spec(best).label} "
-        f"(nDCG@10 {rows.loc[best, 'nDCG@10 (all)']:.3f})."
-    )
-    if "tk2" in models and "bert-cat" in models:
-        ratio = rows.loc["tk2", "docs/ms"] / rows.loc["bert-cat", "docs/ms"]
-        faster, slower = ("TK-2", "BERT-cat") if ratio >= 1 else ("BERT-cat", "TK-2")
-        lines.append(f"{faster} scores {max(ratio, 1 / ratio):.1f}× as many documents per millisecond as {slower}.")
-    tuned = ", ".join(f"{model_spec(m).label} {int(rows.loc[m, 'depth'])}" for m in models)
-    lines.append(f"Tuned depths: {tuned}.")
-    return " ".join(lines)
-
-
-display(Markdown("\n\n".join(verdict(fold) for fold in test_sets)))
+display(Markdown(training_reading.table2_reading(table, significance, models, test_sets)))
 tk2_dl19 = significance[
     (significance["set"] == "dl19") & (significance["system"] == "tk2") & (significance["depth"] == "all")
 ]
@@ -841,8 +781,8 @@ training_progress
 # - **Representations.** 50-dimensional GloVe instead of 300-dimensional GloVe 42B, and TK scaled
 #   down to that width; MiniLM (6 layers, 384 wide, trained as a bi-encoder) instead of BERT-Base
 #   (12 layers, 768 wide, whose `[CLS]` vector was trained to summarise a pair).
-# - **Compute.** On two CPU cores every model trains for minutes, not hours. The `paper` profile keeps
-#   this code but switches to paper-scale schedules and `bert-base-uncased`
+# - **Compute.** Within the `book` profile's time budget every model trains for minutes, not hours.
+#   The `paper` profile keeps this code but switches to paper-scale schedules and `bert-base-uncased`
 #   (`lib.core.profiles.PROFILES["paper"].training`, for a GPU machine with internet); training on the
 #   MS MARCO triples themselves is not wired into this chapter yet.
 #
