@@ -73,54 +73,23 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.analyses.tilde_diagnostics import correlation_table, dependence_table, sample_passages
+from lib.analyses import tilde_diagnostics
+from lib.chapters import tilde_figures, tilde_latencies, tilde_reading, tilde_tables
 from lib.chapters.prologue import start_chapter
-from lib.chapters.tilde_figures import plot_alpha_sweep, plot_training_losses
-from lib.chapters.tilde_latencies import latency_of, latency_table, paper_size_latencies, v2_latency_table
-from lib.chapters.tilde_reading import LATENCY_TARGET_MS, reading, spread_reading
-from lib.chapters.tilde_tables import (
-    ablation,
-    alpha_sweep,
-    best_alpha,
-    effectiveness_table,
-    index_size,
-    loss_curves,
-    marked_ablation,
-    marked_table2,
-    storage_precision,
-    training_data_table,
-    versus_random,
-)
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts
-from lib.experiments.tilde_protocol import (
-    BM25,
-    ablation_scores,
-    check_test_sets,
-    evaluation_year,
-    judged_groups,
-    judged_source,
-    pooled_cache,
-    run_names,
-    score_both_precisions,
-    starting_bert,
-    table2_systems,
-    teacher_labelled,
-    tilde_training_data,
-    tilde_v2_scores,
-    trained_part,
-)
+from lib.experiments import artifacts, tilde_protocol
+from lib.experiments.tilde_protocol import BM25
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
+from lib.training import tilde_v2, tilde_variants
 from lib.training.tilde import with_reconstruction
-from lib.training.tilde_v2 import NEGATIVES_FROM, teacher_groups, train_tilde_v2
-from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, check_variants, train_variants
 
+# %% tags=["hide-input"]
 CHAPTER = "06_tilde"
 settings = get_profile(profile)
 tilde_settings = settings.tilde.replace(
@@ -128,8 +97,8 @@ tilde_settings = settings.tilde.replace(
 )  # None: the profile's (lib.core.profiles, section `tilde`; TILDEv2's schedule is there too)
 steps, batch_size, lr = tilde_settings.steps, tilde_settings.batch_size, tilde_settings.lr
 latency_repetitions = tilde_settings.latency_repetitions
-variants = check_variants(tilde_settings.variants)
-check_test_sets(test_sets, ablation_sets)
+variants = tilde_variants.check_variants(tilde_settings.variants)
+tilde_protocol.check_test_sets(test_sets, ablation_sets)
 depth = settings.training.candidate_depth  # chapter 2 scored this many candidates per query
 STAGE_LABELS = {"bm25": "BM25", "splade-pp-ed": "SPLADE++", "tas-b": "TAS-B", "bm25-rm3": "BM25+RM3"}
 chapter = start_chapter(CHAPTER, profile, seed, device)
@@ -148,15 +117,15 @@ print("TILDEv2: {} steps of {} groups of {} passages".format(*v2_schedule))
 # the same batches.
 
 # %%
-bert = starting_bert(profile, start)
+bert = tilde_protocol.starting_bert(profile, start)
 tokenizer = bert.tokenizer
 print(bert)
 texts = book_texts()
-teacher = teacher_labelled(settings, seed)
-training_data = tilde_training_data(settings, test_sets[0], texts, teacher, seed)
-glue("judged_source", judged_source(training_data), display=False)
+teacher = tilde_protocol.teacher_labelled(settings, seed)
+training_data = tilde_protocol.tilde_training_data(settings, test_sets[0], texts, teacher, seed)
+glue("judged_source", tilde_protocol.judged_source(training_data), display=False)
 training_data = with_reconstruction(training_data, texts, tilde_settings.reconstruction, seed)
-training_data_table(training_data, steps, batch_size)
+tilde_tables.training_data_table(training_data, steps, batch_size)
 
 # %% [markdown]
 # With a frozen encoder, every model of this chapter reads the same vector of the same text, so each
@@ -167,7 +136,7 @@ training_data_table(training_data, steps, batch_size)
 # queries go through MiniLM here.
 
 # %%
-pooled = pooled_cache(out / "pooled", bert.tilde(), tokenizer, texts, teacher)
+pooled = tilde_protocol.pooled_cache(out / "pooled", bert.tilde(), tokenizer, texts, teacher)
 print(f"pooled vectors already computed: {len(pooled):,}")
 
 # %% [markdown]
@@ -175,21 +144,21 @@ print(f"pooled vectors already computed: {len(pooled):,}")
 #
 # One model per variant: the paper's (BiQDL over the cleaned vocabulary) and the ablation's — here
 # {glue:text}`variant_labels` (the paper's Table 3 also has L_DL and L_QL over the full vocabulary;
-# the `variants` parameter adds them, at a few minutes each on a CPU). Training resumes from its
+# the `variants` parameter adds them, at a few minutes each at the `book` profile's schedule). Training resumes from its
 # checkpoints and a finished model is loaded, not trained again. The loss is per example (the batch's
 # sum over examples divided by the batch size), each example's loss a mean over the vocabulary (eq. 7).
-# What is fine-tuned: {glue:text}`tilde_trained`. A frozen encoder is the book profile's choice for a
-# CPU: the head then reads vectors that never change, so each training text goes through MiniLM once
+# What is fine-tuned: {glue:text}`tilde_trained`. A frozen encoder is the book profile's choice for its
+# time budget: the head then reads vectors that never change, so each training text goes through MiniLM once
 # and a step costs only the head. A frozen encoder also freezes the word-piece embeddings, and a
 # decoder tied to them could learn little more than its bias, so the decoder gets its own copy (in
 # DL21 validation runs, the tied head did not learn to rank). The paper profile fine-tunes everything,
 # with BERT's tied head.
 
 # %%
-glue("tilde_trained", trained_part(tilde_settings.trainable_layers), display=False)
-glue("variant_labels", ", ".join(VARIANTS[name].label for name in variants), display=False)
+glue("tilde_trained", tilde_protocol.trained_part(tilde_settings.trainable_layers), display=False)
+glue("variant_labels", ", ".join(tilde_variants.VARIANTS[name].label for name in variants), display=False)
 glue("ablation_sets", " and ".join(s.upper() for s in ablation_sets), display=False)
-trained = train_variants(
+trained = tilde_variants.train_variants(
     variants,
     bert.tilde,
     tokenizer,
@@ -208,9 +177,9 @@ trained = train_variants(
     checkpoint_every=tilde_settings.checkpoint_every,
     pooled_cache=pooled,
 )
-curves = loss_curves(trained)
+curves = tilde_tables.loss_curves(trained)
 write_csv(out / "training_losses.csv", curves)
-save_figure(plot_training_losses(curves, steps), out / "training_losses.png")
+save_figure(tilde_figures.plot_training_losses(curves, steps), out / "training_losses.png")
 plt.show()
 training_seconds = sum(r.seconds for r in trained.values())
 print(f"TILDE training time this run: {training_seconds:.0f} s (0 when every model was loaded)")
@@ -225,9 +194,10 @@ print(f"TILDE training time this run: {training_seconds:.0f} s (0 when every mod
 
 # %%
 glue("v2_negatives", tilde_settings.v2_group_size - 1, display=False)
-glue("v2_negatives_from", NEGATIVES_FROM, display=False)
-v2_groups = judged_groups(settings, training_data, texts, depth=100) + teacher_groups(teacher.teacher)
-v2_result = train_tilde_v2(
+glue("v2_negatives_from", tilde_v2.NEGATIVES_FROM, display=False)
+judged_v2_groups = tilde_protocol.judged_groups(settings, training_data, texts, depth=100)
+v2_groups = judged_v2_groups + tilde_v2.teacher_groups(teacher.teacher)
+v2_result = tilde_v2.train_tilde_v2(
     bert.tilde_v2(),
     tokenizer,
     v2_groups,
@@ -261,21 +231,25 @@ print(f"TILDEv2 training time this run: {v2_result.seconds:.0f} s")
 
 # %%
 glue("depth", depth, display=False)
-years = {test_set: evaluation_year(test_set, first_stages, texts, settings, depth) for test_set in test_sets}
+years = {
+    test_set: tilde_protocol.evaluation_year(test_set, first_stages, texts, settings, depth) for test_set in test_sets
+}
 unheld = [stage for stage in first_stages if stage not in years[test_sets[0]]]
 if unheld:
     print(missing_sentence(f"run of {', '.join(unheld)}", [f"runs/{test_sets[0]}__{stage}.trec" for stage in unheld]))
-main_model = trained[MAIN_VARIANT].model.to("cpu").eval()
+main_model = trained[tilde_variants.MAIN_VARIANT].model.to("cpu").eval()
 cleaned = TargetVocabulary.cleaned(tokenizer)
 main_scores, index_summaries = {}, {}
 for test_set, year in years.items():
-    main_scores[test_set], index_summaries[test_set] = score_both_precisions(
+    main_scores[test_set], index_summaries[test_set] = tilde_protocol.score_both_precisions(
         main_model, tokenizer, texts, year, out / "index", cleaned, serve=test_set == test_sets[0]
     )
-v2_scores, v2_index = tilde_v2_scores(v2_result.model, tokenizer, texts, years, out / "index" / "tilde-v2")
+v2_scores, v2_index = tilde_protocol.tilde_v2_scores(
+    v2_result.model, tokenizer, texts, years, out / "index" / "tilde-v2"
+)
 main_summary = index_summaries[test_sets[0]]["float16"]
 stored = {"TILDE": main_summary.bytes_per_passage, "TILDEv2": v2_index.bytes_per_passage}
-sizes = index_size(stored, main_summary.passages)
+sizes = tilde_tables.index_size(stored, main_summary.passages)
 write_csv(out / "index_size.csv", sizes.reset_index())
 glue("bytes_per_passage", f"{main_summary.bytes_per_passage:,.0f}", display=False)
 glue("v2_bytes_per_passage", f"{v2_index.bytes_per_passage:,.0f}", display=False)
@@ -308,23 +282,26 @@ glue("first_test_set", test_sets[0].upper(), display=False)
 MEASURES = ["nDCG@10", "MAP"]
 systems, baseline_of = {}, {}
 for test_set, year in years.items():
-    systems[test_set], baseline_of[test_set], left_out = table2_systems(
+    systems[test_set], baseline_of[test_set], left_out = tilde_protocol.table2_systems(
         year, main_scores[test_set]["float16"], STAGE_LABELS, profile, seed, depth, {"TILDEv2": v2_scores[test_set]}
     )
-    for system, name in run_names(systems[test_set]).items():  # this chapter's rankings, as TREC run files
+    # this chapter's rankings, as TREC run files
+    for system, name in tilde_protocol.run_names(systems[test_set]).items():
         evaluation.write_trec_run(systems[test_set][system], paths.run_path(profile, test_set, name), tag=name)
     for message in left_out:
         print(message)
-table2 = effectiveness_table(systems, baseline_of, {s: year[BM25].qrels for s, year in years.items()}, MEASURES)
+table2 = tilde_tables.effectiveness_table(
+    systems, baseline_of, {s: year[BM25].qrels for s, year in years.items()}, MEASURES
+)
 write_csv(out / "table2.csv", table2.reset_index(names="system"))
-marked_table2(table2, test_sets, MEASURES)
+tilde_tables.marked_table2(table2, test_sets, MEASURES)
 
 # %% [markdown]
 # The first bar is chance: does TILDE re-order BM25's candidates better than a random order of them?
 # The same paired t-test, now against the random order (Bonferroni over TILDE-QL and TILDE-QDL).
 
 # %%
-against_random = versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
+against_random = tilde_tables.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
 write_csv(out / "versus_random.csv", against_random)
 against_random.round(4)
 
@@ -340,7 +317,7 @@ against_random.round(4)
 
 # %%
 latency_set = test_sets[0]
-latencies, left_out = latency_table(
+latencies, left_out = tilde_latencies.latency_table(
     load_index(out / "index" / f"{latency_set}-float16"),
     tokenizer,
     years[latency_set][BM25].queries,
@@ -353,20 +330,20 @@ latencies, left_out = latency_table(
 )
 for message in left_out:
     print(message)
-v2_latencies = v2_latency_table(
+v2_latencies = tilde_latencies.v2_latency_table(
     v2_index, tokenizer, years[latency_set][BM25].queries, years[latency_set][BM25].run, cleaned,
     latency_candidates, latency_repetitions,
 )  # fmt: skip
 latencies = pd.concat([latencies, v2_latencies], ignore_index=True)
 write_csv(out / "latency.csv", latencies)
 top = max(latency_candidates)
-ql_top = latency_of(latencies, "TILDE-QL", top)
+ql_top = tilde_latencies.latency_of(latencies, "TILDE-QL", top)
 glue("ql_latency_top", f"{ql_top:.2f}", display=False)
 glue("latency_top", f"{top:,}", display=False)
-glue("latency_target", "meets" if ql_top <= LATENCY_TARGET_MS else "misses", display=False)
-bert_ratio = latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
+glue("latency_target", "meets" if ql_top <= tilde_reading.LATENCY_TARGET_MS else "misses", display=False)
+bert_ratio = tilde_latencies.latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
 glue("bert_cat_ratio", f"{bert_ratio:,.0f}" if math.isfinite(bert_ratio) else "(not measured)", display=False)
-glue("v2_latency_top", f"{latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
+glue("v2_latency_top", f"{tilde_latencies.latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
 latencies
 
 # %% [markdown]
@@ -380,7 +357,7 @@ latencies
 
 # %%
 try:
-    display(paper_size_latencies(artifacts.speeds(profile)))
+    display(tilde_latencies.paper_size_latencies(artifacts.speeds(profile)))
 except FileNotFoundError as missing:
     display(Markdown(f"*{missing}*"))
 
@@ -396,7 +373,7 @@ except FileNotFoundError as missing:
 # with another of the same query, and nDCG@10 of TILDE-QL.
 
 # %%
-precision = storage_precision(
+precision = tilde_tables.storage_precision(
     {s: {dtype: scores[BM25] for dtype, scores in main_scores[s].items()} for s in test_sets},
     {s: years[s][BM25].run for s in test_sets},
     {s: years[s][BM25].qrels for s in test_sets},
@@ -424,11 +401,13 @@ ablation_tables = {}
 for test_set in ablation_sets:
     bm25 = years[test_set][BM25]
     models = {name: trained[name].model for name in variants}
-    scores = ablation_scores(models, main_scores[test_set]["float16"][BM25], tokenizer, texts, bm25, out / "index")
-    ablation_tables[test_set] = ablation(scores, bm25.run, bm25.qrels, MEASURES)
+    scores = tilde_protocol.ablation_scores(
+        models, main_scores[test_set]["float16"][BM25], tokenizer, texts, bm25, out / "index"
+    )
+    ablation_tables[test_set] = tilde_tables.ablation(scores, bm25.run, bm25.qrels, MEASURES)
     write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
-    display(marked_ablation(ablation_tables[test_set], MEASURES))
+    display(tilde_tables.marked_ablation(ablation_tables[test_set], MEASURES))
 
 # %% [markdown]
 # ## Figure 2: the weight α
@@ -442,15 +421,15 @@ sweeps, references = [], {}
 for test_set, year in years.items():
     for stage, judged in year.items():  # the first stages the data folder has runs of
         label = STAGE_LABELS.get(stage, stage)
-        sweep = alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
+        sweep = tilde_tables.alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
         sweeps.append(sweep.assign(set=test_set, first_stage=label))
         own = evaluation.evaluate(judged.run, judged.qrels, MEASURES)
         references.update({(test_set, label, m): own[m] for m in MEASURES})
 sweeps = pd.concat(sweeps, ignore_index=True)
 write_csv(out / "alpha_sweep.csv", sweeps)
-save_figure(plot_alpha_sweep(sweeps, references, MEASURES), out / "figure2_alpha.png")
+save_figure(tilde_figures.plot_alpha_sweep(sweeps, references, MEASURES), out / "figure2_alpha.png")
 plt.show()
-best_alpha(sweeps)
+tilde_tables.best_alpha(sweeps)
 
 # %% [markdown]
 # ## What the book's TILDE learned
@@ -463,18 +442,18 @@ best_alpha(sweeps)
 # %%
 dependence_set = (ablation_sets or test_sets)[0]
 bm25_candidates = years[dependence_set][BM25].run
-sample_pieces = tokenizer.pieces([texts[p] for p in sample_passages(bm25_candidates)])
+sample_pieces = tokenizer.pieces([texts[p] for p in tilde_diagnostics.sample_passages(bm25_candidates)])
 dependence_models = {"starting encoder (no fine-tuning)": bert.tilde().use_pooled_cache(pooled)} | {
-    VARIANTS[name].label: result.model.to("cpu") for name, result in trained.items()
+    tilde_variants.VARIANTS[name].label: result.model.to("cpu") for name, result in trained.items()
 }
-dependence = dependence_table(dependence_models, sample_pieces, cleaned)
+dependence = tilde_diagnostics.dependence_table(dependence_models, sample_pieces, cleaned)
 write_csv(out / "passage_dependence.csv", dependence)
 spread_start, spread_main = dependence["spread"].iloc[0], dependence["spread"].iloc[1]
 glue("spread_start", f"{spread_start:.3g}", display=False)
 glue("spread_main", f"{spread_main:.3g}", display=False)
 glue("spread_change", "falls" if spread_main < spread_start else "rises", display=False)
 glue("likelihood_factor", f"{math.exp(spread_main):.3f}", display=False)
-glue("spread_reading", spread_reading(spread_start, spread_main), display=False)
+glue("spread_reading", tilde_reading.spread_reading(spread_start, spread_main), display=False)
 spread_ratio = max(spread_start, spread_main) / max(min(spread_start, spread_main), 1e-12)
 glue("spread_ratio", f"{spread_ratio:.1f}", display=False)
 glue("training_pairs", f"{len(training_data.pairs):,}", display=False)
@@ -501,10 +480,10 @@ dependence.set_index("model")
 # higher: ρ with (a) well above 0. The starting encoder, not fine-tuned, is shown for comparison.
 
 # %%
-correlations = correlation_table(
+correlations = tilde_diagnostics.correlation_table(
     {
         "starting encoder (no fine-tuning)": bert.tilde().eval().use_pooled_cache(pooled),
-        VARIANTS[MAIN_VARIANT].label: main_model,
+        tilde_variants.VARIANTS[tilde_variants.MAIN_VARIANT].label: main_model,
     },
     bm25_candidates,
     years[dependence_set][BM25].queries,
@@ -524,7 +503,11 @@ correlations.set_index("model")
 # ## Reading: which of the paper's findings hold at book scale
 
 # %%
-display(Markdown(reading(table2, test_sets, ablation_tables, top, ql_top, sizes, float(tied16), against_random)))
+display(
+    Markdown(
+        tilde_reading.reading(table2, test_sets, ablation_tables, top, ql_top, sizes, float(tied16), against_random)
+    )
+)
 
 # %% [markdown]
 # The efficiency half of the paper does not depend on what the model learned, and it is measured
@@ -533,7 +516,7 @@ display(Markdown(reading(table2, test_sets, ablation_tables, top, ql_top, sizes,
 # passage ({glue:text}`v2_bytes_per_passage` for TILDEv2). The effectiveness half depends on the
 # model: the paper's TILDE inherits a masked-LM head from `bert-base-uncased` and learns from 533k
 # training judgments; the book's starts from an encoder without that head and learns from a few
-# thousand pairs on two CPU cores, and the reading above says how far it gets. A reader with a GPU
+# thousand pairs on the `book` profile's time budget, and the reading above says how far it gets. A reader with a GPU
 # and the MS MARCO training triples can run the `paper` profile, which loads `bert-base-uncased` (pinned
 # and hash-checked) and uses the paper's optimiser settings.
 
@@ -547,9 +530,9 @@ summary = {
     "table2": {
         f"{s} | {k[0]} {k[1]}": float(v) for s, row in table2.iterrows() for k, v in row.items() if "†" not in k[1]
     },
-    "ql_latency_ms": {str(c): latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
-    "qdl_latency_ms": {str(c): latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
-    "v2_latency_ms": {str(c): latency_of(latencies, "TILDEv2", c) for c in latency_candidates},
+    "ql_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
+    "qdl_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
+    "v2_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDEv2", c) for c in latency_candidates},
     "bytes_per_passage": main_summary.bytes_per_passage,
     "v2_bytes_per_passage": v2_index.bytes_per_passage,
     "ms_marco_gb": float(sizes.loc["TILDE", "GB, MS MARCO passage (8.8M)"]),

@@ -426,8 +426,9 @@ plt.show()
 #
 # ```{admonition} Answers
 # :class: dropdown
-# 1. At book scale BERT-cat is not the most effective model (it trained for a few CPU minutes), so a
-#    ratio to it says nothing about the architectures; compare with BM25 and the teacher instead.
+# 1. At book scale BERT-cat is not the most effective model (it trained for minutes, within the `book`
+#    profile's budget), so a ratio to it says nothing about the architectures; compare with BM25 and the
+#    teacher instead.
 # 2. The ones that run BERT on every candidate (BERT-cat, PreTTR's top layers): their work is large
 #    matrix products that a GPU parallelises. TILDE's look-ups and TK's small kernels gain little.
 # 3. Multiply the bytes per passage by 8.8 × 10⁶: tens of kilobytes per passage become hundreds of
@@ -439,7 +440,7 @@ plt.show()
 # The lecture's ordering of costs holds on any machine: the later query and passage meet, the less
 # runs per candidate, and the more an index has to store. Its ordering of effectiveness is a property
 # of training at scale; at book scale the table above shows which of the lecture's claims survive a
-# few CPU minutes of distillation. Deviations from the papers are listed in {doc}`../reproducing`.
+# few minutes of distillation. Deviations from the papers are listed in {doc}`../reproducing`.
 
 # %% tags=["remove-cell"]
 summary = {
