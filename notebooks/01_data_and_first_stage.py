@@ -42,24 +42,13 @@ import seaborn as sns
 from IPython.display import Markdown
 from myst_nb import glue
 
+from lib import data
+from lib.chapters import first_stage_reading
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.profiles import limit_queries
-from lib.data import (
-    V2_COLLECTION,
-    corpus_tag,
-    held_query_sets,
-    held_runs,
-    holds,
-    is_unscored,
-    load_collection,
-    load_qrels,
-    load_queries,
-    load_run,
-    missing_sentence,
-)
 from lib.data.convert import QUERY_SETS, RETRIEVERS
 from lib.data.registry import REGISTRY
 from lib.data.splits import FOLDS, JUDGED_SETS, train_validation_split
@@ -109,16 +98,16 @@ registry
 # the official numbers.
 
 # %%
-collection_v1 = load_collection("v1")
-collection_v2 = load_collection("v2") if holds(V2_COLLECTION) else {}
-statistics = query_set_statistics(held_query_sets(JUDGED_SETS))
-dev_queries = load_queries("dev-small")
+collection_v1 = data.load_collection("v1")
+collection_v2 = data.load_collection("v2") if data.holds(data.V2_COLLECTION) else {}
+statistics = query_set_statistics(data.held_query_sets(JUDGED_SETS))
+dev_queries = data.load_queries("dev-small")
 glue("n_passages_v1", len(collection_v1), display=False)
 glue(
     "v2_corpus",
     f"The v2 corpus holds {len(collection_v2)} passages of DL21."
     if collection_v2
-    else missing_sentence("v2 corpus of DL21", [V2_COLLECTION]),
+    else data.missing_sentence("v2 corpus of DL21", [data.V2_COLLECTION]),
     display=False,
 )
 glue("n_dev_queries", len(dev_queries), display=False)
@@ -160,15 +149,15 @@ statistics
 # The folds, defined once in `lib.data.splits` over the judged years of the book subset:
 
 # %%
-if held_query_sets(JUDGED_SETS) == JUDGED_SETS:
+if data.held_query_sets(JUDGED_SETS) == JUDGED_SETS:
     fold_rows = []
     for fold in FOLDS.values():
-        train_qids = [qid for train_set in fold.train for qid in load_queries(train_set)]
+        train_qids = [qid for train_set in fold.train for qid in data.load_queries(train_set)]
         train, validation = train_validation_split(train_qids, seed=seed)
         fold_rows.append(
             {
                 "test set": fold.test,
-                "test queries": len(load_queries(fold.test)),
+                "test queries": len(data.load_queries(fold.test)),
                 "train sets": " + ".join(fold.train),
                 "train queries": len(train),
                 "validation queries": len(validation),
@@ -177,7 +166,7 @@ if held_query_sets(JUDGED_SETS) == JUDGED_SETS:
     folds = pd.DataFrame(fold_rows)
     write_csv(out / "folds.csv", folds)
 else:
-    folds = Markdown(missing_sentence("DL21 queries and judgments", ["queries.dl21.tsv", "qrels.dl21.txt"]))
+    folds = Markdown(data.missing_sentence("DL21 queries and judgments", ["queries.dl21.tsv", "qrels.dl21.txt"]))
 folds
 
 # %% [markdown]
@@ -195,10 +184,10 @@ folds
 # %%
 first_stage_rows, per_query_ndcg, first_stages = [], {}, {}
 for query_set in ("dl19", "dl20"):
-    qrels = load_qrels(query_set)
-    for system in held_runs(query_set, RETRIEVERS.values()):  # RepLLaMA ships DL19 only
-        run = load_run(query_set, system)
-        if is_unscored(run):
+    qrels = data.load_qrels(query_set)
+    for system in data.held_runs(query_set, RETRIEVERS.values()):  # RepLLaMA ships DL19 only
+        run = data.load_run(query_set, system)
+        if data.is_unscored(run):
             continue  # the export's official top-1000: a shuffled list, replaced by a retrieved BM25 run below
         first_stages[(query_set, system)] = run
         evaluation.write_trec_run(run, paths.run_path(profile, query_set, system), tag=system)
@@ -210,7 +199,7 @@ if first_stage_rows:
     write_csv(out / "first_stage_shipped.csv", shipped)
     shipped_view = shipped.pivot(index="system", columns="set").swaplevel(axis=1).sort_index(axis=1, level=0)
 else:
-    shipped_view = Markdown(missing_sentence("scored first-stage runs", ["runs/<set>__<system>.trec"]))
+    shipped_view = Markdown(data.missing_sentence("scored first-stage runs", ["runs/<set>__<system>.trec"]))
 shipped_view
 
 # %% [markdown]
@@ -227,38 +216,13 @@ PUBLISHED_NDCG10 = {
     ("dl20", "bm25-rm3"): 0.4896,
 }
 if set(PUBLISHED_NDCG10) <= set(first_stages):
-    reproduced = pd.DataFrame(
-        [
-            {
-                "set": s,
-                "system": system,
-                "published": value,
-                "this book": shipped.set_index(["set", "system"]).loc[(s, system), "nDCG@10"],
-            }
-            for (s, system), value in PUBLISHED_NDCG10.items()
-        ]
-    )
-    reproduced["equal to 4 places"] = reproduced["this book"].round(4) == reproduced["published"]
+    reproduced = first_stage_reading.published_comparison(PUBLISHED_NDCG10, shipped)
     assert reproduced["equal to 4 places"].all(), "the converted runs no longer reproduce the published nDCG@10"
-    ndcg = dict(zip(PUBLISHED_NDCG10, reproduced["this book"], strict=True))
-    glue(
-        "shipped_reading",
-        f"BM25 reaches nDCG@10 = {ndcg[('dl19', 'bm25')]:.4f} on DL19 and {ndcg[('dl20', 'bm25')]:.4f} on DL20, "
-        f"BM25+RM3 {ndcg[('dl19', 'bm25-rm3')]:.4f} and {ndcg[('dl20', 'bm25-rm3')]:.4f}: the published pyserini "
-        "regression numbers to the fourth decimal, which confirms that the conversion and the evaluation reproduce "
-        "trec_eval. The learned first stages are much stronger, a reminder that the TK paper's setting (re-ranking "
-        "BM25) is the one where a re-ranker has the most to gain.",
-        display=False,
-    )
+    glue("shipped_reading", first_stage_reading.published_reading(reproduced), display=False)
 else:
     published_runs = [f"runs/{s}__{system}.trec" for s, system in PUBLISHED_NDCG10]
-    reproduced = Markdown(missing_sentence("scored BM25 and BM25+RM3 runs", published_runs))
-    glue(
-        "shipped_reading",
-        "Without those scored runs, nothing here is compared with the published numbers; the BM25 run the "
-        "next chapters re-rank is retrieved below.",
-        display=False,
-    )
+    reproduced = Markdown(data.missing_sentence("scored BM25 and BM25+RM3 runs", published_runs))
+    glue("shipped_reading", first_stage_reading.published_reading(None), display=False)
 reproduced
 
 # %% [markdown]
@@ -280,7 +244,9 @@ if len({system for _, system in per_query_ndcg}) > 1:
     write_csv(out / "significance_vs_bm25.csv", significance)
     significance_view = significance[["set", "system", "mean", "delta", "p", "p_bonferroni", "significant"]]
 else:
-    significance_view = Markdown(missing_sentence("scored runs of other first stages", ["runs/<set>__<system>.trec"]))
+    significance_view = Markdown(
+        data.missing_sentence("scored runs of other first stages", ["runs/<set>__<system>.trec"])
+    )
 significance_view
 
 # %% [markdown]
@@ -308,14 +274,14 @@ index_dir = out / "index-v1"
 lucene.build_index(paths.converted_dir() / "collection.tsv", index_dir, threads=index_threads)
 book_rows = []
 for query_set in ("dl19", "dl20"):
-    queries = load_queries(query_set)
-    qrels = load_qrels(query_set)
+    queries = data.load_queries(query_set)
+    qrels = data.load_qrels(query_set)
     chosen = limit_queries(list(queries), settings)
     for method in lucene.METHODS:
         run = lucene.retrieve(
             index_dir, {qid: queries[qid] for qid in chosen}, method, k=retrieval_depth, threads=index_threads
         )
-        system = f"{method}-{corpus_tag()}"
+        system = f"{method}-{data.corpus_tag()}"
         evaluation.write_trec_run(run, paths.run_path(profile, query_set, system), tag=system)
         book_rows.append(
             {"set": query_set, "system": system, "queries": len(chosen), **evaluation.evaluate(run, qrels)}
@@ -355,7 +321,7 @@ Markdown(first_stage_runs.runs_sentence(settings, retrieved))
 depths = list(range(1, 101))
 curves = []
 for (query_set, system), run in first_stages.items():
-    curve = evaluation.cutoff_curve(run, load_qrels(query_set), depths, measure="R")
+    curve = evaluation.cutoff_curve(run, data.load_qrels(query_set), depths, measure="R")
     curves.append(pd.DataFrame({"set": query_set, "system": system, "depth": depths, "recall": curve.values}))
 recall = pd.concat(curves, ignore_index=True)
 write_csv(out / "recall_by_depth.csv", recall)
@@ -396,9 +362,10 @@ summary = {
     "profile": profile,
     "passages_v1": len(collection_v1),
     "passages_v2": len(collection_v2),
-    "queries": {s: len(load_queries(s)) for s in held_query_sets(QUERY_SETS)},
+    "queries": {s: len(data.load_queries(s)) for s in data.held_query_sets(QUERY_SETS)},
     "bm25_ndcg10": {
-        s: evaluation.per_query(first_stages[(s, "bm25")], load_qrels(s))["nDCG@10"].mean() for s in ("dl19", "dl20")
+        s: evaluation.per_query(first_stages[(s, "bm25")], data.load_qrels(s))["nDCG@10"].mean()
+        for s in ("dl19", "dl20")
     },
 }
 chapter.finish(summary)
