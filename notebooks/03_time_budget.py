@@ -66,6 +66,7 @@ from lib.experiments import artifacts, comparison_tables, first_stage_runs
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
 
+# %% tags=["hide-input"]
 chapter = start_chapter("03_time_budget", profile, seed, device, precision=4)
 out, running_on = chapter.out, chapter.device
 chosen_tk = artifacts.chosen_tk(profile) if chosen_tk is None else chosen_tk
@@ -115,6 +116,12 @@ speed["inputs"] = {"set": "dl19", "first_stage": comparison_tables.FIRST_STAGE, 
 write_json(out / "speed.json", speed)
 speed_table = pd.DataFrame(speed["results"]).set_index("model")
 docs_per_ms = speed_table["docs_per_ms"].to_dict()
+
+
+# %% [markdown]
+# Each architecture's throughput and query latency, beside the paper's throughput on its GPUs of 2019:
+
+# %%
 
 
 def latency_cell(row: pd.Series, count: int) -> str:
@@ -377,6 +384,12 @@ for (query_set, view), frame in frames.items():
     write_csv(out / f"budget_curves_{view}_{query_set}.csv", frame)
 
 
+# %% [markdown]
+# With the speeds chapter 2 measured for the book's own models, each test year's Figure 2:
+
+# %%
+
+
 def show_budget_figure(query_set: str, view: str, title: str) -> None:
     frame = frames[query_set, view]
     figure = plot_budget_curves(
@@ -487,21 +500,9 @@ crossover_table
 # ## What holds at book scale, and what does not
 
 # %%
-paper_order = sorted(
-    (n for n in timed if ARCHITECTURES[n].paper_docs_per_ms), key=lambda n: -ARCHITECTURES[n].paper_docs_per_ms
-)
-measured_order = sorted(paper_order, key=lambda n: -docs_per_ms[n])
-swapped = [
-    f"{ARCHITECTURES[a].label} / {ARCHITECTURES[b].label}"
-    for index, a in enumerate(paper_order)
-    for b in paper_order[index + 1 :]
-    if docs_per_ms[a] < docs_per_ms[b]
-]
-order_sentence = (
-    "The paper's ordering of the architectures by speed holds on this machine"
-    if not swapped
-    else f"The paper's ordering of the architectures by speed does not fully hold here (swapped: {'; '.join(swapped)})"
-)
+paper_speeds = {name: ARCHITECTURES[name].paper_docs_per_ms for name in timed if ARCHITECTURES[name].paper_docs_per_ms}
+architecture_labels = {name: ARCHITECTURES[name].label for name in paper_speeds}
+order_sentence = speed_report.speed_order_sentence(paper_speeds, docs_per_ms, architecture_labels)
 speeds_paper = speeds_for("paper")
 depth_100 = {name: time_budget.depth_at_budget(100.0, speeds_paper[name], max_depth) for name in ("tk2", "bert-cat")}
 below_at_full = [
@@ -523,6 +524,11 @@ chosen_leads = {s: speed_report.leading_ranges(time_budget.leading_spans(frames[
                 for s in sets}  # fmt: skip
 order_models = [name for name in ("knrm", "conv-knrm", chosen_tk, "bert-cat") if name in models]
 order_values = {s: [float(curves[s][name]["nDCG@10"].iloc[-1]) for name in order_models] for s in sets}
+
+# %% [markdown]
+# What this run's numbers say, one finding of the paper at a time:
+
+# %%
 reading = [
     f"- **Speed.** {order_sentence}; TK-2 is {ratio:.0f}× faster than BERT-Base measured in the same run "
     f"(the paper: 40×). In 100 ms per query TK-2 re-ranks {depth_100['tk2']} candidates here and a "

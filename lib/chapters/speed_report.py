@@ -222,3 +222,22 @@ def order_reading(values: Mapping[str, Sequence[float]], labels: Sequence[str]) 
         + (" — holds" if all(a < b for a, b in itertools.pairwise(row)) else " — does not hold")
         for year, row in values.items()
     ) + "."  # fmt: skip
+
+
+def speed_order_sentence(
+    paper_speeds: Mapping[str, float], measured: Mapping[str, float], labels: Mapping[str, str]
+) -> str:
+    """Whether the paper's order of the architectures by speed (``paper_speeds``: its docs/ms) holds in the
+    ``measured`` docs/ms, naming every pair the measurement swaps; one sentence without its full stop."""
+    paper_order = sorted(paper_speeds, key=lambda name: -paper_speeds[name])
+    swapped = [
+        f"{labels[a]} / {labels[b]}"
+        for index, a in enumerate(paper_order)
+        for b in paper_order[index + 1 :]
+        if measured[a] < measured[b]
+    ]
+    if not swapped:
+        return "The paper's ordering of the architectures by speed holds on this machine"
+    return (
+        f"The paper's ordering of the architectures by speed does not fully hold here (swapped: {'; '.join(swapped)})"
+    )

@@ -120,3 +120,14 @@ def test_the_papers_order_holds_only_where_every_value_rises() -> None:
     assert text == (
         "DL19 KNRM 0.300, TK 0.500, BERT-cat 0.600 — holds; DL20 KNRM 0.300, TK 0.500, BERT-cat 0.500 — does not hold."
     )
+
+
+def test_the_speed_order_sentence_names_every_swapped_pair() -> None:
+    paper = {"bert-base": 0.1, "tk2": 4.0, "knrm": 10.0}
+    labels = {"bert-base": "BERT-Base", "tk2": "TK-2", "knrm": "KNRM"}
+    assert speed_report.speed_order_sentence(paper, {"bert-base": 1, "tk2": 20, "knrm": 30}, labels) == (
+        "The paper's ordering of the architectures by speed holds on this machine"
+    )
+    assert speed_report.speed_order_sentence(paper, {"bert-base": 25, "tk2": 20, "knrm": 30}, labels) == (
+        "The paper's ordering of the architectures by speed does not fully hold here (swapped: TK-2 / BERT-Base)"
+    )
