@@ -55,7 +55,7 @@ from myst_nb import glue
 from lib.analyses import query_clusters
 from lib.analyses.first_relevant import NOT_FOUND_RULE, count_not_found, first_relevant_ranks, median_rank_table
 from lib.analyses.query_vectors import mean_query_vectors
-from lib.chapters import analysis_plots
+from lib.chapters import analysis_plots, query_clusters_reading
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
@@ -67,6 +67,7 @@ from lib.experiments.artifacts import candidate_scores, chosen_tk, trained_model
 from lib.models import registry
 from lib.representations.text import tokenize
 
+# %% tags=["hide-input"]
 CHAPTER = "04_query_clusters"
 TEST_SETS = ["dl19", "dl20"]  # both re-ranked by chapter 2's models (one per architecture)
 
@@ -278,49 +279,9 @@ table3.style.format({s: "{:g}" for s in systems}).background_gradient(subset=sys
 # %%
 overall = table3.loc["all", systems]
 per_cluster = table3.drop(index="all")
-gain = per_cluster["BM25"] - per_cluster[TK2]  # > 0: the TK finds the first relevant passage earlier
-definition_words = {"define", "definition", "meaning", "means", "mean", "defined"}
-
-
-def share_with(cluster: int, test) -> float:
-    members = queries[queries["cluster"] == cluster]["text"]
-    return float(np.mean([test(tokenize(text)) for text in members]))
-
-
-definition_cluster = max(described.index, key=lambda c: share_with(c, lambda t: bool(definition_words & set(t))))
-what_is_cluster = max(
-    described.index, key=lambda c: share_with(c, lambda t: t[:2] in (["what", "is"], ["what", "are"]))
-)
-
-
-def row_text(cluster: int) -> str:
-    if cluster not in per_cluster.index:
-        return f"cluster {cluster} has no judged TREC DL query"
-    row = per_cluster.loc[cluster]
-    return (
-        f"cluster {cluster} ({int(row['queries'])} TREC DL queries): BM25 {row['BM25']:g}, "
-        f"{TK2} {row[TK2]:g}, {BERT_CAT} {row[BERT_CAT]:g}"
-    )
-
-
-better = gain[gain > 0].index.tolist()
-worse = gain[gain < 0].index.tolist()
-lines = [
-    f"Over all {int(table3.loc['all', 'queries'])} TREC DL queries with a relevant passage, the median rank of "
-    f"the first relevant passage is {overall['BM25']:g} for BM25, {overall[TK2]:g} for {TK2} and "
-    f"{overall[BERT_CAT]:g} for {BERT_CAT}.",
-    f"{TK2} finds the first relevant passage earlier than BM25 (lower median) in {len(better)} of "
-    f"{len(per_cluster)} clusters"
-    + (f" ({', '.join(map(str, better))})" if better else "")
-    + f", later in {len(worse)}"
-    + (f" ({', '.join(map(str, worse))})" if worse else "")
-    + f", and ties it in {len(per_cluster) - len(better) - len(worse)}.",
-    f"The definition-like cluster (the most queries with {', '.join(sorted(definition_words))}) is "
-    f'{row_text(definition_cluster)}; the "what is / what are" cluster is {row_text(what_is_cluster)}.',
-    f"Clusters hold {int(per_cluster['queries'].min())} to {int(per_cluster['queries'].max())} TREC DL queries "
-    f"(median {per_cluster['queries'].median():g}).",
-]
-display(Markdown(" ".join(lines)))
+definition_cluster = query_clusters_reading.cluster_most(queries, described.index, query_clusters_reading.is_definition)
+what_is_cluster = query_clusters_reading.cluster_most(queries, described.index, query_clusters_reading.is_what_is)
+display(Markdown(query_clusters_reading.table3_reading(table3, TK2, BERT_CAT, definition_cluster, what_is_cluster)))
 glue("median_bm25", f"{overall['BM25']:g}", display=False)
 glue("median_tk2", f"{overall[TK2]:g}", display=False)
 glue("median_bert", f"{overall[BERT_CAT]:g}", display=False)

@@ -1,0 +1,81 @@
+"""Chapter 4's reading: what the book's query clusters say about where TK finds the first relevant passage.
+
+The sentences follow the paper's Table 3 analogue (median rank of the first relevant passage per
+system, over all queries and per cluster): how many clusters the TK improves over BM25, and the two
+clusters the paper singles out, found here by their queries' words ("what is / what are" openings,
+definition words).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lib.representations.text import tokenize
+
+#: The words that make a query definition-like (the paper's "meaning/definition" clusters).
+DEFINITION_WORDS = frozenset({"define", "definition", "meaning", "means", "mean", "defined"})
+
+
+def is_definition(tokens: Sequence[str]) -> bool:
+    """Whether a tokenised query holds one of :data:`DEFINITION_WORDS`."""
+    return bool(DEFINITION_WORDS & set(tokens))
+
+
+def is_what_is(tokens: Sequence[str]) -> bool:
+    """Whether a tokenised query opens with "what is" or "what are"."""
+    return list(tokens[:2]) in (["what", "is"], ["what", "are"])
+
+
+def cluster_most(queries: pd.DataFrame, clusters: Iterable[int], test: Callable[[Sequence[str]], bool]) -> int:
+    """The cluster (of ``clusters``, the first on a tie) whose queries (``queries``: columns "cluster", "text")
+    most often pass ``test`` once tokenised."""
+
+    def share(cluster: int) -> float:
+        members = queries[queries["cluster"] == cluster]["text"]
+        return float(np.mean([test(tokenize(text)) for text in members]))
+
+    return max(clusters, key=share)
+
+
+def cluster_ranks(per_cluster: pd.DataFrame, cluster: int, tk_label: str, bert_label: str) -> str:
+    """One cluster's median first-relevant ranks by system, in words."""
+    if cluster not in per_cluster.index:
+        return f"cluster {cluster} has no judged TREC DL query"
+    row = per_cluster.loc[cluster]
+    return (
+        f"cluster {cluster} ({int(row['queries'])} TREC DL queries): BM25 {row['BM25']:g}, "
+        f"{tk_label} {row[tk_label]:g}, {bert_label} {row[bert_label]:g}"
+    )
+
+
+def table3_reading(
+    table3: pd.DataFrame, tk_label: str, bert_label: str, definition_cluster: int, what_is_cluster: int
+) -> str:
+    """The Table 3 analogue in words (``table3``: median first-relevant rank per system and "queries", by
+    cluster, and over "all"): the overall medians, in how many clusters the TK beats, loses to or ties BM25,
+    the definition-like and "what is" clusters, and the clusters' sizes."""
+    overall = table3.loc["all"]
+    per_cluster = table3.drop(index="all")
+    gain = per_cluster["BM25"] - per_cluster[tk_label]  # > 0: the TK finds the first relevant passage earlier
+    better = gain[gain > 0].index.tolist()
+    worse = gain[gain < 0].index.tolist()
+    lines = [
+        f"Over all {int(overall['queries'])} TREC DL queries with a relevant passage, the median rank of "
+        f"the first relevant passage is {overall['BM25']:g} for BM25, {overall[tk_label]:g} for {tk_label} and "
+        f"{overall[bert_label]:g} for {bert_label}.",
+        f"{tk_label} finds the first relevant passage earlier than BM25 (lower median) in {len(better)} of "
+        f"{len(per_cluster)} clusters"
+        + (f" ({', '.join(map(str, better))})" if better else "")
+        + f", later in {len(worse)}"
+        + (f" ({', '.join(map(str, worse))})" if worse else "")
+        + f", and ties it in {len(per_cluster) - len(better) - len(worse)}.",
+        f"The definition-like cluster (the most queries with {', '.join(sorted(DEFINITION_WORDS))}) is "
+        f'{cluster_ranks(per_cluster, definition_cluster, tk_label, bert_label)}; the "what is / what are" '
+        f"cluster is {cluster_ranks(per_cluster, what_is_cluster, tk_label, bert_label)}.",
+        f"Clusters hold {int(per_cluster['queries'].min())} to {int(per_cluster['queries'].max())} TREC DL queries "
+        f"(median {per_cluster['queries'].median():g}).",
+    ]
+    return " ".join(lines)
