@@ -53,7 +53,7 @@ from myst_nb import glue
 from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
 from lib.analyses.explain_tk import explain_pair, passage_matches
-from lib.chapters import analysis_plots
+from lib.chapters import analysis_plots, explanation_reading
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv, write_text
@@ -133,6 +133,11 @@ PAPER_TEXTS = {
         "receptors and inhibit androgen receptor nuclear translocation and interaction with DNA ."
     ),
 }
+
+# %% [markdown]
+# Are the two passages in the book collection?
+
+# %%
 collection = load_collection("v1")
 in_collection = {role: pid in collection for role, pid in PAPER_PIDS.items()}
 paper_passages = {role: collection.get(pid, PAPER_TEXTS[role]) for role, pid in PAPER_PIDS.items()}
@@ -279,45 +284,8 @@ define_table
 
 
 # %%
-def define_position(explanation) -> int | None:
-    return explanation.query_tokens.index("define") if "define" in explanation.query_tokens else None
-
-
-def definition_phrases(explanation, phrases=("also", "known", "as", "subfamily", "is", "type")) -> str:
-    """The cosine of "define" with each definition word of the paper that occurs in the passage."""
-    position = define_position(explanation)
-    matches = passage_matches(explanation, query_term=position)
-    best = matches.groupby("term")["cosine"].max()
-    return ", ".join(f"{word} {best[word]:.2f}" for word in phrases if word in best.index)
-
-
-position = define_position(relevant)
-define_cosines = passage_matches(relevant, query_term=position)["cosine"]
-preferred = "the relevant passage" if relevant.s > bm25_top.s else "BM25's top passage"
 agrees = relevant.s > bm25_top.s
-difference = (relevant.kernels.set_index("mu")["term"] - bm25_top.kernels.set_index("mu")["term"]).sort_values(
-    key=abs, ascending=False
-)
-top_kernels = ", ".join(f"μ = {mu:g} ({delta:+.3f})" for mu, delta in difference.head(3).items())
-reading = [
-    f"The book's {tk_label} scores the relevant passage {relevant.s:.3f} and BM25's top passage {bm25_top.s:.3f}: it "
-    f"prefers {preferred}, "
-    + ("as the paper's TK did." if agrees else "the opposite of the paper's TK, which put the relevant passage first.")
-    + f" The kernels that separate the two scores most (relevant minus BM25 top) are {top_kernels}.",
-    f'In the relevant passage, the cosine of "define" with the paper\'s definition words is: '
-    f'{definition_phrases(relevant)}; over all its tokens "define" has a median cosine of '
-    f"{define_cosines.median():.2f} and a maximum of {define_cosines.max():.2f} "
-    f"(with {relevant.passage_tokens[int(define_cosines.idxmax())]!r}).",
-]
-if "(" in relevant.passage_tokens:
-    parenthesis = passage_matches(relevant, query_term=position).groupby("term")["cosine"].max()["("]
-    reading.append(f'This TK sees punctuation: "define" has a cosine of {parenthesis:.2f} with "(", the paper\'s cue.')
-else:
-    reading.append(
-        "This TK's word tokenizer drops punctuation, so the parentheses that the paper's TK matched with \"define\" "
-        "are not tokens here."
-    )
-display(Markdown(" ".join(reading)))
+display(Markdown(explanation_reading.androgen_reading(relevant, bm25_top, tk_label)))
 glue("androgen_agrees", "yes" if agrees else "no", display=False)
 
 # %% [markdown]
@@ -386,20 +354,16 @@ if case is not None:
 
 # %%
 if case is not None:
-    delta = (case_relevant.kernels.set_index("mu")["term"] - case_other.kernels.set_index("mu")["term"]).sort_values(
-        key=abs, ascending=False
-    )
     parts = [
         f"{tk_label} scores the relevant passage {case_relevant.s:.3f} and the non-relevant one {case_other.s:.3f}. "
-        f"The kernels that make the difference most are "
-        + ", ".join(f"μ = {mu:g} ({d:+.3f})" for mu, d in delta.head(3).items())
-        + ".",
+        "The kernels that make the difference most are "
+        f"{explanation_reading.kernel_differences(case_relevant, case_other)}.",
         f"The weighted log part β·s_log is {case_relevant.beta * case_relevant.s_log:.3f} against "
         f"{case_other.beta * case_other.s_log:.3f}, the length part γ·s_len "
         f"{case_relevant.gamma * case_relevant.s_len:.3f} against {case_other.gamma * case_other.s_len:.3f}; "
         f"the passages have {len(case_relevant.passage_tokens)} and {len(case_other.passage_tokens)} tokens.",
     ]
-    if define_position(case_relevant) is not None:
+    if explanation_reading.define_position(case_relevant) is not None:
         parts.append(
             'This query contains "define" too: in the relevant passage its closest words are '
             f"{closest_words(case_relevant)['define']}; in the non-relevant one, {closest_words(case_other)['define']}."
