@@ -341,6 +341,11 @@ for query_set, qs in protocol.tests.items():
         effectiveness.append(
             {"model": name, "set": query_set, "nDCG@10": evaluation.evaluate(run, qs.qrels)["nDCG@10"]}
         )
+
+# %% [markdown]
+# Each model's query latency, whole or with its passage side stored, and the bytes an index stores per passage:
+
+# %%
 sample_texts = [protocol.texts[p] for p in passages]
 start = time.perf_counter()
 for name in compared:
@@ -357,6 +362,11 @@ for name in compared:
     timing += [{"model": name, **row} for row in frame.to_dict("records")]
     stored[name] = lecture_comparison.storage(model, tokenizer, sample_texts, DOC_MAX_LENGTH)
 latency_seconds = time.perf_counter() - start
+
+# %% [markdown]
+# TILDE's latencies and index sizes come from chapter 6; then everything in one table:
+
+# %%
 tilde_latency = artifacts.tilde_latency(profile)
 for method, name in (("TILDE-QDL", "tilde-qdl"), ("TILDEv2", "tildev2")):
     for row in tilde_latency[tilde_latency["method"] == method].itertuples():
