@@ -52,7 +52,7 @@ from myst_nb import glue
 
 from lib.analyses.explain_case import pick_case
 from lib.analyses.explain_html import side_by_side_html
-from lib.analyses.explain_tk import explain_pair, passage_matches
+from lib.analyses.explain_tk import closest_words, explain_pair
 from lib.chapters import analysis_plots, explanation_reading
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
@@ -141,17 +141,8 @@ PAPER_TEXTS = {
 collection = load_collection("v1")
 in_collection = {role: pid in collection for role, pid in PAPER_PIDS.items()}
 paper_passages = {role: collection.get(pid, PAPER_TEXTS[role]) for role, pid in PAPER_PIDS.items()}
-if all(in_collection.values()):
-    source = "Both passages are in the book collection; their text is taken from there."
-else:
-    missing = ", ".join(pid for role, pid in PAPER_PIDS.items() if not in_collection[role])
-    source = (
-        f"Passage(s) {missing} are **not** in the book collection (it holds the TREC DL candidates and "
-        "judged passages, not all of MS MARCO), so the chapter uses the passage texts that the papers print "
-        f"(copied from the TU Wien notebook's Figure 2). The book's {tk_label} never saw this query in training: "
-        "it is an MS MARCO dev query."
-    )
-display(Markdown(source))
+missing = [pid for role, pid in PAPER_PIDS.items() if not in_collection[role]]
+display(Markdown(explanation_reading.paper_passages_reading(missing, tk_label)))
 glue("paper_pids_found", "yes" if all(in_collection.values()) else "no", display=False)
 
 # %% [markdown]
@@ -263,18 +254,6 @@ comparison.round(3)
 
 
 # %%
-def closest_words(explanation, n: int = 6) -> pd.Series:
-    """Per query term, the ``n`` distinct passage words with the highest cosine to it (cosine in brackets)."""
-    rows = {}
-    for position, term in enumerate(explanation.query_tokens):
-        matches = passage_matches(explanation, query_term=position).sort_values(
-            "cosine", ascending=False, kind="stable"
-        )
-        matches = matches.drop_duplicates("term").head(n)
-        rows[term] = ", ".join(f"{t} ({c:.2f})" for t, c in zip(matches["term"], matches["cosine"], strict=True))
-    return pd.Series(rows)
-
-
 define_table = pd.DataFrame(
     {"relevant passage": closest_words(relevant), "BM25's top passage": closest_words(bm25_top)}
 )
@@ -354,21 +333,7 @@ if case is not None:
 
 # %%
 if case is not None:
-    parts = [
-        f"{tk_label} scores the relevant passage {case_relevant.s:.3f} and the non-relevant one {case_other.s:.3f}. "
-        "The kernels that make the difference most are "
-        f"{explanation_reading.kernel_differences(case_relevant, case_other)}.",
-        f"The weighted log part β·s_log is {case_relevant.beta * case_relevant.s_log:.3f} against "
-        f"{case_other.beta * case_other.s_log:.3f}, the length part γ·s_len "
-        f"{case_relevant.gamma * case_relevant.s_len:.3f} against {case_other.gamma * case_other.s_len:.3f}; "
-        f"the passages have {len(case_relevant.passage_tokens)} and {len(case_other.passage_tokens)} tokens.",
-    ]
-    if explanation_reading.define_position(case_relevant) is not None:
-        parts.append(
-            'This query contains "define" too: in the relevant passage its closest words are '
-            f"{closest_words(case_relevant)['define']}; in the non-relevant one, {closest_words(case_other)['define']}."
-        )
-    display(Markdown(" ".join(parts)))
+    display(Markdown(explanation_reading.case_reading(case_relevant, case_other, tk_label)))
 
 # %% [markdown]
 # ## What the explanations can and cannot tell at book scale

@@ -192,3 +192,15 @@ def passage_matches(explanation: PairExplanation, query_term: int | None = None)
     )
     frame.index.name = "position"
     return frame
+
+
+def closest_words(explanation: PairExplanation, n: int = 6) -> pd.Series:
+    """Per query term, the ``n`` distinct passage words with the highest cosine to it: ``"word (0.87), …"``."""
+    rows = {}
+    for position, term in enumerate(explanation.query_tokens):
+        matches = passage_matches(explanation, query_term=position).sort_values(
+            "cosine", ascending=False, kind="stable"
+        )
+        matches = matches.drop_duplicates("term").head(n)
+        rows[term] = ", ".join(f"{t} ({c:.2f})" for t, c in zip(matches["term"], matches["cosine"], strict=True))
+    return pd.Series(rows)

@@ -7,12 +7,27 @@ definition words (and the parenthesis) that the paper's Figure 3 highlights.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
-from lib.analyses.explain_tk import PairExplanation, passage_matches
+from lib.analyses.explain_tk import PairExplanation, closest_words, passage_matches
 
 #: The definition words of the paper's relevant passage for "androgen receptor define" (its Figure 3).
 DEFINITION_PHRASES = ("also", "known", "as", "subfamily", "is", "type")
+
+
+def paper_passages_reading(missing: Sequence[str], tk_label: str) -> str:
+    """Where the paper's two passages come from: the book collection, or (``missing``: the ids it lacks) the
+    texts the papers print."""
+    if not missing:
+        return "Both passages are in the book collection; their text is taken from there."
+    return (
+        f"Passage(s) {', '.join(missing)} are **not** in the book collection (it holds the TREC DL candidates and "
+        "judged passages, not all of MS MARCO), so the chapter uses the passage texts that the papers print "
+        f"(copied from the TU Wien notebook's Figure 2). The book's {tk_label} never saw this query in training: "
+        "it is an MS MARCO dev query."
+    )
 
 
 def define_position(explanation: PairExplanation) -> int | None:
@@ -67,3 +82,22 @@ def androgen_reading(relevant: PairExplanation, bm25_top: PairExplanation, tk_la
             '"define" are not tokens here.'
         )
     return " ".join(reading)
+
+
+def case_reading(relevant: PairExplanation, other: PairExplanation, tk_label: str) -> str:
+    """A DL19 case in words: both scores, the kernels that separate them, the log and length parts, the passage
+    lengths, and, when the query holds "define", its closest words in both passages."""
+    parts = [
+        f"{tk_label} scores the relevant passage {relevant.s:.3f} and the non-relevant one {other.s:.3f}. "
+        f"The kernels that make the difference most are {kernel_differences(relevant, other)}.",
+        f"The weighted log part β·s_log is {relevant.beta * relevant.s_log:.3f} against "
+        f"{other.beta * other.s_log:.3f}, the length part γ·s_len "
+        f"{relevant.gamma * relevant.s_len:.3f} against {other.gamma * other.s_len:.3f}; "
+        f"the passages have {len(relevant.passage_tokens)} and {len(other.passage_tokens)} tokens.",
+    ]
+    if define_position(relevant) is not None:
+        parts.append(
+            'This query contains "define" too: in the relevant passage its closest words are '
+            f"{closest_words(relevant)['define']}; in the non-relevant one, {closest_words(other)['define']}."
+        )
+    return " ".join(parts)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from lib import data
-from lib.analyses.explain_tk import KERNEL_COLUMNS, explain_pair, passage_matches
+from lib.analyses.explain_tk import KERNEL_COLUMNS, closest_words, explain_pair, passage_matches
 from lib.core.types import ranking_from_run
 from lib.models.tk import TK
 from lib.models.tk_bert import TKBert
@@ -131,3 +131,11 @@ def test_a_tk_on_minilms_layers_is_explained_over_its_word_pieces_exactly() -> N
         score = model.eval()(*tokenizer.encode([query], QUERY_MAX_LENGTH), *tokenizer.encode([passage], DOC_MAX_LENGTH))
     assert np.isclose(explanation.kernels["term"].sum(), explanation.s, atol=1e-4)
     assert np.isclose(explanation.s, float(score[0]), atol=1e-4)
+
+
+def test_closest_words_lists_each_query_terms_best_distinct_passage_words() -> None:
+    # query tokens: cat, dog; passage tokens: a, cat, a, c
+    match = np.array([[0.10, 0.95, 0.30, -0.4], [0.30, 0.20, 0.55, -0.3]])
+    explanation = hand_explanation("cat dog", "a cat a c", match, [1.0, 0.5, 0.0], [1, 2, 3], [0, 0, 0])
+    words = closest_words(explanation, n=2)
+    assert words.to_dict() == {"cat": "cat (0.95), a (0.30)", "dog": "a (0.55), cat (0.20)"}

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.chapters.explanation_reading import androgen_reading, define_position, definition_phrases, kernel_differences
+from lib.chapters.explanation_reading import (
+    androgen_reading,
+    case_reading,
+    define_position,
+    definition_phrases,
+    kernel_differences,
+    paper_passages_reading,
+)
 from tests.analysis_helpers import hand_explanation
 
 # query tokens: receptor, define; passage tokens: receptor, also, known, as, type
@@ -45,3 +52,17 @@ def test_the_androgen_reading_compares_with_the_papers_tk() -> None:
     assert "median cosine of 0.40 and a maximum of 0.70 (with 'type')" in text
     assert text.endswith("are not tokens here.")
     assert "the opposite of the paper's TK" in androgen_reading(OTHER, RELEVANT, "TK-2")
+
+
+def test_the_paper_passages_reading_names_the_missing_ones() -> None:
+    assert paper_passages_reading([], "TK-2").startswith("Both passages are in the book collection")
+    assert paper_passages_reading(["4339068", "1782337"], "TK-2").startswith(
+        "Passage(s) 4339068, 1782337 are **not** in the book collection"
+    )
+
+
+def test_the_case_reading_adds_defines_closest_words_when_the_query_has_it() -> None:
+    text = case_reading(RELEVANT, OTHER, "TK-2")
+    assert text.startswith("TK-2 scores the relevant passage 3.500 and the non-relevant one 1.900.")
+    assert "the passages have 5 and 2 tokens." in text
+    assert text.endswith("in the non-relevant one, inhibitor (0.20), receptor (0.10).")
