@@ -201,15 +201,7 @@ if len(paper_query):
     example_cluster = int(paper_query["cluster"].iloc[0])
     glue("example_cluster", example_cluster, display=False)
     glue("example_opening", described.loc[example_cluster, "opening"], display=False)
-    line = (
-        f"The paper's example query {paper_query['text'].iloc[0]!r} (dev-small id 2, explained in chapter 5) "
-        f"falls in cluster {example_cluster}, whose queries most often open with "
-        f"{described.loc[example_cluster, 'opening']} and whose most characteristic terms are "
-        f"{described.loc[example_cluster, 'terms']}."
-    )
-else:
-    line = "The paper's example query (dev-small id 2) is not among the clustered queries of this profile."
-display(Markdown(line))
+display(Markdown(query_clusters_reading.example_query_reading(paper_query, described)))
 
 # %% [markdown]
 # ## A map of the queries

@@ -402,13 +402,7 @@ save_figure(figure, out / "tradeoff.png")
 plt.show()
 
 # %% tags=["hide-input"]
-best = table["DL19 nDCG@10"].drop("BM25").idxmax()
-fastest = table[f"ms for {largest}"].dropna().idxmin()
-display(Markdown(
-    f"On DL19 the most effective re-ranker here is **{best}**; the fastest at {largest} candidates is "
-    f"**{fastest}**. BM25 scores nDCG@10 {table.loc['BM25', 'DL19 nDCG@10']:.3f}: a re-ranker above it is "
-    "worth its latency, one below it is not, whatever its speed."
-))  # fmt: skip
+display(Markdown(lecture_comparison.tradeoff_reading(table, largest)))
 
 # %% [markdown]
 # PreTTR's dial on the same axes: chapter 2's BERT-cat weights split at every *k* (untrained, the

@@ -181,6 +181,18 @@ def plot_tradeoff(
     return figure
 
 
+def tradeoff_reading(table: pd.DataFrame, candidates: int) -> str:
+    """The comparison table in one reading (``table``: :func:`comparison_table`'s, a "BM25" row): the most
+    effective re-ranker on DL19, the fastest at ``candidates`` candidates, and BM25's bar."""
+    best = table["DL19 nDCG@10"].drop("BM25").idxmax()
+    fastest = table[f"ms for {candidates}"].dropna().idxmin()
+    return (
+        f"On DL19 the most effective re-ranker here is **{best}**; the fastest at {candidates} candidates is "
+        f"**{fastest}**. BM25 scores nDCG@10 {table.loc['BM25', 'DL19 nDCG@10']:.3f}: a re-ranker above it is "
+        "worth its latency, one below it is not, whatever its speed."
+    )
+
+
 def gate_occurrences(
     model: TKSparse, vocabulary: Vocabulary, texts: Sequence[str], max_length: int, batch_size: int = 64
 ) -> pd.DataFrame:

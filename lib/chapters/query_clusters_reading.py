@@ -40,6 +40,20 @@ def cluster_most(queries: pd.DataFrame, clusters: Iterable[int], test: Callable[
     return max(clusters, key=share)
 
 
+def example_query_reading(example: pd.DataFrame, described: pd.DataFrame) -> str:
+    """Where the paper's example query (``example``: its row of the clustered queries, or none) falls: its
+    cluster's most frequent opening and most characteristic terms (``described``: columns "opening", "terms")."""
+    if not len(example):
+        return "The paper's example query (dev-small id 2) is not among the clustered queries of this profile."
+    cluster = int(example["cluster"].iloc[0])
+    return (
+        f"The paper's example query {example['text'].iloc[0]!r} (dev-small id 2, explained in chapter 5) "
+        f"falls in cluster {cluster}, whose queries most often open with "
+        f"{described.loc[cluster, 'opening']} and whose most characteristic terms are "
+        f"{described.loc[cluster, 'terms']}."
+    )
+
+
 def cluster_ranks(per_cluster: pd.DataFrame, cluster: int, tk_label: str, bert_label: str) -> str:
     """One cluster's median first-relevant ranks by system, in words."""
     if cluster not in per_cluster.index:

@@ -153,3 +153,13 @@ def test_prettr_reading_compares_with_the_untrained_split_bert_cat_and_bm25(
     assert "k = 5" in reading and "untrained split 0.550" in reading and "BERT-cat 0.600, BM25 0.450" in reading
     for phrase in expected:
         assert phrase in reading, phrase
+
+
+def test_the_tradeoff_reading_names_the_best_and_the_fastest_re_ranker() -> None:
+    table = pd.DataFrame(
+        {"DL19 nDCG@10": [0.5, 0.6, 0.7], "ms for 100": [None, 2.0, 30.0]}, index=["BM25", "TK-2", "BERT-cat"]
+    )
+    assert lecture_comparison.tradeoff_reading(table, 100) == (
+        "On DL19 the most effective re-ranker here is **BERT-cat**; the fastest at 100 candidates is **TK-2**. "
+        "BM25 scores nDCG@10 0.500: a re-ranker above it is worth its latency, one below it is not, whatever its speed."
+    )

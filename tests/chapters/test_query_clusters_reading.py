@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lib.chapters.query_clusters_reading import cluster_most, is_definition, is_what_is, table3_reading
+from lib.chapters.query_clusters_reading import (
+    cluster_most,
+    example_query_reading,
+    is_definition,
+    is_what_is,
+    table3_reading,
+)
 
 QUERIES = pd.DataFrame(
     {
@@ -37,4 +43,16 @@ def test_table3_reading_counts_clusters_the_tk_improves() -> None:
         "with define, defined, definition, mean, meaning, means) is cluster 1 (3 TREC DL queries): BM25 5, TK 6, "
         'BERT 2; the "what is / what are" cluster is cluster 7 has no judged TREC DL query. Clusters hold 0 to 3 '
         "TREC DL queries (median 2)."
+    )
+
+
+def test_the_example_query_reading_names_its_cluster() -> None:
+    described = pd.DataFrame({"opening": ["what is (60%)", "define (40%)"], "terms": ["a, b", "c, d"]}, index=[0, 1])
+    example = pd.DataFrame({"qid": ["2"], "cluster": [1], "text": ["androgen receptor define"]})
+    assert example_query_reading(example, described) == (
+        "The paper's example query 'androgen receptor define' (dev-small id 2, explained in chapter 5) falls in "
+        "cluster 1, whose queries most often open with define (40%) and whose most characteristic terms are c, d."
+    )
+    assert example_query_reading(example.iloc[:0], described).endswith(
+        "not among the clustered queries of this profile."
     )
