@@ -530,26 +530,12 @@ order_values = {s: [float(curves[s][name]["nDCG@10"].iloc[-1]) for name in order
 
 # %%
 reading = [
-    f"- **Speed.** {order_sentence}; TK-2 is {ratio:.0f}× faster than BERT-Base measured in the same run "
-    f"(the paper: 40×). In 100 ms per query TK-2 re-ranks {depth_100['tk2']} candidates here and a "
-    f"BERT-Base-sized BERT-cat {depth_100['bert-cat']} (the paper, on a GPU: all 1,000 against 10).",
-    f"- **Effectiveness by depth.** Re-ranking all {max_depth} candidates ends below BM25's nDCG@10 for "
-    f"{len(below_at_full)} of {len(sets) * len(models)} model–year pairs"
-    + (f" ({', '.join(below_at_full)})" if below_at_full else "")
-    + ": at book scale, more depth — and so more time — "
-    + ("mostly hurts." if len(below_at_full) > len(sets) * len(models) / 2 else "does not mostly hurt."),
-    "- **Under a budget.** Measures and sets on which no re-ranker is ever strictly better than BM25 at any "
-    f"budget: {', '.join(never) if never else 'none'}. The best at any budget on {sets[0].upper()} nDCG@10 is "
-    f"{best_models[sets[0], 'nDCG@10']}; at 100 ms, in the paper's situation, {at_100}.",
-    f"- **The TK chosen on validation, {LABELS[chosen_tk]}.** {speed_report.leads_reading(chosen_leads)} "
-    "(the book's own speeds, chapter 2).",
-    f"- **The paper's order** (KNRM < Conv-KNRM < TK < BERT-cat, nDCG@10 re-ranking all {max_depth}), with "
-    f"{LABELS[chosen_tk]} as TK: " + speed_report.order_reading(order_values, [LABELS[m] for m in order_models]),
-    "- **The mechanism stands; the outcome is the data's.** Figure 2's argument — a faster model reaches "
-    "deeper in the same time, and depth buys effectiveness only where the model beats the first stage at "
-    "that depth — is what the method computes, exactly. The paper's conclusion (TK the best choice up to "
-    "about 200 ms) rests on TK and BERT trained on MS MARCO's hundreds of thousands of queries; the `paper` "
-    "profile runs the same code at that scale on a GPU.",
+    speed_report.speed_finding(order_sentence, ratio, depth_100),
+    speed_report.depth_finding(below_at_full, len(sets) * len(models), max_depth),
+    speed_report.budget_finding(never, sets[0], best_models[sets[0], "nDCG@10"], at_100),
+    speed_report.chosen_tk_finding(LABELS[chosen_tk], chosen_leads),
+    speed_report.order_finding(max_depth, LABELS[chosen_tk], order_values, [LABELS[m] for m in order_models]),
+    speed_report.MECHANISM_FINDING,
 ]
 display(Markdown("\n".join(reading)))
 

@@ -131,3 +131,26 @@ def test_the_speed_order_sentence_names_every_swapped_pair() -> None:
     assert speed_report.speed_order_sentence(paper, {"bert-base": 25, "tk2": 20, "knrm": 30}, labels) == (
         "The paper's ordering of the architectures by speed does not fully hold here (swapped: TK-2 / BERT-Base)"
     )
+
+
+def test_the_findings_bullets_follow_the_numbers() -> None:
+    speed = speed_report.speed_finding("The order holds", 12.4, {"tk2": 100, "bert-cat": 8})
+    assert speed.startswith("- **Speed.** The order holds; TK-2 is 12× faster than BERT-Base")
+    assert "TK-2 re-ranks 100 candidates here and a BERT-Base-sized BERT-cat 8" in speed
+    assert speed_report.depth_finding(["TK-2 on DL19", "KNRM on DL19"], 3, 100).endswith(
+        "for 2 of 3 model–year pairs (TK-2 on DL19, KNRM on DL19): at book scale, more depth — and so more time — "
+        "mostly hurts."
+    )
+    assert speed_report.depth_finding([], 4, 100).endswith("for 0 of 4 model–year pairs: at book scale, more depth "
+                                                            "— and so more time — does not mostly hurt.")  # fmt: skip
+    assert speed_report.budget_finding([], "dl19", "TK-2", "BERT-cat") == (
+        "- **Under a budget.** Measures and sets on which no re-ranker is ever strictly better than BM25 at any "
+        "budget: none. The best at any budget on DL19 nDCG@10 is TK-2; at 100 ms, in the paper's situation, BERT-cat."
+    )
+    chosen = speed_report.chosen_tk_finding("TK-2", {"dl19": "never"})
+    assert chosen == (
+        "- **The TK chosen on validation, TK-2.** On DL19 nDCG@10 it leads at no budget (the book's own speeds, "
+        "chapter 2)."
+    )
+    order = speed_report.order_finding(100, "TK-2", {"dl19": [0.4, 0.5]}, ["KNRM", "TK-2"])
+    assert order.endswith("with TK-2 as TK: DL19 KNRM 0.400, TK-2 0.500 — holds.")
