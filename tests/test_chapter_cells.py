@@ -1,0 +1,44 @@
+"""The chapter sources read as stories (ARCHITECTURE.md, "How to add … a chapter"): no code cell over 30 lines.
+
+A code cell of ``notebooks/NN_topic.py`` (jupytext percent format) is the lines after a ``# %%`` marker
+that is not ``# %% [markdown]``, up to the next marker, without its trailing blank lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.py"))
+#: The most lines a code cell may have; longer logic belongs in ``lib/``.
+MAX_CELL_LINES = 30
+
+
+def code_cells(source: str) -> list[tuple[int, int]]:
+    """Each code cell of a percent-format source: (line number of its marker, its length in lines)."""
+    lines = source.split("\n")
+    markers = [index for index, line in enumerate(lines) if line.startswith("# %%")] + [len(lines)]
+    cells = []
+    for start, end in itertools.pairwise(markers):
+        if "[markdown]" in lines[start]:
+            continue
+        body = lines[start + 1 : end]
+        while body and not body[-1].strip():
+            body.pop()
+        cells.append((start + 1, len(body)))
+    return cells
+
+
+def test_code_cells_are_counted_without_markdown_and_trailing_blank_lines() -> None:
+    source = "# %%\na = 1\nb = 2\n\n\n# %% [markdown]\n# text\n# %% tags=['x']\nc = 3\n"
+    assert code_cells(source) == [(1, 2), (8, 1)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.name)
+def test_no_code_cell_is_over_30_lines(notebook: Path) -> None:
+    long = [
+        (line, length) for line, length in code_cells(notebook.read_text(encoding="utf-8")) if length > MAX_CELL_LINES
+    ]
+    assert not long, f"{notebook.name}: code cells over {MAX_CELL_LINES} lines (marker line, length): {long}"
