@@ -1,1 +1,2 @@
-"""Stage 8: what trained models do: query clusters, first-relevant ranks, TK's kernels, TILDE and BERT-cat inside."""
+"""Stage 8: what trained models do: query clusters, first-relevant ranks, TK's per-kernel explanations, TILDE's
+passage dependence and BERT-cat's pair vectors."""
