@@ -365,9 +365,13 @@ PROFILES: dict[str, Profile] = {
         # step 1,000 with 0.488 and fell after). Listwise distillation (distill_negatives: groups of a positive and k
         # negatives, ColBERTv2's KL over each group, the same passages per step): k = 3 (16 groups a step) 0.477 at
         # step 400 (all 100 0.487 / 0.463), k = 7 (8 a step) 0.485 at step 1,000 (0.499 / 0.458); no gain over
-        # Margin-MSE's 0.488, not adopted. BERT patience 2 (not 4): in the chapter-2 build, BERT-cat's validation
-        # peaked at step 240 of 400 and TK-BERT-1's at 200 of 360; patience 4 ran four validations past each peak
-        # (BERT-cat about 10 minutes), patience 2 stops two validations after it with the same best step.
+        # Margin-MSE's 0.488, not adopted. TK-BERT-6 (TK on all 6 of MiniLM's layers, BERT-cat's schedule) peaked at
+        # its first validation, step 40 (0.505, the best TK so far; then 0.500, 0.498): all 100 0.562 / 0.508, tuned
+        # 0.555 / 0.531, above BM25 but not significantly (Bonferroni p 0.16 / 0.63), at BERT-cat's cost; not in
+        # the book's ladder (about as long to train as BERT-cat). BERT patience 2 (not 4): in the chapter-2 build,
+        # BERT-cat's validation peaked at step 240 of 400 and TK-BERT-1's at 200 of 360; patience 4 ran four
+        # validations past each peak (BERT-cat about 10 minutes), patience 2 stops two validations after it with
+        # the same best step.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
             bert_cat_lr=1e-4, bert_cat_warmup=30, bert_cat_max_steps=500, bert_cat_patience=2,
