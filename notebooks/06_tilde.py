@@ -166,15 +166,8 @@ trained = tilde_variants.train_variants(
     training_data.queries,
     texts,
     out / "models",
-    steps=steps,
-    batch_size=batch_size,
-    lr=lr,
-    seed=seed,
-    device=device,
-    trainable_layers=tilde_settings.trainable_layers,
-    head_lr=tilde_settings.head_lr,
+    tilde_protocol.training_config(tilde_settings, seed, device),
     reconstruction=training_data.reconstruction,
-    checkpoint_every=tilde_settings.checkpoint_every,
     pooled_cache=pooled,
 )
 curves = tilde_tables.loss_curves(trained)

@@ -2,7 +2,8 @@
 
 - :func:`starting_bert` — all-MiniLM-L6-v2 (or chapter 2's small BERT; ``paper``: ``bert-base-uncased`` by
   name), the weights every TILDE variant and TILDEv2 are fine-tuned from (TILDE paper §4.1 starts from BERT-Base).
-- :func:`trained_part` — what a ``trainable_layers`` setting fine-tunes, in words for the chapter.
+- :func:`trained_part` — what a ``trainable_layers`` setting fine-tunes, in words for the chapter;
+  :func:`training_config` — TILDE's fine-tuning schedule from the chapter's settings.
 - :func:`teacher_labelled` — chapter 2's teacher-labelled queries and the teacher's scores of their candidates;
   :func:`tilde_training_data` — TILDE's pairs: the judged pairs of the profile (DL21's; ``paper``: MS MARCO's training
   judgments, as :mod:`lib.training.paper_tilde`) and the teacher's, :func:`judged_source` how the chapter names them;
@@ -34,7 +35,7 @@ import numpy as np
 import torch
 
 from lib.core import paths
-from lib.core.profiles import Profile, limit_queries
+from lib.core.profiles import Profile, TildeSettings, limit_queries
 from lib.core.types import JudgedSet, top_of_run
 from lib.data import held_runs, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
@@ -67,6 +68,7 @@ from lib.reranking.tilde_v2_index import score_run as score_v2_run
 from lib.training.tilde import (
     MIN_RELEVANCE,
     MSMARCO_TRAIN_SET,
+    TildeTrainingConfig,
     TildeTrainingData,
     fold_training_data,
     msmarco_training_data,
@@ -163,6 +165,20 @@ def trained_part(trainable_layers: int | None) -> str:
     if trainable_layers == 0:
         return "the head alone (transform, decoder and bias) on a frozen encoder"
     return f"the encoder's top {trainable_layers} layer{'s' if trainable_layers > 1 else ''} and the head"
+
+
+def training_config(tilde: TildeSettings, seed: int, device: str | torch.device) -> TildeTrainingConfig:
+    """TILDE's fine-tuning (:func:`lib.training.tilde.train_tilde`) on chapter 6's settings ``tilde``."""
+    return TildeTrainingConfig(
+        steps=tilde.steps,
+        batch_size=tilde.batch_size,
+        lr=tilde.lr,
+        seed=seed,
+        device=device,
+        checkpoint_every=tilde.checkpoint_every,
+        trainable_layers=tilde.trainable_layers,
+        head_lr=tilde.head_lr,
+    )
 
 
 def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> DistillationSet:

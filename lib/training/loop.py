@@ -19,7 +19,8 @@ and schedule steps, a non-finite loss as an error, the tqdm progress bar, and at
 NumPy and torch random states) every ``checkpoint_every`` steps and at the last. On CPU a run resumed
 from a checkpoint ends with exactly the weights of an uninterrupted one. A trainer marks a finished
 run with :func:`write_marker` (parameters and results as JSON, written last) and reuses it with
-:func:`read_marker` instead of training again.
+:func:`read_marker` instead of training again; :func:`check_positive`, :func:`processes_sharing` and
+:func:`finish_run` are the checks and the end that the trainers share.
 
 **Several processes** (``torchrun``; :mod:`lib.core.distributed`, README "Paper scale and several
 GPUs"). When torchrun's environment names more than one process, the loop joins their process group
@@ -179,6 +180,46 @@ def write_marker(path: Path, fingerprint: Mapping[str, Any], record: Mapping[str
     if distributed.is_main():
         write_json(path, {"params": fingerprint, **record})
     distributed.barrier()
+
+
+# --- a trainer's plumbing around the loop: its checks and its end ----------------------------------------
+
+
+def check_positive(**values: Any) -> None:
+    """A ``ValueError`` naming the first of ``values`` (a trainer's sizes) that is not a positive integer."""
+    for name, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"parameter {name!r} must be a positive integer, got {value!r}")
+
+
+def processes_sharing(batch_size: int) -> int:
+    """Join torchrun's processes (if any) and return their number, which must divide ``batch_size``: each
+    process takes an equal share of every batch."""
+    distributed.init_from_env()
+    processes = distributed.world_size()
+    if batch_size % processes:
+        raise ValueError(
+            f"parameter 'batch_size' ({batch_size}) must be a multiple of the number of processes ({processes})"
+        )
+    return processes
+
+
+def finish_run(
+    state: LoopState, marker: Path, fingerprint: Mapping[str, Any], record: Mapping[str, Any], save: Callable[[], None]
+) -> None:
+    """End a run of :func:`run_loop` whose outputs and marker live in ``marker``'s folder, as every trainer does.
+
+    Nothing happens unless the run is finished (``stop_after``); then rank 0 writes the trained outputs
+    (``save()``), the marker with ``fingerprint`` and ``record`` follows (:func:`write_marker`), and rank 0
+    deletes the folder's checkpoint, which the marker has made redundant.
+    """
+    if not state.finished:
+        return
+    if distributed.is_main():
+        save()
+    write_marker(marker, fingerprint, record)
+    if distributed.is_main():
+        (marker.parent / CHECKPOINT_NAME).unlink(missing_ok=True)
 
 
 # --- random states -------------------------------------------------------------------------------------

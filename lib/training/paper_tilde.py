@@ -50,7 +50,13 @@ from lib.models.tilde_vocabulary import VOCABULARIES, TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
 from lib.representations.pretrained import bert_base_uncased_folder
 from lib.reranking.tilde_index import HEADER_NAME, TildeIndex, build_index, load_index
-from lib.training.tilde import MSMARCO_MIN_RELEVANCE, PAPER_LR, msmarco_training_pairs, train_tilde
+from lib.training.tilde import (
+    MSMARCO_MIN_RELEVANCE,
+    PAPER_LR,
+    TildeTrainingConfig,
+    msmarco_training_pairs,
+    train_tilde,
+)
 from lib.training.tilde_losses import LOSSES
 
 
@@ -89,13 +95,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     steps = arguments.steps or math.ceil(arguments.epochs * len(pairs) / arguments.batch_size)
     bert = arguments.bert or str(distributed.local_first(bert_base_uncased_folder))
     tokenizer = load_tokenizer(bert)
-    result = train_tilde(
-        Tilde(bert),
-        tokenizer,
-        pairs,
-        queries,
-        texts,
-        out / "model",
+    config = TildeTrainingConfig(
         loss=arguments.loss,
         vocabulary=arguments.vocabulary,
         steps=steps,
@@ -106,6 +106,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         checkpoint_every=arguments.checkpoint_every,
         progress=arguments.progress,
     )
+    result = train_tilde(Tilde(bert), tokenizer, pairs, queries, texts, out / "model", config)
     record: dict[str, Any] = {
         "bert": bert,
         "pairs": len(pairs),

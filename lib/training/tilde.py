@@ -37,7 +37,7 @@ import dataclasses
 import hashlib
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,11 +57,13 @@ from lib.training.loop import (
     BatchOrder,
     LoopSettings,
     as_json,
+    check_positive,
+    finish_run,
+    processes_sharing,
     read_marker,
     run_loop,
     step_seed,
     texts_fingerprint,
-    write_marker,
 )
 from lib.training.tilde_losses import LOSSES, dl_loss, ql_loss, vocabulary_bce
 
@@ -273,42 +275,16 @@ def _weights_digest(model: torch.nn.Module) -> str:
     return hasher.hexdigest()[:16]
 
 
-def train_tilde(
-    model: Tilde,
-    tokenizer: WordPieceTokenizer,
-    pairs: Sequence[Pair],
-    queries: Mapping[str, str],
-    texts: Mapping[str, str],
-    output_dir: str | os.PathLike,
-    loss: str = "biqdl",
-    vocabulary: str = "cleaned",
-    steps: int = 300,
-    batch_size: int = 16,
-    lr: float = BOOK_LR,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    amp: bool | str = "auto",
-    checkpoint_every: int = 50,
-    stop_after: int | None = None,
-    progress: bool = True,
-    trainable_layers: int | None = None,
-    head_lr: float | None = None,
-    reconstruction: Sequence[str] = (),
-    pooled_cache: PooledCache | None = None,
-) -> TildeTrainingResult:
-    """Fine-tune ``model`` on ``(qid, pid)`` pairs with ``loss`` over ``vocabulary``'s targets (module doc).
+@dataclass(frozen=True)
+class TildeTrainingConfig:
+    """How :func:`train_tilde` fine-tunes (module doc).
 
-    Each step takes ``batch_size`` examples in a seeded epoch-wise order. A pair's passage predicts the
-    query's pieces (L_QL) and/or the query the passage's (L_DL); a ``reconstruction`` passage predicts
-    its own pieces (the same binary cross-entropy, eq. 7, with the passage as its own "query"; the
-    book's addition, :func:`with_reconstruction`). Inputs are the model's capped word pieces; targets
-    are the whole texts' pieces (:class:`~lib.models.tilde_vocabulary.TargetVocabulary`).
-
-    Args:
-        model: the starting TILDE (e.g. ``Tilde(bert_folder)``); trained in place and returned.
+    Attributes:
         loss: ``"ql"``, ``"dl"`` or ``"biqdl"``; vocabulary: ``"cleaned"`` or ``"full"``.
+        steps: optimizer steps of ``batch_size`` examples, Adam at ``lr``, batches and dropout from ``seed``.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``; ``amp``: bf16 autocast
             (:func:`lib.training.pairwise.autocast`; ``"auto"`` = on CUDA only).
+        checkpoint_every: steps between checkpoints; ``progress``: show a progress bar.
         stop_after: stop (as an interruption would) after this step, checkpointing it.
         trainable_layers: fine-tune only the top this many Transformer layers and the head
             (:meth:`lib.models.tilde.Tilde.train_only_top`); ``None``: the whole network, as the paper;
@@ -316,6 +292,45 @@ def train_tilde(
             training text are then computed once (eval mode) and reused by every step.
         head_lr: the head's own Adam rate (transform and bias, new weights for an encoder without an
             MLM head); ``None``: ``lr`` for everything, as the paper.
+    """
+
+    loss: str = "biqdl"
+    vocabulary: str = "cleaned"
+    steps: int = 300
+    batch_size: int = 16
+    lr: float = BOOK_LR
+    seed: int = 0
+    device: str | torch.device = "auto"
+    amp: bool | str = "auto"
+    checkpoint_every: int = 50
+    stop_after: int | None = None
+    progress: bool = True
+    trainable_layers: int | None = None
+    head_lr: float | None = None
+
+
+def train_tilde(
+    model: Tilde,
+    tokenizer: WordPieceTokenizer,
+    pairs: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    output_dir: str | os.PathLike,
+    config: TildeTrainingConfig = TildeTrainingConfig(),
+    reconstruction: Sequence[str] = (),
+    pooled_cache: PooledCache | None = None,
+) -> TildeTrainingResult:
+    """Fine-tune ``model`` on ``(qid, pid)`` pairs with ``config``'s loss over its vocabulary's targets (module doc).
+
+    Each step takes ``config.batch_size`` examples in a seeded epoch-wise order. A pair's passage predicts the
+    query's pieces (L_QL) and/or the query the passage's (L_DL); a ``reconstruction`` passage predicts
+    its own pieces (the same binary cross-entropy, eq. 7, with the passage as its own "query"; the
+    book's addition, :func:`with_reconstruction`). Inputs are the model's capped word pieces; targets
+    are the whole texts' pieces (:class:`~lib.models.tilde_vocabulary.TargetVocabulary`).
+
+    Args:
+        model: the starting TILDE (e.g. ``Tilde(bert_folder)``); trained in place and returned.
+        config: the schedule and what is trained (:class:`TildeTrainingConfig`).
         pooled_cache: where the encoder's pooled vectors are read and kept
             (:meth:`lib.models.tilde.Tilde.use_pooled_cache`, set on the returned model too); with a
             frozen encoder, texts another run or chapter already encoded are not encoded again.
@@ -325,11 +340,61 @@ def train_tilde(
     as the loss sums over the pairs, each process's share is scaled by the number of processes, so the
     averaged gradient is the whole batch's. Rank 0 alone writes the checkpoint, the model and the marker.
     """
-    if loss not in LOSSES:
-        raise ValueError(f"parameter 'loss' must be one of {list(LOSSES)}, got {loss!r}")
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("checkpoint_every", checkpoint_every)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"parameter {name!r} must be a positive integer, got {value!r}")
+    _check_inputs(pairs, queries, texts, reconstruction, config)
+    processes = processes_sharing(config.batch_size)
+    target_vocabulary = TargetVocabulary.named(config.vocabulary, tokenizer)
+    output_dir, device = Path(output_dir), resolve_device(config.device)
+    params = _fingerprint(model, pairs, queries, texts, reconstruction, config, target_vocabulary)
+    marker = output_dir / MARKER_NAME
+    epochs = config.steps * config.batch_size / (len(pairs) + len(reconstruction))
+    record = read_marker(marker, params)
+    if record is not None:
+        trained = Tilde.load(output_dir).eval().use_pooled_cache(pooled_cache)
+        return TildeTrainingResult(
+            output_dir, trained, record["losses"], 0, config.steps, 0.0, 0.0, epochs, params, str(device), True
+        )
+
+    model.to(device).use_pooled_cache(pooled_cache)
+    optimizer = _optimizer(model, config)
+    pieces = _pieces(tokenizer, pairs, queries, texts, reconstruction)
+    pooled = _frozen_vectors(model, pieces, config.loss) if config.trainable_layers == 0 else {}
+    loss_of_step = _loss_of_step(
+        model, pairs, reconstruction, pieces, pooled, target_vocabulary, config, device, processes
+    )
+    desc = f"TILDE ({config.loss}, {config.vocabulary})"
+    settings = LoopSettings(
+        config.steps, config.checkpoint_every, config.stop_after, desc=desc, progress=config.progress
+    )
+    state = run_loop(model, optimizer, loss_of_step, output_dir / CHECKPOINT_NAME, params, settings)
+    model.eval()
+    losses = [value / config.batch_size for value in state.losses]
+    finished = {"losses": losses, "seconds": state.seconds, "device": str(device)}
+    finish_run(state, marker, params, finished, lambda: model.save(output_dir, tokenizer))
+    return TildeTrainingResult(
+        path=output_dir,
+        model=model,
+        losses=losses,
+        steps_run=state.steps_run,
+        resumed_from=state.resumed_from,
+        seconds=state.seconds,
+        pairs_per_second=state.steps_run * config.batch_size / state.seconds if state.steps_run else 0.0,
+        epochs=epochs,
+        params=params,
+        device=str(device),
+        complete=state.finished,
+    )
+
+
+def _check_inputs(
+    pairs: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    reconstruction: Sequence[str],
+    config: TildeTrainingConfig,
+) -> None:
+    if config.loss not in LOSSES:
+        raise ValueError(f"parameter 'loss' must be one of {list(LOSSES)}, got {config.loss!r}")
+    check_positive(steps=config.steps, batch_size=config.batch_size, checkpoint_every=config.checkpoint_every)
     if not pairs:
         raise ValueError("parameter 'pairs' is empty: nothing to train on")
     missing = [pid for pid in reconstruction if pid not in texts]
@@ -340,64 +405,94 @@ def train_tilde(
             raise KeyError(f"training pair ({qid!r}, {pid!r}): query {qid!r} has no text in 'queries'")
         if pid not in texts:
             raise KeyError(f"training pair ({qid!r}, {pid!r}): passage {pid!r} has no text in 'texts'")
-    distributed.init_from_env()
-    processes = distributed.world_size()
-    if batch_size % processes:
-        raise ValueError(
-            f"parameter 'batch_size' ({batch_size}) must be a multiple of the number of processes ({processes})"
-        )
-    target_vocabulary = TargetVocabulary.named(vocabulary, tokenizer)
-    output_dir = Path(output_dir)
-    device = resolve_device(device)
+
+
+def _fingerprint(
+    model: Tilde,
+    pairs: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    reconstruction: Sequence[str],
+    config: TildeTrainingConfig,
+    target_vocabulary: TargetVocabulary,
+) -> dict:
+    """What a resumption must match (the keys of every book-scale checkpoint: unchanged)."""
     params = {
-        "loss": loss,
-        "vocabulary": vocabulary,
+        "loss": config.loss,
+        "vocabulary": config.vocabulary,
         "vocabulary_fingerprint": target_vocabulary.fingerprint,
-        "steps": steps,
-        "batch_size": batch_size,
-        "lr": lr,
-        "seed": seed,
+        "steps": config.steps,
+        "batch_size": config.batch_size,
+        "lr": config.lr,
+        "seed": config.seed,
         "pairs": len(pairs),
         "pairs_sha256": texts_fingerprint([f"{q}\t{p}\t{queries[q]}\t{texts[p]}" for q, p in pairs]),
         "initial_weights_sha256": _weights_digest(model),
         "model_settings": model.settings(),
-        "trainable_layers": trainable_layers,
-        "head_lr": head_lr,
+        "trainable_layers": config.trainable_layers,
+        "head_lr": config.head_lr,
         "reconstruction": len(reconstruction),
         "reconstruction_sha256": texts_fingerprint([f"{p}\t{texts[p]}" for p in reconstruction]),
     }
-    params = as_json(params)
-    marker, checkpoint = output_dir / MARKER_NAME, output_dir / CHECKPOINT_NAME
-    examples = len(pairs) + len(reconstruction)
-    epochs = steps * batch_size / examples
-    record = read_marker(marker, params)
-    if record is not None:
-        trained = Tilde.load(output_dir).eval().use_pooled_cache(pooled_cache)
-        return TildeTrainingResult(
-            output_dir, trained, record["losses"], 0, steps, 0.0, 0.0, epochs, params, str(device), True
-        )
+    return as_json(params)
 
-    model.to(device).use_pooled_cache(pooled_cache)
-    trainable = model.train_only_top(trainable_layers)
+
+def _optimizer(model: Tilde, config: TildeTrainingConfig) -> torch.optim.Adam:
+    """Adam over the trainable part (:meth:`~lib.models.tilde.Tilde.train_only_top`), the head at its own rate."""
+    trainable = model.train_only_top(config.trainable_layers)
     head = {id(p) for p in model.bert.cls.predictions.transform.parameters()} | {id(model.bert.cls.predictions.bias)}
+    head_lr = config.lr if config.head_lr is None else config.head_lr
     groups = [
-        {"params": [p for p in trainable if id(p) not in head], "lr": lr},
-        {"params": [p for p in trainable if id(p) in head], "lr": lr if head_lr is None else head_lr},
+        {"params": [p for p in trainable if id(p) not in head], "lr": config.lr},
+        {"params": [p for p in trainable if id(p) in head], "lr": head_lr},
     ]
-    optimizer = torch.optim.Adam([group for group in groups if group["params"]])
+    return torch.optim.Adam([group for group in groups if group["params"]])
+
+
+def _pieces(
+    tokenizer: WordPieceTokenizer,
+    pairs: Sequence[Pair],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    reconstruction: Sequence[str],
+) -> dict[str, dict[str, list[int]]]:
+    """The word pieces of every training query (by query order) and passage (by pid), by direction."""
     qids = sorted({q for q, _ in pairs}, key=query_order)
     pids = sorted({p for _, p in pairs} | set(reconstruction))
-    pieces = {
+    return {
         "query": dict(zip(qids, tokenizer.pieces([queries[q] for q in qids]), strict=True)),
         "passage": dict(zip(pids, tokenizer.pieces([texts[p] for p in pids]), strict=True)),
     }
-    keep = target_vocabulary.mask().to(device)
-    order = BatchOrder(examples, batch_size, seed)
+
+
+def _frozen_vectors(
+    model: Tilde, pieces: Mapping[str, Mapping[str, list[int]]], loss: str
+) -> dict[str, dict[str, torch.Tensor]]:
+    """A frozen encoder's pooled vectors of every training text, computed once: the head alone then trains."""
     pooled: dict[str, dict[str, torch.Tensor]] = {}
-    if trainable_layers == 0:  # a frozen encoder: its pooled vectors once, the head alone every step
-        for direction, keys in (("passage", pids), ("query", qids if loss != "ql" else [])):
-            vectors = model.pooled([pieces[direction][key] for key in keys], direction)
-            pooled[direction] = dict(zip(keys, vectors, strict=True))
+    for direction, keys in (
+        ("passage", list(pieces["passage"])),
+        ("query", list(pieces["query"]) if loss != "ql" else []),
+    ):
+        vectors = model.pooled([pieces[direction][key] for key in keys], direction)
+        pooled[direction] = dict(zip(keys, vectors, strict=True))
+    return pooled
+
+
+def _loss_of_step(
+    model: Tilde,
+    pairs: Sequence[Pair],
+    reconstruction: Sequence[str],
+    pieces: Mapping[str, Mapping[str, list[int]]],
+    pooled: Mapping[str, Mapping[str, torch.Tensor]],
+    target_vocabulary: TargetVocabulary,
+    config: TildeTrainingConfig,
+    device: torch.device,
+    processes: int,
+) -> Callable[[int], torch.Tensor]:
+    """The loss of a step (eq. 7–8 and the reconstruction term), summed over this process's share of its batch."""
+    keep = target_vocabulary.mask().to(device)
+    order = BatchOrder(len(pairs) + len(reconstruction), config.batch_size, config.seed)
 
     def logits(direction: str, keys: Sequence[str]) -> torch.Tensor:
         if pooled:
@@ -412,47 +507,22 @@ def train_tilde(
         chosen = distributed.shard(order.batch(step))
         batch = [pairs[i] for i in chosen if i < len(pairs)]
         own = [reconstruction[i - len(pairs)] for i in chosen if i >= len(pairs)]
-        torch.manual_seed(step_seed(seed, step, distributed.rank()))  # dropout
+        torch.manual_seed(step_seed(config.seed, step, distributed.rank()))  # dropout
         terms = torch.zeros((), device=device)
-        with autocast(device, amp):
+        with autocast(device, config.amp):
             if batch:
                 q_ids, p_ids = [q for q, _ in batch], [p for _, p in batch]
                 pair_terms = torch.zeros((), device=device)
-                if loss in ("ql", "biqdl"):
+                if config.loss in ("ql", "biqdl"):
                     pair_terms = pair_terms + ql_loss(logits("passage", p_ids), targets("query", q_ids), keep)
-                if loss in ("dl", "biqdl"):
+                if config.loss in ("dl", "biqdl"):
                     pair_terms = pair_terms + dl_loss(logits("query", q_ids), targets("passage", p_ids), keep)
-                terms = terms + (pair_terms / 2 if loss == "biqdl" else pair_terms)  # eq. 8
+                terms = terms + (pair_terms / 2 if config.loss == "biqdl" else pair_terms)  # eq. 8
             if own:
                 terms = terms + vocabulary_bce(logits("passage", own), targets("passage", own), keep).sum()
         return terms * processes if processes > 1 else terms  # a sum over the examples: the global batch's scale
 
-    desc = f"TILDE ({loss}, {vocabulary})"
-    settings = LoopSettings(steps, checkpoint_every, stop_after, desc=desc, progress=progress)
-    state = run_loop(model, optimizer, loss_of_step, checkpoint, params, settings)
-    model.eval()
-    losses = [value / batch_size for value in state.losses]
-    result = TildeTrainingResult(
-        path=output_dir,
-        model=model,
-        losses=losses,
-        steps_run=state.steps_run,
-        resumed_from=state.resumed_from,
-        seconds=state.seconds,
-        pairs_per_second=state.steps_run * batch_size / state.seconds if state.steps_run else 0.0,
-        epochs=epochs,
-        params=params,
-        device=str(device),
-        complete=state.finished,
-    )
-    if not state.finished:
-        return result
-    if distributed.is_main():
-        model.save(output_dir, tokenizer)
-    write_marker(marker, params, {"losses": losses, "seconds": state.seconds, "device": str(device)})
-    if distributed.is_main():
-        checkpoint.unlink(missing_ok=True)
-    return result
+    return loss_of_step
 
 
 __all__ = [
@@ -461,6 +531,7 @@ __all__ = [
     "MSMARCO_MIN_RELEVANCE",
     "MSMARCO_TRAIN_SET",
     "PAPER_LR",
+    "TildeTrainingConfig",
     "TildeTrainingData",
     "TildeTrainingResult",
     "fold_training_data",

@@ -9,17 +9,16 @@ vocabulary, so that cleaning is ablated for the paper's own loss as well.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from lib.models.tilde import Tilde
 from lib.models.tilde_pooled_cache import PooledCache
 from lib.representations.bert import WordPieceTokenizer
-from lib.training.tilde import Pair, TildeTrainingResult, train_tilde
+from lib.training.tilde import Pair, TildeTrainingConfig, TildeTrainingResult, train_tilde
 
 
 @dataclass(frozen=True)
@@ -66,49 +65,25 @@ def train_variants(
     queries: Mapping[str, str],
     texts: Mapping[str, str],
     folder: str | os.PathLike,
-    steps: int,
-    batch_size: int,
-    lr: float,
-    seed: int,
-    device: str | torch.device = "auto",
-    progress: bool = True,
-    trainable_layers: int | None = None,
-    head_lr: float | None = None,
+    config: TildeTrainingConfig,
     reconstruction: Sequence[str] = (),
-    checkpoint_every: int = 50,
     pooled_cache: PooledCache | None = None,
 ) -> dict[str, TildeTrainingResult]:
     """Fine-tune every variant of ``names`` from a model of ``new_model()`` into ``folder/<name>`` (resumable).
 
     Every variant starts from the same weights (``new_model`` must build the same ones each call) and
-    sees the same batches (same ``seed``); a folder that already holds a finished run with the same
-    arguments is loaded, not trained again. ``trainable_layers``, ``head_lr``, ``reconstruction``,
-    ``checkpoint_every`` and ``pooled_cache`` (with a frozen encoder, the variants share its vectors):
-    see :func:`lib.training.tilde.train_tilde`.
+    sees the same batches (same ``config.seed``); ``config`` is each run's schedule, with the variant's
+    own loss and vocabulary. A folder that already holds a finished run with the same arguments is
+    loaded, not trained again. ``reconstruction`` and ``pooled_cache`` (with a frozen encoder, the
+    variants share its vectors): see :func:`lib.training.tilde.train_tilde`.
     """
     results: dict[str, TildeTrainingResult] = {}
     for name in check_variants(names):
         variant = VARIANTS[name]
+        own = dataclasses.replace(config, loss=variant.loss, vocabulary=variant.vocabulary)
+        folder_of_variant = Path(folder) / name
         results[name] = train_tilde(
-            new_model(),
-            tokenizer,
-            pairs,
-            queries,
-            texts,
-            Path(folder) / name,
-            loss=variant.loss,
-            vocabulary=variant.vocabulary,
-            steps=steps,
-            batch_size=batch_size,
-            lr=lr,
-            seed=seed,
-            device=device,
-            progress=progress,
-            trainable_layers=trainable_layers,
-            head_lr=head_lr,
-            reconstruction=reconstruction,
-            checkpoint_every=checkpoint_every,
-            pooled_cache=pooled_cache,
+            new_model(), tokenizer, pairs, queries, texts, folder_of_variant, own, reconstruction, pooled_cache
         )
     return results
 

@@ -14,6 +14,7 @@ from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer
 from lib.training.tilde import (
     MIN_RELEVANCE,
+    TildeTrainingConfig,
     fold_training_data,
     relevant_pairs,
     teacher_pairs,
@@ -50,7 +51,9 @@ def run(material, out: Path, tokenizer: WordPieceTokenizer, **kwargs):
         "progress": False,
         **kwargs,
     }
-    return train_tilde(tiny_tilde(), tokenizer, pairs, queries, texts, out, **kwargs)
+    reconstruction = kwargs.pop("reconstruction", ())
+    config = TildeTrainingConfig(**kwargs)
+    return train_tilde(tiny_tilde(), tokenizer, pairs, queries, texts, out, config, reconstruction)
 
 
 def same_weights(left: Tilde, right: Tilde) -> bool:

@@ -17,7 +17,7 @@ from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import build_index, load_index
 from lib.reranking.tilde_scoring import rerank_run, score_run
-from lib.training.tilde import relevant_pairs, train_tilde
+from lib.training.tilde import TildeTrainingConfig, relevant_pairs, train_tilde
 from tests.tilde_helpers import tiny_tilde
 
 QUERIES, DEPTH = 3, 10
@@ -33,7 +33,13 @@ def test_the_whole_pipeline_gives_finite_scores_on_dl19(converted: Path, tmp_pat
     train_queries = data.load_queries("dl20")
     pairs = relevant_pairs(data.load_qrels("dl20"), texts)[:16]
     trained = train_tilde(
-        tiny_tilde(), tokenizer, pairs, train_queries, texts, tmp_path / "model", steps=2, batch_size=8, device="cpu"
+        tiny_tilde(),
+        tokenizer,
+        pairs,
+        train_queries,
+        texts,
+        tmp_path / "model",
+        TildeTrainingConfig(steps=2, batch_size=8, device="cpu"),
     )
     model = Tilde.load(tmp_path / "model")  # what a later chapter reads back
     queries = data.load_queries("dl19")

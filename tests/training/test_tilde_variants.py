@@ -12,6 +12,7 @@ from lib import data
 from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.training.tilde import relevant_pairs
+from lib.training.tilde import TildeTrainingConfig
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, Variant, check_variants, train_variants
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -40,7 +41,7 @@ def test_every_variant_starts_from_the_same_bert_and_a_finished_one_is_reused(co
     tokenizer = WordPieceTokenizer.from_vocab()
     texts = data.load_collection("v1")
     pairs = relevant_pairs(data.load_qrels("dl20"), texts)[:8]
-    arguments = dict(steps=2, batch_size=4, lr=1e-3, seed=1, device="cpu", progress=False)
+    config = TildeTrainingConfig(steps=2, batch_size=4, lr=1e-3, seed=1, device="cpu", progress=False)
     results = train_variants(
         ["ql", "biqdl"],
         lambda: Tilde(tmp_path / "bert"),
@@ -49,7 +50,7 @@ def test_every_variant_starts_from_the_same_bert_and_a_finished_one_is_reused(co
         data.load_queries("dl20"),
         texts,
         tmp_path / "m",
-        **arguments,
+        config,
     )
     assert list(results) == ["biqdl", "ql"]
     assert results["biqdl"].params["initial_weights_sha256"] == results["ql"].params["initial_weights_sha256"]
@@ -63,6 +64,6 @@ def test_every_variant_starts_from_the_same_bert_and_a_finished_one_is_reused(co
         data.load_queries("dl20"),
         texts,
         tmp_path / "m",
-        **arguments,
+        config,
     )
     assert again["biqdl"].steps_run == 0 and again["biqdl"].losses == results["biqdl"].losses
