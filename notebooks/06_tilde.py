@@ -197,13 +197,7 @@ v2_result = tilde_v2.train_tilde_v2(
     training_data.queries,
     texts,
     out / "models" / "tilde-v2",
-    steps=tilde_settings.v2_steps,
-    batch_size=tilde_settings.v2_batch_size,
-    group_size=tilde_settings.v2_group_size,
-    lr=tilde_settings.v2_lr,
-    seed=seed,
-    device=device,
-    trainable_layers=tilde_settings.v2_trainable_layers,
+    tilde_protocol.v2_training_config(tilde_settings, seed, device),
 )
 v2_losses = pd.Series(v2_result.losses, index=range(1, len(v2_result.losses) + 1), name="loss")
 axis = v2_losses.rolling(max(1, len(v2_losses) // 20), min_periods=1).mean().plot(figsize=(6.5, 3))

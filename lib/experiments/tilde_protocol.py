@@ -3,7 +3,7 @@
 - :func:`starting_bert` — all-MiniLM-L6-v2 (or chapter 2's small BERT; ``paper``: ``bert-base-uncased`` by
   name), the weights every TILDE variant and TILDEv2 are fine-tuned from (TILDE paper §4.1 starts from BERT-Base).
 - :func:`trained_part` — what a ``trainable_layers`` setting fine-tunes, in words for the chapter;
-  :func:`training_config` — TILDE's fine-tuning schedule from the chapter's settings.
+  :func:`training_config`, :func:`v2_training_config` — TILDE's and TILDEv2's fine-tuning from the chapter's settings.
 - :func:`teacher_labelled` — chapter 2's teacher-labelled queries and the teacher's scores of their candidates;
   :func:`tilde_training_data` — TILDE's pairs: the judged pairs of the profile (DL21's; ``paper``: MS MARCO's training
   judgments, as :mod:`lib.training.paper_tilde`) and the teacher's, :func:`judged_source` how the chapter names them;
@@ -74,7 +74,7 @@ from lib.training.tilde import (
     msmarco_training_data,
     with_teacher_pairs,
 )
-from lib.training.tilde_v2 import Group, groups
+from lib.training.tilde_v2 import Group, TildeV2TrainingConfig, groups
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
 
 #: The first stage the ablation, the random order and chapter 2's models re-rank.
@@ -178,6 +178,19 @@ def training_config(tilde: TildeSettings, seed: int, device: str | torch.device)
         checkpoint_every=tilde.checkpoint_every,
         trainable_layers=tilde.trainable_layers,
         head_lr=tilde.head_lr,
+    )
+
+
+def v2_training_config(tilde: TildeSettings, seed: int, device: str | torch.device) -> TildeV2TrainingConfig:
+    """TILDEv2's fine-tuning (:func:`lib.training.tilde_v2.train_tilde_v2`) on chapter 6's settings ``tilde``."""
+    return TildeV2TrainingConfig(
+        steps=tilde.v2_steps,
+        batch_size=tilde.v2_batch_size,
+        group_size=tilde.v2_group_size,
+        lr=tilde.v2_lr,
+        seed=seed,
+        device=device,
+        trainable_layers=tilde.v2_trainable_layers,
     )
 
 

@@ -21,7 +21,7 @@ process's (the same weights, no speed-up; TILDEv2 trains in minutes).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,11 +39,12 @@ from lib.training.loop import (
     BatchOrder,
     LoopSettings,
     as_json,
+    check_positive,
+    finish_run,
     read_marker,
     run_loop,
     step_seed,
     texts_fingerprint,
-    write_marker,
 )
 
 #: A teacher-labelled query's negatives are its candidates from this teacher rank on (1-based).
@@ -99,6 +100,28 @@ class TildeV2TrainingResult:
     device: str
 
 
+@dataclass(frozen=True)
+class TildeV2TrainingConfig:
+    """How :func:`train_tilde_v2` fine-tunes: ``steps`` of ``batch_size`` groups of ``group_size`` passages,
+    Adam at ``lr``, batches, negatives and dropout from ``seed``, on ``device`` (``"auto"``: CUDA when
+    available) with bf16 autocast ``amp`` (``"auto"``: on CUDA only), a checkpoint every
+    ``checkpoint_every`` steps, ``stop_after`` (stop as an interruption would, after this step),
+    ``progress`` (a progress bar) and ``trainable_layers`` (fine-tune only the top this many layers and
+    the projection, :meth:`lib.models.tilde_v2.TildeV2.train_only_top`; ``None``: everything, as the paper)."""
+
+    steps: int = 300
+    batch_size: int = 4
+    group_size: int = 8
+    lr: float = 5e-5
+    seed: int = 0
+    device: str | torch.device = "auto"
+    amp: bool | str = "auto"
+    checkpoint_every: int = 50
+    stop_after: int | None = None
+    progress: bool = True
+    trainable_layers: int | None = None
+
+
 def train_tilde_v2(
     model: TildeV2,
     tokenizer: WordPieceTokenizer,
@@ -106,26 +129,46 @@ def train_tilde_v2(
     queries: Mapping[str, str],
     texts: Mapping[str, str],
     output_dir: str | os.PathLike,
-    steps: int = 300,
-    batch_size: int = 4,
-    group_size: int = 8,
-    lr: float = 5e-5,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    amp: bool | str = "auto",
-    checkpoint_every: int = 50,
-    stop_after: int | None = None,
-    progress: bool = True,
-    trainable_layers: int | None = None,
+    config: TildeV2TrainingConfig = TildeV2TrainingConfig(),
 ) -> TildeV2TrainingResult:
-    """Fine-tune ``model`` on ``training_groups`` with the grouped cross-entropy (module doc), in ``output_dir``.
+    """Fine-tune ``model`` on ``training_groups`` with the grouped cross-entropy (module doc), in ``output_dir``,
+    as ``config`` says (:class:`TildeV2TrainingConfig`)."""
+    _check_inputs(training_groups, queries, texts, config)
+    output_dir, device = Path(output_dir), resolve_device(config.device)
+    params = _fingerprint(model, training_groups, queries, config)
+    marker = output_dir / MARKER_NAME
+    record = read_marker(marker, params)
+    if record is not None:
+        return TildeV2TrainingResult(
+            output_dir, TildeV2.load(output_dir).eval(), record["losses"], 0, config.steps, 0.0, params, str(device)
+        )
 
-    ``trainable_layers``: fine-tune only the top this many layers and the projection
-    (:meth:`lib.models.tilde_v2.TildeV2.train_only_top`; ``None``: everything, as the paper).
-    """
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("group_size", group_size)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"parameter {name!r} must be a positive integer, got {value!r}")
+    model.to(device)
+    optimizer = torch.optim.Adam(model.train_only_top(config.trainable_layers), lr=config.lr)
+    loss_of_step = _loss_of_step(model, tokenizer, training_groups, queries, texts, config, device)
+    settings = LoopSettings(
+        config.steps,
+        config.checkpoint_every,
+        config.stop_after,
+        desc="TILDEv2 (grouped cross-entropy)",
+        progress=config.progress,
+    )
+    state = run_loop(model, optimizer, loss_of_step, output_dir / CHECKPOINT_NAME, params, settings)
+    model.eval()
+    finished = {"losses": list(state.losses), "seconds": state.seconds, "device": str(device)}
+    finish_run(state, marker, params, finished, lambda: model.save(output_dir))
+    return TildeV2TrainingResult(
+        output_dir, model, list(state.losses), state.steps_run, state.resumed_from, state.seconds, params, str(device)
+    )
+
+
+def _check_inputs(
+    training_groups: Sequence[Group],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    config: TildeV2TrainingConfig,
+) -> None:
+    check_positive(steps=config.steps, batch_size=config.batch_size, group_size=config.group_size)
     if not training_groups:
         raise ValueError("parameter 'training_groups' is empty: nothing to train on")
     for group in training_groups:
@@ -134,16 +177,20 @@ def train_tilde_v2(
         for pid in (group.positive, *group.negatives):
             if pid not in texts:
                 raise KeyError(f"training group of query {group.qid!r}: passage {pid!r} has no text in 'texts'")
-    output_dir, device = Path(output_dir), resolve_device(device)
-    cleaned = TargetVocabulary.cleaned(tokenizer)
-    params = as_json(
+
+
+def _fingerprint(
+    model: TildeV2, training_groups: Sequence[Group], queries: Mapping[str, str], config: TildeV2TrainingConfig
+) -> dict:
+    """What a resumption must match (the keys of every book-scale checkpoint: unchanged)."""
+    return as_json(
         {
-            "steps": steps,
-            "batch_size": batch_size,
-            "group_size": group_size,
-            "lr": lr,
-            "seed": seed,
-            "trainable_layers": trainable_layers,
+            "steps": config.steps,
+            "batch_size": config.batch_size,
+            "group_size": config.group_size,
+            "lr": config.lr,
+            "seed": config.seed,
+            "trainable_layers": config.trainable_layers,
             "groups": len(training_groups),
             "groups_sha256": texts_fingerprint(
                 [f"{g.qid}\t{queries[g.qid]}\t{g.positive}\t{' '.join(g.negatives)}" for g in training_groups]
@@ -151,16 +198,20 @@ def train_tilde_v2(
             "model_settings": model.settings(),
         }
     )
-    marker, checkpoint = output_dir / MARKER_NAME, output_dir / CHECKPOINT_NAME
-    record = read_marker(marker, params)
-    if record is not None:
-        return TildeV2TrainingResult(
-            output_dir, TildeV2.load(output_dir).eval(), record["losses"], 0, steps, 0.0, params, str(device)
-        )
 
-    model.to(device)
-    optimizer = torch.optim.Adam(model.train_only_top(trainable_layers), lr=lr)
-    order = BatchOrder(len(training_groups), batch_size, seed)
+
+def _loss_of_step(
+    model: TildeV2,
+    tokenizer: WordPieceTokenizer,
+    training_groups: Sequence[Group],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    config: TildeV2TrainingConfig,
+    device: torch.device,
+) -> Callable[[int], torch.Tensor]:
+    """The grouped cross-entropy of a step: each query's positive against every passage of the step."""
+    cleaned = TargetVocabulary.cleaned(tokenizer)
+    order = BatchOrder(len(training_groups), config.batch_size, config.seed)
     piece_cache: dict[str, list[int]] = {}
 
     def pieces(pid: str) -> list[int]:
@@ -170,33 +221,29 @@ def train_tilde_v2(
 
     def loss_of_step(step: int) -> torch.Tensor:
         batch = [training_groups[i] for i in order.batch(step)]
-        rng = np.random.default_rng(step_seed(seed, step))
+        rng = np.random.default_rng(step_seed(config.seed, step))
         passages = []
         for group in batch:
-            count = group_size - 1
+            count = config.group_size - 1
             chosen = rng.choice(len(group.negatives), size=count, replace=len(group.negatives) < count)
             passages += [group.positive, *(group.negatives[int(i)] for i in chosen)]
-        torch.manual_seed(step_seed(seed, step))  # dropout
+        torch.manual_seed(step_seed(config.seed, step))  # dropout
         query_ids, query_mask = pad_pieces([cleaned.clean(tokenizer.pieces([queries[g.qid]])[0]) for g in batch])
-        with autocast(device, amp):
+        with autocast(device, config.amp):
             doc_ids, weights = model.piece_weights([pieces(pid) for pid in passages])
         scores = exact_match_scores(query_ids.to(device), query_mask.to(device), doc_ids, weights)
-        labels = torch.arange(len(batch), device=device) * group_size
+        labels = torch.arange(len(batch), device=device) * config.group_size
         return functional.cross_entropy(scores, labels)
 
-    settings = LoopSettings(
-        steps, checkpoint_every, stop_after, desc="TILDEv2 (grouped cross-entropy)", progress=progress
-    )
-    state = run_loop(model, optimizer, loss_of_step, checkpoint, params, settings)
-    model.eval()
-    result = TildeV2TrainingResult(
-        output_dir, model, list(state.losses), state.steps_run, state.resumed_from, state.seconds, params, str(device)
-    )
-    if state.finished:
-        model.save(output_dir)
-        write_marker(marker, params, {"losses": list(state.losses), "seconds": state.seconds, "device": str(device)})
-        checkpoint.unlink(missing_ok=True)
-    return result
+    return loss_of_step
 
 
-__all__ = ["NEGATIVES_FROM", "Group", "TildeV2TrainingResult", "groups", "teacher_groups", "train_tilde_v2"]
+__all__ = [
+    "NEGATIVES_FROM",
+    "Group",
+    "TildeV2TrainingConfig",
+    "TildeV2TrainingResult",
+    "groups",
+    "teacher_groups",
+    "train_tilde_v2",
+]

@@ -10,7 +10,7 @@ import torch
 import lib.training.tilde_v2 as training
 from lib import data
 from lib.representations.bert import WordPieceTokenizer
-from lib.training.tilde_v2 import NEGATIVES_FROM, Group, groups, teacher_groups, train_tilde_v2
+from lib.training.tilde_v2 import NEGATIVES_FROM, Group, TildeV2TrainingConfig, groups, teacher_groups, train_tilde_v2
 from tests.tilde_helpers import tiny_tilde_v2
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -41,9 +41,8 @@ def material(converted: Path):
 def run(material, out: Path, **kwargs):
     made, queries, texts = material
     arguments = dict(steps=4, batch_size=2, group_size=3, checkpoint_every=2, seed=3, device="cpu", progress=False)
-    return train_tilde_v2(
-        tiny_tilde_v2(), WordPieceTokenizer.from_vocab(), made, queries, texts, out, **arguments | kwargs
-    )
+    config = TildeV2TrainingConfig(**arguments | kwargs)
+    return train_tilde_v2(tiny_tilde_v2(), WordPieceTokenizer.from_vocab(), made, queries, texts, out, config)
 
 
 def test_resume_after_an_interruption_ends_with_the_uninterrupted_weights(

@@ -11,8 +11,7 @@ from transformers import BertForMaskedLM
 from lib import data
 from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
-from lib.training.tilde import relevant_pairs
-from lib.training.tilde import TildeTrainingConfig
+from lib.training.tilde import TildeTrainingConfig, relevant_pairs
 from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS, Variant, check_variants, train_variants
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
