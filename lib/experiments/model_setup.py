@@ -36,7 +36,7 @@ from lib.representations.word_vectors import (
     save_matrix,
     train_word_vectors,
 )
-from lib.training.masked_lm import pretrain_mlm
+from lib.training.masked_lm import PretrainConfig, pretrain_mlm
 from lib.training.pairwise import TrainingConfig
 
 #: The word vectors chapter 2 can start from (``TrainingSettings.embedding_method``).
@@ -160,16 +160,14 @@ def prepare_representations(
             heads=settings.bert_heads,
             intermediate=settings.bert_intermediate,
         )
-        pretrain_mlm(
-            list(book_texts().values()),
-            small_bert,
-            config=config,
+        training = PretrainConfig(
             steps=settings.bert_steps,
             batch_size=settings.bert_batch_size,
             seq_len=settings.bert_seq_len,
             seed=seed,
             checkpoint_every=max(1, settings.bert_steps // 5),
         )
+        pretrain_mlm(list(book_texts().values()), small_bert, training, config=config)
     bert_path = bert_cat_folder(settings.bert_cat_start, small_bert)
     wordpiece = load_tokenizer(bert_path) if bert_path.exists() else WordPieceTokenizer.from_vocab()
     kept_small_bert = small_bert if with_small_bert else None

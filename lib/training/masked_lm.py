@@ -37,11 +37,12 @@ from lib.training.loop import (
     BatchOrder,
     LoopSettings,
     as_json,
+    finish_run,
+    processes_sharing,
     read_marker,
     run_loop,
     step_seed,
     texts_fingerprint,
-    write_marker,
 )
 
 #: The completion marker of a finished pre-training (parameters and losses, written last).
@@ -178,36 +179,57 @@ class PretrainResult:
     model: BertForMaskedLM | None = field(default=None, repr=False, compare=False)
 
 
+@dataclass(frozen=True)
+class PretrainConfig:
+    """How :func:`pretrain_mlm` pre-trains.
+
+    Attributes:
+        steps: optimizer steps of ``batch_size`` sequences of at most ``seq_len`` word pieces.
+        lr: peak learning rate (1e-3 suits a small BERT and a short schedule; BERT-base used 1e-4), reached
+            after ``warmup`` (a fraction of the steps); ``weight_decay``: AdamW's.
+        seed: fixes the pairs, their order, the masks and dropout.
+        device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``; bf16 autocast on CUDA.
+        checkpoint_every: steps between checkpoints.
+        stop_after: stop (as an interruption would) after this step, checkpointing it; ``None``: run to ``steps``.
+        progress: show a tqdm bar.
+        mismatch: what a checkpoint or finished model of *other* parameters in the output folder means:
+            ``"retrain"`` (a warning naming the differences, then a fresh start; a re-run of a
+            chapter with new parameters just works) or ``"error"`` (a ``ValueError`` naming them).
+    """
+
+    steps: int = 1000
+    batch_size: int = 32
+    seq_len: int = 128
+    lr: float = 1e-3
+    seed: int = 0
+    device: str | torch.device = "auto"
+    checkpoint_every: int = 100
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    stop_after: int | None = None
+    progress: bool = True
+    mismatch: str = "retrain"
+
+
 def pretrain_mlm(
     texts: Sequence[str],
     output_dir: str | os.PathLike,
+    training: PretrainConfig = PretrainConfig(),
     config: BertConfig | None = None,
-    steps: int = 1000,
-    batch_size: int = 32,
-    seq_len: int = 128,
-    lr: float = 1e-3,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    checkpoint_every: int = 100,
     tokenizer: WordPieceTokenizer | None = None,
-    warmup: float = 0.1,
-    weight_decay: float = 0.01,
-    stop_after: int | None = None,
-    progress: bool = True,
-    mismatch: str = "retrain",
 ) -> PretrainResult:
     """Pre-train a ``BertForMaskedLM`` from scratch with masked LM on ``texts`` (the book corpus passages).
 
-    Sequences are passage pairs ``[CLS] a [SEP] b [SEP]`` of at most ``seq_len`` word pieces
-    (:func:`pair_examples`); each step takes ``batch_size`` of them in a seeded epoch-wise order and
+    Sequences are passage pairs ``[CLS] a [SEP] b [SEP]`` of at most ``training.seq_len`` word pieces
+    (:func:`pair_examples`); each step takes ``training.batch_size`` of them in a seeded epoch-wise order and
     masks them as BERT does (:func:`mask_tokens`). The LM head is applied to the masked positions
     only (the 30,522-way output dominates the cost otherwise). AdamW (β = 0.9/0.999, ε = 1e-6, weight
-    decay 0.01 except biases and LayerNorm), linear warm-up over ``warmup`` of the steps, then linear
+    decay 0.01 except biases and LayerNorm), linear warm-up over ``training.warmup`` of the steps, then linear
     decay to 0, gradient norm clipped at 1.
 
-    The run goes through :func:`lib.training.loop.run_loop`: every ``checkpoint_every`` steps the
+    The run goes through :func:`lib.training.loop.run_loop`: every ``training.checkpoint_every`` steps the
     model, optimizer and schedule go atomically to ``output_dir/checkpoint.pt``; calling again with
-    the same arguments resumes from it. All randomness of a step comes from ``(seed, step)``, so on
+    the same arguments resumes from it. All randomness of a step comes from ``(training.seed, step)``, so on
     CPU a resumed run ends with exactly the weights of an uninterrupted one. At the end the model
     (``save_pretrained``) and the tokenizer files are written into ``output_dir``, then
     ``pretraining.json`` (parameters and losses) as the completion marker; a complete folder with the
@@ -221,72 +243,30 @@ def pretrain_mlm(
     0 alone writes the checkpoint, the model and the marker.
 
     Args:
+        training: the schedule (:class:`PretrainConfig`).
         config: the BERT shape (default :func:`small_bert_config`); its ``vocab_size`` must be the tokenizer's.
-        lr: peak learning rate (1e-3 suits a small BERT and a short schedule; BERT-base used 1e-4).
-        device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``; bf16 autocast on CUDA.
         tokenizer: default: the real bert-base-uncased vocabulary (:meth:`WordPieceTokenizer.from_vocab`).
-        stop_after: stop (as an interruption would) after this step, checkpointing it; ``None``: run to ``steps``.
-        progress: show a tqdm bar.
-        mismatch: what a checkpoint or finished model of *other* parameters in ``output_dir`` means:
-            ``"retrain"`` (a warning naming the differences, then a fresh start; a re-run of a
-            chapter with new parameters just works) or ``"error"`` (a ``ValueError`` naming them).
     """
-    if isinstance(texts, str):
-        raise TypeError("parameter 'texts' must be a list of passages, not one string")
-    if not 0.0 <= warmup < 1.0:
-        raise ValueError(f"parameter 'warmup' is a fraction of the steps in [0, 1), got {warmup}")
-    settings = LoopSettings(
-        steps,
-        checkpoint_every,
-        stop_after,
-        grad_clip=1.0,
-        mismatch=mismatch,
-        desc="MLM pre-training",
-        progress=progress,
-    )
-    output_dir = Path(output_dir)
     tokenizer = tokenizer or WordPieceTokenizer.from_vocab()
     config = config or small_bert_config(vocab_size=tokenizer.vocab_size)
-    if config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"config.vocab_size ({config.vocab_size}) differs from the tokenizer's {tokenizer.vocab_size}")
-    if seq_len > config.max_position_embeddings:
-        raise ValueError(f"parameter 'seq_len' ({seq_len}) exceeds config.max_position_embeddings")
-    distributed.init_from_env()
-    if batch_size % distributed.world_size():
-        raise ValueError(
-            f"parameter 'batch_size' ({batch_size}) must be a multiple of the number of processes "
-            f"({distributed.world_size()})"
-        )
-    device = resolve_device(device)
-    params = _params(texts, tokenizer, config, steps, batch_size, seq_len, lr, seed, warmup, weight_decay)
+    settings = _check_inputs(texts, training, config, tokenizer)
+    output_dir, device = Path(output_dir), resolve_device(training.device)
+    params = _params(texts, tokenizer, config, training)
     marker = output_dir / MARKER_NAME
-    record = read_marker(marker, params, mismatch)
+    record = read_marker(marker, params, training.mismatch)
     if record is not None:
         model = load_bert(output_dir, lm_head=True)
-        return PretrainResult(output_dir, record["losses"], 0.0, 0, steps, 0.0, 0.0, params, str(device), True, model)
+        return PretrainResult(
+            output_dir, record["losses"], 0.0, 0, training.steps, 0.0, 0.0, params, str(device), True, model
+        )
 
-    torch.manual_seed(seed)
+    torch.manual_seed(training.seed)
     model = BertForMaskedLM(config).to(device)
-    optimizer = _optimizer(model, lr, weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(max(1, int(warmup * steps)), steps))
-    sequences, first_lengths = pair_examples(tokenizer.pieces(texts), seq_len, seed)
-    order = BatchOrder(len(sequences), batch_size, seed)
-    tokens = 0
-
-    def loss_of_step(step: int) -> torch.Tensor:
-        nonlocal tokens
-        ids, types, attention = _batch(sequences, first_lengths, distributed.shard(order.batch(step)))
-        seed_of_step = step_seed(seed, step, distributed.rank())
-        masked, labels = mask_tokens(ids, attention, torch.Generator().manual_seed(seed_of_step), config.vocab_size)
-        torch.manual_seed(seed_of_step)  # dropout
-        masked, labels, types, attention = (t.to(device) for t in (masked, labels, types, attention))
-        with autocast(device):
-            hidden = model.bert(input_ids=masked, attention_mask=attention, token_type_ids=types).last_hidden_state
-            chosen = labels != -100
-            logits = model.cls(hidden[chosen])
-        tokens += int(attention.sum())
-        return torch.nn.functional.cross_entropy(logits.float(), labels[chosen])
-
+    optimizer = _optimizer(model, training.lr, training.weight_decay)
+    warmup_steps = max(1, int(training.warmup * training.steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_linear(warmup_steps, training.steps))
+    sequences, first_lengths = pair_examples(tokenizer.pieces(texts), training.seq_len, training.seed)
+    loss_of_step = _MaskedLmStep(model, sequences, first_lengths, training, device)
     state = run_loop(model, optimizer, loss_of_step, output_dir / CHECKPOINT_NAME, params, settings, schedule)
     ran, seconds = state.steps_run, state.seconds
     result = PretrainResult(
@@ -295,7 +275,7 @@ def pretrain_mlm(
         seconds,
         ran,
         state.resumed_from,
-        tokens / seconds if ran else 0.0,
+        loss_of_step.tokens / seconds if ran else 0.0,
         ran / seconds if ran else 0.0,
         params,
         str(device),
@@ -306,43 +286,87 @@ def pretrain_mlm(
         return result
     model.eval()
     model.cpu()
-    if distributed.is_main():
-        with staged_folder(output_dir) as staging:
-            model.save_pretrained(staging)
-            tokenizer.save_files(staging)
-    write_marker(
-        marker, params, {f.name: getattr(result, f.name) for f in fields(result) if f.name not in _NOT_RECORDED}
-    )
-    if distributed.is_main():
-        (output_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
+    recorded = {f.name: getattr(result, f.name) for f in fields(result) if f.name not in _NOT_RECORDED}
+    finish_run(state, marker, params, recorded, lambda: _save(model, tokenizer, output_dir))
     return result
 
 
-def _params(
-    texts: Sequence[str],
-    tokenizer: WordPieceTokenizer,
-    config: BertConfig,
-    steps: int,
-    batch_size: int,
-    seq_len: int,
-    lr: float,
-    seed: int,
-    warmup: float,
-    weight_decay: float,
-) -> dict:
+def _check_inputs(
+    texts: Sequence[str], training: PretrainConfig, config: BertConfig, tokenizer: WordPieceTokenizer
+) -> LoopSettings:
+    """Refuse what cannot be pre-trained; the loop's settings (which check the step counts)."""
+    if isinstance(texts, str):
+        raise TypeError("parameter 'texts' must be a list of passages, not one string")
+    if not 0.0 <= training.warmup < 1.0:
+        raise ValueError(f"parameter 'warmup' is a fraction of the steps in [0, 1), got {training.warmup}")
+    settings = LoopSettings(
+        training.steps,
+        training.checkpoint_every,
+        training.stop_after,
+        grad_clip=1.0,
+        mismatch=training.mismatch,
+        desc="MLM pre-training",
+        progress=training.progress,
+    )
+    if config.vocab_size != tokenizer.vocab_size:
+        raise ValueError(f"config.vocab_size ({config.vocab_size}) differs from the tokenizer's {tokenizer.vocab_size}")
+    if training.seq_len > config.max_position_embeddings:
+        raise ValueError(f"parameter 'seq_len' ({training.seq_len}) exceeds config.max_position_embeddings")
+    processes_sharing(training.batch_size)
+    return settings
+
+
+class _MaskedLmStep:
+    """The masked-LM loss of a step on this process's share of its batch; ``tokens``: the real tokens seen."""
+
+    def __init__(
+        self,
+        model: BertForMaskedLM,
+        sequences: list[list[int]],
+        first_lengths: list[int],
+        training: PretrainConfig,
+        device: torch.device,
+    ) -> None:
+        self.model, self.sequences, self.first_lengths = model, sequences, first_lengths
+        self.seed, self.device = training.seed, device
+        self.order = BatchOrder(len(sequences), training.batch_size, training.seed)
+        self.tokens = 0
+
+    def __call__(self, step: int) -> torch.Tensor:
+        ids, types, attention = _batch(self.sequences, self.first_lengths, distributed.shard(self.order.batch(step)))
+        seed_of_step = step_seed(self.seed, step, distributed.rank())
+        vocab_size = self.model.config.vocab_size
+        masked, labels = mask_tokens(ids, attention, torch.Generator().manual_seed(seed_of_step), vocab_size)
+        torch.manual_seed(seed_of_step)  # dropout
+        masked, labels, types, attention = (t.to(self.device) for t in (masked, labels, types, attention))
+        with autocast(self.device):
+            hidden = self.model.bert(input_ids=masked, attention_mask=attention, token_type_ids=types).last_hidden_state
+            chosen = labels != -100
+            logits = self.model.cls(hidden[chosen])
+        self.tokens += int(attention.sum())
+        return torch.nn.functional.cross_entropy(logits.float(), labels[chosen])
+
+
+def _save(model: BertForMaskedLM, tokenizer: WordPieceTokenizer, output_dir: Path) -> None:
+    with staged_folder(output_dir) as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_files(staging)
+
+
+def _params(texts: Sequence[str], tokenizer: WordPieceTokenizer, config: BertConfig, training: PretrainConfig) -> dict:
     """The run's fingerprint: what a resumption or a reused model must match."""
     vocabulary = [piece for piece, _ in sorted(tokenizer.hf.get_vocab().items(), key=lambda item: item[1])]
     shape = json.loads(config.to_json_string(use_diff=True))
     shape.pop("transformers_version", None)
     return as_json(
         {
-            "steps": steps,
-            "batch_size": batch_size,
-            "seq_len": seq_len,
-            "lr": lr,
-            "seed": seed,
-            "warmup": warmup,
-            "weight_decay": weight_decay,
+            "steps": training.steps,
+            "batch_size": training.batch_size,
+            "seq_len": training.seq_len,
+            "lr": training.lr,
+            "seed": training.seed,
+            "warmup": training.warmup,
+            "weight_decay": training.weight_decay,
             "texts": len(texts),
             "texts_sha256": texts_fingerprint(texts),
             "vocab_sha256": texts_fingerprint(vocabulary),

@@ -19,7 +19,7 @@ from lib.representations.bert import (
     load_tokenizer,
     small_bert_config,
 )
-from lib.training.masked_lm import mask_tokens, mlm_loss, pair_examples, pretrain_mlm
+from lib.training.masked_lm import PretrainConfig, mask_tokens, mlm_loss, pair_examples, pretrain_mlm
 
 #: Tiny models run as fast on one thread, and a busy machine cannot stall a second one.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -46,7 +46,7 @@ def load_bert_untrained():
 
 def run(texts, out: Path, tokenizer: WordPieceTokenizer, steps: int = 6, **kwargs):
     kwargs = {"batch_size": 8, "seq_len": 48, "lr": 1e-3, "seed": 11, "device": "cpu", "progress": False, **kwargs}
-    return pretrain_mlm(texts, out, config=tiny_config(), steps=steps, tokenizer=tokenizer, **kwargs)
+    return pretrain_mlm(texts, out, PretrainConfig(steps=steps, **kwargs), config=tiny_config(), tokenizer=tokenizer)
 
 
 def test_pairs_look_like_bert_cat_inputs() -> None:
