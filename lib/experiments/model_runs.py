@@ -133,7 +133,7 @@ def run_model(
     """
     run_name = name if variant is None else f"{name}-{variant}"
     model, tokenizer = build_model(name, representations, seed)
-    config = training_config(name, settings, seed, device)
+    config = dataclasses.replace(training_config(name, settings, seed, device), progress=progress)
     if start is not None:
         model, config = start[0], dataclasses.replace(config, start=start[1])
     if model_spec(name).zero_shot:
@@ -151,7 +151,7 @@ def run_model(
             groups, targets = protocol.triples, {"margins": protocol.margins}
         result = train(
             model, tokenizer, groups, protocol.queries, protocol.texts, protocol.validation, config,
-            checkpoint_dir, progress, **targets,
+            checkpoint_dir, **targets,
         )  # fmt: skip
         model, history, best_step = result.model, result.history, result.best_step
 

@@ -144,6 +144,7 @@ class TrainingConfig:
         mismatch: what a checkpoint in ``checkpoint_dir`` written with other arguments (other pairs,
             margins, settings) means: ``"error"`` refuses it, ``"retrain"`` warns and trains afresh
             (:func:`lib.training.loop.check_fingerprint`).
+        progress: show the progress bar.
     """
 
     batch_size: int = 64
@@ -165,6 +166,7 @@ class TrainingConfig:
     bucket_batches: int = 1
     start: str | None = None
     mismatch: str = "error"
+    progress: bool = True
 
     def __post_init__(self) -> None:
         positive = (
@@ -203,7 +205,7 @@ class TrainingConfig:
 
 #: Settings that may change between an interrupted run and its resumption (they do not change the
 #: sequence of updates on one device): where it runs, mixed precision, the scoring batch size.
-_RESUMABLE_CHANGES = ("device", "amp", "eval_batch_size", "mismatch")
+_RESUMABLE_CHANGES = ("device", "amp", "eval_batch_size", "mismatch", "progress")
 
 
 @dataclass
@@ -504,7 +506,6 @@ def train(
     validation: JudgedSet,
     config: TrainingConfig,
     checkpoint_dir: str | Path,
-    progress: bool = True,
     margins: Sequence[float] | None = None,
     teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> TrainingResult:
@@ -532,8 +533,8 @@ def train(
     counter travel in it), and calling ``train`` again with the same arguments resumes from it: on
     CPU the resumed run ends with exactly the weights and history of an uninterrupted one (up to the
     ``seconds`` column). A finished run returns at once; a checkpoint made with other arguments (other
-    pairs, validation run, model class or shapes, or settings except ``device``, ``amp`` and
-    ``eval_batch_size``) is a ``ValueError``. ``best.pt`` holds the best weights, ``history.csv`` the
+    pairs, validation run, model class or shapes, or settings except ``device``, ``amp``,
+    ``eval_batch_size`` and ``progress``) is a ``ValueError``. ``best.pt`` holds the best weights, ``history.csv`` the
     history so far. The global Python, NumPy and torch generators are seeded with ``config.seed``
     at the start (dropout and any other randomness in the model draw from them).
 
@@ -573,7 +574,7 @@ def train(
         grad_clip=config.grad_clip,
         seed=config.seed,
         desc="train",
-        progress=progress,
+        progress=config.progress,
         mismatch=config.mismatch,
     )
     validator = _Validator(model, tokenizer, validation, texts, config, device, checkpoint_dir, len(pairs))
@@ -582,6 +583,11 @@ def train(
     state = run_loop(
         model, optimizer, loss_of_step, checkpoint_path, fingerprint, settings, schedule, on_checkpoint=validator
     )
+    return _best_of(model, state, checkpoint_dir)
+
+
+def _best_of(model: nn.Module, state: LoopState, checkpoint_dir: Path) -> TrainingResult:
+    """The end of :func:`train`: ``model`` with its best weights (kept in ``best.pt`` too), and the run's result."""
     extra = state.extra
     model.load_state_dict(extra["best_model"])
     model.eval()
@@ -597,7 +603,7 @@ def train(
         model=model,
         steps=state.step,
         stopped_early=extra["stop_reason"] == "early_stopping",
-        checkpoint_path=checkpoint_path,
+        checkpoint_path=checkpoint_dir / CHECKPOINT_NAME,
     )
 
 

@@ -147,7 +147,7 @@ def teacher_slice(dl19: dict) -> dict:  # noqa: F811
 def _distil(dl19: dict, teacher_slice: dict, folder: Path, config, seed: int = 0):  # noqa: F811
     return train(
         make_model(seed), HashTokenizer(), teacher_slice["triples"], dl19["queries"], dl19["texts"],
-        dl19["validation"], config, folder, progress=False, margins=teacher_slice["margins"],
+        dl19["validation"], config, folder, margins=teacher_slice["margins"],
     )  # fmt: skip
 
 
@@ -217,7 +217,7 @@ def test_listwise_distillation_over_groups_lowers_its_loss_and_raises_agreement(
     config = small_config(max_steps=60, validate_every=20, batch_size=8)
     result = train(
         make_model(0), HashTokenizer(), groups, dl19["queries"], dl19["texts"], dl19["validation"], config,
-        tmp_path / "listwise", progress=False, teacher_scores=scores,
+        tmp_path / "listwise", teacher_scores=scores,
     )  # fmt: skip
     history = result.history
     assert history["train_loss"].iloc[-1] < 0.8 * history["train_loss"].iloc[0]
@@ -225,8 +225,8 @@ def test_listwise_distillation_over_groups_lowers_its_loss_and_raises_agreement(
     assert after > before and after > 0.5, (before, after)
     arguments = (HashTokenizer(), groups, dl19["queries"], dl19["texts"], dl19["validation"], config)
     with pytest.raises(ValueError, match="groups need 'teacher_scores'"):
-        train(make_model(0), *arguments, tmp_path / "bad", progress=False)
+        train(make_model(0), *arguments, tmp_path / "bad")
     with pytest.raises(ValueError, match=r"teacher_scores\[0\] has 3 values"):
-        train(make_model(0), *arguments, tmp_path / "bad", progress=False, teacher_scores=[row[:3] for row in scores])
+        train(make_model(0), *arguments, tmp_path / "bad", teacher_scores=[row[:3] for row in scores])
     with pytest.raises(ValueError, match="exclude each other"):
-        train(make_model(0), *arguments, tmp_path / "bad", progress=False, teacher_scores=scores, margins=[0.0])
+        train(make_model(0), *arguments, tmp_path / "bad", teacher_scores=scores, margins=[0.0])

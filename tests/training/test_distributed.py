@@ -108,6 +108,7 @@ CONFIG = pairwise.TrainingConfig(
     device="cpu",
     rerank_depth=6,
     eval_batch_size=16,
+    progress=False,
 )
 
 
@@ -115,7 +116,7 @@ def train_pairwise(folder: Path) -> dict[str, Any]:
     """Train the tiny TK on the synthetic pairs; what the comparison needs."""
     pairs, queries, texts, validation = synthetic_data()
     model = tiny_tk()
-    result = pairwise.train(model, WordTokenizer(), pairs, queries, texts, validation, CONFIG, folder, progress=False)
+    result = pairwise.train(model, WordTokenizer(), pairs, queries, texts, validation, CONFIG, folder)
     saved = torch.load(folder / CHECKPOINT_NAME, map_location="cpu", weights_only=True)
     return {"last": saved["model"], "best": model.state_dict(), "losses": saved["losses"], "history": result.history}
 

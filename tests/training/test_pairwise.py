@@ -125,6 +125,7 @@ def small_config(**changes) -> TrainingConfig:
         seed=7,
         device="cpu",
         learning_rates={"embedding_lr": 0.05, "other_lr": 0.01},
+        progress=False,
     )
     settings.update(changes)
     return TrainingConfig(**settings)
@@ -140,7 +141,6 @@ def run_training(dl19: dict, pairs: list, folder: Path, config: TrainingConfig, 
         dl19["validation"],
         config,
         folder,
-        progress=False,
     )
 
 
