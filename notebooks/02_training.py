@@ -408,10 +408,11 @@ embedding_runs = {}
 if compare_embeddings and compare_embeddings != settings.embedding_method and "tk2" in models:
     other_settings = settings.replace(embedding_method=compare_embeddings)
     other = model_setup.prepare_representations(profile, other_settings, seed, out)
+    other_run = model_runs.RunVariant(compare_embeddings)
     embedding_runs = {
         settings.embedding_method: {fold: results[(fold, "tk2")] for fold in test_sets},
         compare_embeddings: model_runs.run_model(
-            "tk2", protocol, other, other_settings, profile, CHAPTER, seed, device=device, variant=compare_embeddings
+            "tk2", protocol, other, other_settings, profile, CHAPTER, seed, device=device, variant=other_run
         ),
     }
 embedding_comparison = comparison_tables.variant_comparison("vectors", embedding_runs, validation_metric)
@@ -436,7 +437,7 @@ if sources:
         )
         query_runs[label] = model_runs.run_model(
             "tk2", source_protocol, representations, source_settings, profile, CHAPTER, seed, device=device,
-            variant=label.split()[0],
+            variant=model_runs.RunVariant(label.split()[0]),
         )  # fmt: skip
 query_comparison = comparison_tables.variant_comparison("training queries", query_runs, validation_metric)
 write_csv(out / "query_comparison.csv", query_comparison)

@@ -115,7 +115,9 @@ start = time.perf_counter()
 for init in trec.inits:
     init_results[init] = model_runs.run_model(
         tk_name, protocol, tk_representations, settings, profile, CHAPTER, init, device=device,
-        variant=f"init{init}", reuse_from=artifacts.TRAINING_CHAPTER if init == protocol_seed else None,
+        variant=model_runs.RunVariant(
+            f"init{init}", reuse_from=artifacts.TRAINING_CHAPTER if init == protocol_seed else None
+        ),
     )  # fmt: skip
 init_seconds = time.perf_counter() - start
 inits_table = pd.DataFrame(
@@ -154,8 +156,9 @@ fast = model_setup.prepare_representations(
     profile, fast_settings, seed, out, min_count=trec.p2_min_count, with_small_bert=False
 )
 p2_results = model_runs.run_model(
-    "tk2", protocol, fast, fast_settings, profile, CHAPTER, seed, device=device, variant=trec.p2_vectors
-)
+    "tk2", protocol, fast, fast_settings, profile, CHAPTER, seed, device=device,
+    variant=model_runs.RunVariant(trec.p2_vectors),
+)  # fmt: skip
 p2_seconds = time.perf_counter() - start
 corpus_tokens = sum(len(tokenize(text)) for text in book_texts().values())
 glue("corpus_tokens", f"{corpus_tokens / 1e6:.1f} million", display=False)

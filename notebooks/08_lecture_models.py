@@ -210,10 +210,10 @@ split_table.round(3)
 start_model = PreTTR(representations.bert_path, num_layers=layers, split=prettr_k)
 start_model.load_state_dict(bert_cat.model.state_dict())
 begin = time.perf_counter()
+prettr_start = model_runs.RunVariant(start=(start_model, f"bert-cat {sha256_of(bert_cat.path)[:16]}, split {prettr_k}"))
 trained["prettr"] = model_runs.run_model(
-    "prettr", protocol, representations, settings, profile, CHAPTER, seed, device,
-    start=(start_model, f"bert-cat {sha256_of(bert_cat.path)[:16]}, split {prettr_k}"),
-)  # fmt: skip
+    "prettr", protocol, representations, settings, profile, CHAPTER, seed, device, variant=prettr_start
+)
 seconds["prettr"] = time.perf_counter() - begin
 display(
     Markdown(

@@ -5,7 +5,8 @@ measure, ``validation_metric``: nDCG@10 on DL21's graded judgments, MRR@10 on de
 a zero-shot model is used as it is), tune the re-ranking depth on validation (cs@N), and for
 each test year score the candidates once, write the per-candidate scores, the run at the tuned
 depth and the run re-ranking all candidates (``<set>__<model>-all.trec``), evaluate, and measure
-documents per millisecond. Where its checkpoint and scores live (:func:`checkpoint_folder`,
+documents per millisecond; :class:`RunVariant` — another run of the architecture than its plain one.
+Where its checkpoint and scores live (:func:`checkpoint_folder`,
 :func:`scores_path`), and the student's margins on the held-out triples (:func:`held_out_margins`).
 """
 
@@ -23,7 +24,7 @@ import torch
 from lib.core import paths
 from lib.core.device import resolve_device
 from lib.core.profiles import TrainingSettings
-from lib.core.types import JudgedSet, ranking_from_run
+from lib.core.types import JudgedSet, Run, ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
@@ -37,7 +38,7 @@ from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking import dense
 from lib.reranking.scoring import rerank, score_candidates
 from lib.training.distillation import Group, teacher_groups
-from lib.training.pairwise import TrainingResult, train
+from lib.training.pairwise import TrainingConfig, TrainingResult, train
 
 #: Suffix of the run that re-ranks all candidates (``<set>__<model>-all.trec``).
 ALL_CANDIDATES = "-all"
@@ -97,6 +98,29 @@ def training_groups(protocol: Protocol, settings: TrainingSettings, seed: int) -
     return teacher_groups(teacher, triple_sampling(settings), seed, protocol.distillation.random)
 
 
+@dataclass(frozen=True)
+class RunVariant:
+    """Which run of an architecture :func:`run_model` trains, when it is not the plain one.
+
+    ``name`` names a run of the same architecture on other representations (``tk2-word2vec``): its
+    checkpoint, scores and runs use that name. ``start`` — a model of the architecture and what its weights
+    are (:attr:`lib.training.pairwise.TrainingConfig.start`) — is trained instead of a freshly built one
+    (chapter 8's PreTTR from chapter 2's BERT-cat). ``reuse_from``: a chapter whose checkpoint of the
+    architecture this run starts from when it has none of its own — a finished run of the same protocol,
+    settings and seed is then resumed as finished, not trained again (chapter 7's init with chapter 2's seed
+    is chapter 2's model); any other difference trains afresh (its fingerprint differs,
+    :func:`lib.training.loop.check_fingerprint`).
+    """
+
+    name: str | None = None
+    start: tuple[torch.nn.Module, str] | None = None
+    reuse_from: str | None = None
+
+    def run_name(self, architecture: str) -> str:
+        """The name of this run of ``architecture``: its checkpoint's, scores' and runs'."""
+        return architecture if self.name is None else f"{architecture}-{self.name}"
+
+
 def run_model(
     name: str,
     protocol: Protocol,
@@ -107,9 +131,7 @@ def run_model(
     seed: int,
     device: str = "auto",
     progress: bool = True,
-    variant: str | None = None,
-    start: tuple[torch.nn.Module, str] | None = None,
-    reuse_from: str | None = None,
+    variant: RunVariant = RunVariant(),
 ) -> dict[str, ModelResult]:
     """Train ``name`` once on the protocol's triples (resuming its checkpoint), tune its depth, test each year.
 
@@ -122,37 +144,23 @@ def run_model(
     the scores of every candidate (:func:`scores_path`), the run at the tuned depth
     (``<set>__<name>.trec``), the run re-ranking all candidates (``<set>__<name>-all.trec``) and the
     interpolated run (``<set>__<name>-with-bm25.trec``) in the profile's runs folder, and returns one
-    :class:`ModelResult` per test year. ``variant`` names a run of the same architecture on other
-    representations (``tk2-word2vec``): its checkpoint, scores and runs use that name. ``start`` — a model of
-    architecture ``name`` and what its weights are (:attr:`lib.training.pairwise.TrainingConfig.start`) —
-    is trained instead of a freshly built one (chapter 8's PreTTR from chapter 2's BERT-cat). ``reuse_from``: a
-    chapter whose checkpoint of ``name`` this run starts from when it has none of its own — a finished run
-    of the same protocol, settings and seed is then resumed as finished, not trained again (chapter 7's
-    init with chapter 2's seed is chapter 2's model); any other difference trains afresh (its fingerprint
-    differs, :func:`lib.training.loop.check_fingerprint`).
+    :class:`ModelResult` per test year. ``variant``: another run of the architecture than its plain one
+    (:class:`RunVariant`: other representations, starting weights, or another chapter's checkpoint).
     """
-    run_name = name if variant is None else f"{name}-{variant}"
+    run_name = variant.run_name(name)
     model, tokenizer = build_model(name, representations, seed)
     config = dataclasses.replace(training_config(name, settings, seed, device), progress=progress)
-    if start is not None:
-        model, config = start[0], dataclasses.replace(config, start=start[1])
+    if variant.start is not None:
+        model, config = variant.start[0], dataclasses.replace(config, start=variant.start[1])
     if model_spec(name).zero_shot:
         model = model.to(resolve_device(device)).eval()
         columns = ["step", "epoch", "train_loss", *config.measures]
         history, best_step, result = pd.DataFrame(columns=columns), 0, None
     else:
         checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
-        if reuse_from is not None:
-            _copy_checkpoint(checkpoint_folder(profile, reuse_from, name), checkpoint_dir)
-        if settings.distill_negatives > 1:
-            groups, teacher_scores = training_groups(protocol, settings, seed)
-            targets = {"teacher_scores": teacher_scores}
-        else:
-            groups, targets = protocol.triples, {"margins": protocol.margins}
-        result = train(
-            model, tokenizer, groups, protocol.queries, protocol.texts, protocol.validation, config,
-            checkpoint_dir, **targets,
-        )  # fmt: skip
+        if variant.reuse_from is not None:
+            _copy_checkpoint(checkpoint_folder(profile, variant.reuse_from, name), checkpoint_dir)
+        result = _train(model, tokenizer, protocol, settings, seed, config, checkpoint_dir)
         model, history, best_step = result.model, result.history, result.best_step
 
     def scores_of(queries: dict[str, str], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -176,12 +184,7 @@ def run_model(
     for test in protocol.tests.values():
         test_scores = scores_of(test.queries, test.run)
         evaluation.write_trec_run(test_scores, scores_path(profile, chapter, test.name, run_name), tag=run_name)
-        reranked = rerank(test.run, test_scores, depth)
-        evaluation.write_trec_run(reranked, paths.run_path(profile, test.name, run_name), tag=run_name)
-        everything = rerank(test.run, test_scores, settings.candidate_depth)
-        evaluation.write_trec_run(everything, paths.run_path(profile, test.name, run_name + ALL_CANDIDATES), run_name)
-        fused = interpolate(test.run, test_scores, weight)
-        evaluation.write_trec_run(fused, paths.run_path(profile, test.name, run_name + INTERPOLATED), run_name)
+        reranked, everything, fused = _write_runs(profile, run_name, test, test_scores, depth, weight, settings)
         per_query = evaluation.per_query(reranked, test.qrels)
         results[test.name] = ModelResult(
             model=run_name,
@@ -200,6 +203,47 @@ def run_model(
             training=result,
         )
     return results
+
+
+def _train(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    protocol: Protocol,
+    settings: TrainingSettings,
+    seed: int,
+    config: TrainingConfig,
+    checkpoint_dir: Path,
+) -> TrainingResult:
+    """Train on the protocol's triples with the teacher's margins, or on groups with its scores (listwise)."""
+    if settings.distill_negatives > 1:
+        groups, teacher_scores = training_groups(protocol, settings, seed)
+        targets = {"teacher_scores": teacher_scores}
+    else:
+        groups, targets = protocol.triples, {"margins": protocol.margins}
+    return train(
+        model, tokenizer, groups, protocol.queries, protocol.texts, protocol.validation, config,
+        checkpoint_dir, **targets,
+    )  # fmt: skip
+
+
+def _write_runs(
+    profile: str,
+    run_name: str,
+    test: JudgedSet,
+    scores: Run,
+    depth: int,
+    weight: float,
+    settings: TrainingSettings,
+) -> tuple[Run, Run, Run]:
+    """A test year's runs in the profile's runs folder: re-ranked to ``depth``, all candidates re-ranked, and
+    interpolated with BM25 at ``weight``; returned in that order."""
+    reranked = rerank(test.run, scores, depth)
+    evaluation.write_trec_run(reranked, paths.run_path(profile, test.name, run_name), tag=run_name)
+    everything = rerank(test.run, scores, settings.candidate_depth)
+    evaluation.write_trec_run(everything, paths.run_path(profile, test.name, run_name + ALL_CANDIDATES), run_name)
+    fused = interpolate(test.run, scores, weight)
+    evaluation.write_trec_run(fused, paths.run_path(profile, test.name, run_name + INTERPOLATED), run_name)
+    return reranked, everything, fused
 
 
 def _copy_checkpoint(source: Path, target: Path) -> None:

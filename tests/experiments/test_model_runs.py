@@ -72,8 +72,8 @@ def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_a
     monkeypatch.setattr(pairwise, "margin_mse", no_training)
     monkeypatch.setattr(pairwise, "hinge_loss", no_training)
     again = model_runs.run_model(
-        "knrm", small, representations, settings, "smoke", "07_trec_runs", 42, progress=False, variant="init42",
-        reuse_from="02_training",
+        "knrm", small, representations, settings, "smoke", "07_trec_runs", 42, progress=False,
+        variant=model_runs.RunVariant("init42", reuse_from="02_training"),
     )  # fmt: skip
     assert (model_runs.checkpoint_folder("smoke", "07_trec_runs", "knrm-init42") / "best.pt").is_file()
     for name in first:
