@@ -82,9 +82,12 @@ from lib.experiments import (
     model_setup,
     settings_record,
 )
-from lib.models.registry import model_spec
 
 # %% tags=["hide-input"]
+from lib.models.kernels import kernel_mus, kernel_sigmas
+from lib.models.registry import model_spec
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+
 CHAPTER = "02_training"
 settings_profile = get_profile(profile)
 settings = settings_profile.training.replace(
@@ -187,9 +190,6 @@ pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [ne
 # freshly initialised TK-2 (fixed seed), and check that they give exactly the library's score.
 
 # %%
-from lib.models.kernels import kernel_mus, kernel_sigmas
-from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-
 dl19_queries = load_queries("dl19")
 bm25_dl19 = first_stage_runs.bm25_run(profile, "dl19")
 example_qid = sorted(dl19_queries, key=int)[0]
