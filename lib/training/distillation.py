@@ -147,8 +147,9 @@ def teacher_groups(
     """Groups (qid, d⁺, d⁻₁ … d⁻ₖ) of ``k = sampling.negatives`` distinct negatives, and the teacher's scaled
     scores ``scale·t`` of each passage of a group: the input of :func:`listwise_kl`.
 
-    Drawn as :func:`teacher_triples` draws (the same positives, ranks, random negatives and seeds): each
-    group is a triple with ``k − 1`` more negatives.
+    Drawn as :func:`teacher_triples` draws (the same ranks, random negatives and per-query seeds), so that a
+    query's first group begins with its first triple and ``k = 1`` gives the triples themselves; later groups
+    differ from the triples, since each group draws more negatives from the same generator.
     """
     groups: list[Group] = []
     scores: list[list[float]] = []
