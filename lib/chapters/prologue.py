@@ -1,19 +1,21 @@
 """What every chapter does first and last (ARCHITECTURE.md, "Chapters").
 
-:func:`start_chapter` is the chapter's first code cell after its parameters: it checks the profile,
-points the data loaders at the profile's data folder (:func:`lib.core.paths.use_profile_data`), seeds
-torch, applies the book's plot style and the table precision, picks the device, creates the chapter's
-artifacts folder and starts the clock, and prints the one line that says where the chapter runs.
-:meth:`ChapterRun.finish` is its last: it writes the chapter's ``summary.json`` with the minutes it
-took and gives back the "This chapter ran in N minutes" line the page ends with.
+:func:`start_chapter` is the chapter's first code cell after its parameters, and the one place the parameters
+cell's ``profile`` and ``seed`` enter the library: it checks the profile, applies the parameters cell's
+overrides to the chapter's own section of it once, points the data loaders at the profile's data folder
+(:func:`lib.core.paths.use_profile_data`), seeds torch, applies the book's plot style and the table precision,
+picks the device, creates the chapter's artifacts folder and starts the clock, and prints the one line that says
+where the chapter runs. It returns a :class:`ChapterRun`, the :class:`lib.core.run_context.RunContext` the
+chapter hands the library. :meth:`ChapterRun.finish` is its last: it writes the chapter's ``summary.json`` with
+the minutes it took and gives back the "This chapter ran in N minutes" line the page ends with.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -26,16 +28,22 @@ from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.plotting import set_style
 from lib.core.profiles import Profile, get_profile
+from lib.core.run_context import RunContext
+
+#: The sections of a :class:`~lib.core.profiles.Profile` a chapter may take as its own settings.
+SECTIONS: tuple[str, ...] = ("training", "speed", "clusters", "tilde", "trec", "lecture")
 
 
-@dataclass
-class ChapterRun:
-    """One execution of a chapter: its name, profile, artifacts folder ``out``, device and start time."""
+@dataclass(frozen=True)
+class ChapterRun(RunContext):
+    """One execution of a chapter: its :class:`~lib.core.run_context.RunContext`, its settings and start time.
 
-    name: str
-    settings: Profile
-    out: Path
-    device: torch.device
+    ``settings``: the chapter's own section of its profile (``TrainingSettings`` for chapter 2, ``SpeedSettings``
+    for 3, …) with the parameters cell's overrides applied; ``profile`` holds that same section. ``None`` for a
+    chapter without a section.
+    """
+
+    settings: Any = None
     started: float = field(default_factory=time.perf_counter)
 
     def minutes(self) -> float:
@@ -50,26 +58,58 @@ class ChapterRun:
         minutes = self.minutes()
         write_json(self.out / "summary.json", {**summary, "minutes": minutes})
         glue("chapter_minutes", f"{minutes:.1f}", display=False)
-        return Markdown(f"This chapter ran in {minutes:.1f} minutes on `{self.device}` ({self.settings.name} profile).")
+        return Markdown(f"This chapter ran in {minutes:.1f} minutes on `{self.device}` ({self.profile.name} profile).")
 
 
-def start_chapter(name: str, profile: str, seed: int, device: str = "auto", precision: int = 3) -> ChapterRun:
-    """Start chapter ``name`` (``NN_topic``) under ``profile`` (see the module doc).
+def with_overrides(profile: Profile, section: str, overrides: Mapping[str, Any]) -> Profile:
+    """``profile`` with the parameters cell's ``overrides`` applied to its section ``section`` (one of :data:`SECTIONS`).
 
-    ``seed`` seeds torch's generator, ``device`` is resolved by :func:`lib.core.device.resolve_device`
-    (``"auto"``: CUDA when available), ``precision`` is the decimals pandas shows. From here on the
-    loaders of :mod:`lib.data` read the profile's data folder. An unknown profile is a ``ValueError``
-    naming the parameter.
+    ``None`` keeps the profile's value; a list becomes a tuple (papermill passes lists). An unknown section, or an
+    override that is not a field of the section, is a ``ValueError`` naming the parameter.
     """
-    settings = get_profile(profile)
-    paths.use_profile_data(settings.name)
-    out = paths.chapter_dir(settings.name, name)
+    if section not in SECTIONS:
+        raise ValueError(f"parameter 'section' is {section!r}; expected one of {SECTIONS}")
+    settings = getattr(profile, section)
+    known = {item.name for item in dataclasses.fields(settings)}
+    for name in overrides:
+        if name not in known:
+            raise ValueError(f"parameter {name!r} is not a setting of the profile's section {section!r}")
+    changes = {name: tuple(value) if isinstance(value, list) else value for name, value in overrides.items()}
+    return dataclasses.replace(profile, **{section: settings.replace(**changes)})
+
+
+def start_chapter(
+    name: str,
+    profile_name: str,
+    seed: int,
+    device: str = "auto",
+    section: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    precision: int = 3,
+) -> ChapterRun:
+    """Start chapter ``name`` (``NN_topic``) under the profile called ``profile_name`` (see the module doc).
+
+    ``section``: the profile's section that is the chapter's own settings (:data:`SECTIONS`; ``None``: none);
+    ``overrides``: the parameters cell's values of its knobs, by field name (:func:`with_overrides`; ``None``
+    keeps the profile's value). ``seed`` seeds torch's generator, ``device`` is resolved by
+    :func:`lib.core.device.resolve_device` (``"auto"``: CUDA when available), ``precision`` is the decimals pandas
+    shows. From here on the loaders of :mod:`lib.data` read the profile's data folder. An unknown profile is a
+    ``ValueError`` naming the parameter, and so is an override without a section.
+    """
+    profile = get_profile(profile_name)
+    if section is not None:
+        profile = with_overrides(profile, section, overrides or {})
+    elif overrides:
+        raise ValueError(f"parameter 'overrides' {sorted(overrides)} needs a 'section' to apply to")
+    paths.use_profile_data(profile.name)
+    out = paths.chapter_dir(profile.name, name)
     torch.manual_seed(seed)
     set_style()
     pd.set_option("display.precision", precision)
     running_on = resolve_device(device)
     print(
-        f"profile {settings.name}, device {running_on}, torch {torch.__version__},"
+        f"profile {profile.name}, device {running_on}, torch {torch.__version__},"
         f" {torch.get_num_threads()} CPU threads"
     )
-    return ChapterRun(name=name, settings=settings, out=out, device=running_on)
+    settings = None if section is None else getattr(profile, section)
+    return ChapterRun(name, profile, seed, running_on, out, settings=settings)

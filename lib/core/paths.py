@@ -47,27 +47,27 @@ def raw_dir() -> Path:
     return data_dir() / "raw"
 
 
-def converted_dir(profile: str | None = None) -> Path:
+def converted_dir(profile_name: str | None = None) -> Path:
     """A folder of standard-format files (``collection.tsv``, ``queries.<set>.tsv``, …) under the data folder.
 
-    ``profile``: that profile's folder (``<data>/<Profile.data_folder>``); ``None``: the folder this
+    ``profile_name``: that profile's folder (``<data>/<Profile.data_folder>``); ``None``: the folder this
     process reads, ``<data>/$TKBOOK_CONVERTED``, or the ``book`` profile's ``<data>/converted`` when
     the variable is unset (module doc). The variable must be a plain folder name.
     """
-    if profile is not None:
-        name = get_profile(profile).data_folder
+    if profile_name is not None:
+        name = get_profile(profile_name).data_folder
     else:
         name = os.environ.get(CONVERTED_VARIABLE) or get_profile("book").data_folder
     return data_dir() / _checked("data folder", name)
 
 
-def use_profile_data(profile: str) -> Path:
-    """Make this process, and every process it starts, read ``profile``'s data folder; returns the folder.
+def use_profile_data(profile_name: str) -> Path:
+    """Make this process, and every process it starts, read the data folder of profile ``profile_name``; returns it.
 
     Sets ``TKBOOK_CONVERTED`` (:data:`CONVERTED_VARIABLE`) to the profile's
     :attr:`~lib.core.profiles.Profile.data_folder`; what :func:`converted_dir` returns from then on.
     """
-    os.environ[CONVERTED_VARIABLE] = get_profile(profile).data_folder
+    os.environ[CONVERTED_VARIABLE] = get_profile(profile_name).data_folder
     return converted_dir()
 
 
@@ -82,23 +82,23 @@ def _checked(kind: str, name: str) -> str:
     return name
 
 
-def chapter_dir(profile: str, chapter: str) -> Path:
+def chapter_dir(profile_name: str, chapter: str) -> Path:
     """``artifacts/<profile>/<chapter>/``, created on demand: a chapter's tables and figures."""
-    path = artifacts_root() / _checked("profile", profile) / _checked("chapter", chapter)
+    path = artifacts_root() / _checked("profile", profile_name) / _checked("chapter", chapter)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def runs_dir(profile: str) -> Path:
+def runs_dir(profile_name: str) -> Path:
     """``artifacts/<profile>/runs/``, created on demand: every ranking a chapter evaluates."""
-    path = artifacts_root() / _checked("profile", profile) / "runs"
+    path = artifacts_root() / _checked("profile", profile_name) / "runs"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def run_path(profile: str, query_set: str, system: str) -> Path:
+def run_path(profile_name: str, query_set: str, system: str) -> Path:
     """``artifacts/<profile>/runs/<set>__<system>.trec`` (e.g. ``dl19__bm25.trec``)."""
-    return runs_dir(profile) / f"{_checked('set', query_set)}__{_checked('system', system)}.trec"
+    return runs_dir(profile_name) / f"{_checked('set', query_set)}__{_checked('system', system)}.trec"
 
 
 def shown(path: str | os.PathLike) -> str:

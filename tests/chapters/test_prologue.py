@@ -11,6 +11,7 @@ import torch
 
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
+from lib.core.profiles import get_profile
 
 
 def test_start_seeds_and_prepares_the_chapter_and_finish_writes_the_summary(
@@ -23,7 +24,8 @@ def test_start_seeds_and_prepares_the_chapter_and_finish_writes_the_summary(
     torch.manual_seed(5)
     assert torch.equal(first, torch.rand(3)), "torch is seeded with the chapter's seed"
     assert chapter.out == tmp_path / "artifacts" / "smoke" / "99_topic" and chapter.out.is_dir()
-    assert chapter.settings.name == "smoke" and chapter.device == torch.device("cpu")
+    assert chapter.profile.name == "smoke" and chapter.device == torch.device("cpu")
+    assert chapter.chapter == "99_topic" and chapter.seed == 5 and chapter.settings is None
     assert pd.get_option("display.precision") == 2
     assert capsys.readouterr().out.startswith("profile smoke, device cpu, torch ")
     closing = chapter.finish({"profile": "smoke", "value": 1})
@@ -48,3 +50,27 @@ def test_a_bad_profile_or_device_names_the_parameter(tmp_path: Path, monkeypatch
         start_chapter("99_topic", "huge", seed=0)
     with pytest.raises(ValueError, match="'device'"):
         start_chapter("99_topic", "smoke", seed=0, device="tpu")
+
+
+def test_the_overrides_apply_once_to_the_chapters_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    overrides = {"max_steps": 7, "batch_size": None, "ladder_models": ["tk1-pieces"]}
+    chapter = start_chapter("99_topic", "smoke", seed=0, device="cpu", section="training", overrides=overrides)
+    default = get_profile("smoke").training
+    assert chapter.settings == default.replace(max_steps=7, ladder_models=("tk1-pieces",))
+    assert chapter.profile.training is chapter.settings, "the profile holds the chapter's settings"
+    assert chapter.profile.speed == get_profile("smoke").speed
+    assert chapter.with_seed(3).seed == 3 and chapter.with_seed(3).settings is chapter.settings
+    assert chapter.run_path("dl19", "bm25") == paths.run_path("smoke", "dl19", "bm25")
+
+
+def test_an_unknown_override_or_section_names_the_parameter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    with pytest.raises(ValueError, match="'max_step'"):
+        start_chapter("99_topic", "smoke", seed=0, device="cpu", section="training", overrides={"max_step": 1})
+    with pytest.raises(ValueError, match="'section'"):
+        start_chapter("99_topic", "smoke", seed=0, device="cpu", section="nothing")
+    with pytest.raises(ValueError, match="'overrides'"):
+        start_chapter("99_topic", "smoke", seed=0, device="cpu", overrides={"max_steps": 1})
