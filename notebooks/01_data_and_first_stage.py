@@ -58,7 +58,7 @@ from lib.experiments import first_stage_runs
 from lib.first_stage import lucene
 
 chapter = start_chapter("01_data_and_first_stage", profile, seed, device, precision=4)
-settings, out = chapter.settings, chapter.out
+out = chapter.out
 
 # %% [markdown]
 # ## What the book can use
@@ -153,7 +153,7 @@ if data.held_query_sets(JUDGED_SETS) == JUDGED_SETS:
     fold_rows = []
     for fold in FOLDS.values():
         train_qids = [qid for train_set in fold.train for qid in data.load_queries(train_set)]
-        train, validation = train_validation_split(train_qids, seed=seed)
+        train, validation = train_validation_split(train_qids, seed=chapter.seed)
         fold_rows.append(
             {
                 "test set": fold.test,
@@ -190,7 +190,7 @@ for query_set in ("dl19", "dl20"):
         if data.is_unscored(run):
             continue  # the export's official top-1000: a shuffled list, replaced by a retrieved BM25 run below
         first_stages[(query_set, system)] = run
-        evaluation.write_trec_run(run, paths.run_path(profile, query_set, system), tag=system)
+        evaluation.write_trec_run(run, chapter.run_path(query_set, system), tag=system)
         values = evaluation.per_query(run, qrels)
         per_query_ndcg[(query_set, system)] = values["nDCG@10"]
         first_stage_rows.append({"set": query_set, "system": system, **values.mean().to_dict()})
@@ -276,13 +276,13 @@ book_rows = []
 for query_set in ("dl19", "dl20"):
     queries = data.load_queries(query_set)
     qrels = data.load_qrels(query_set)
-    chosen = limit_queries(list(queries), settings)
+    chosen = limit_queries(list(queries), chapter.profile)
     for method in lucene.METHODS:
         run = lucene.retrieve(
             index_dir, {qid: queries[qid] for qid in chosen}, method, k=retrieval_depth, threads=index_threads
         )
         system = f"{method}-{data.corpus_tag()}"
-        evaluation.write_trec_run(run, paths.run_path(profile, query_set, system), tag=system)
+        evaluation.write_trec_run(run, chapter.run_path(query_set, system), tag=system)
         book_rows.append(
             {"set": query_set, "system": system, "queries": len(chosen), **evaluation.evaluate(run, qrels)}
         )
@@ -305,10 +305,10 @@ book_index
 # profile's runs folder, where the next chapters find it (`lib.experiments.first_stage_runs`):
 
 # %%
-retrieved = first_stage_runs.retrieve_missing(settings, index_dir, threads=index_threads)
+retrieved = first_stage_runs.retrieve_missing(chapter.profile, index_dir, threads=index_threads)
 for query_set in ("dl19", "dl20"):
-    first_stages.setdefault((query_set, "bm25"), first_stage_runs.bm25_run(profile, query_set))
-Markdown(first_stage_runs.runs_sentence(settings, retrieved))
+    first_stages.setdefault((query_set, "bm25"), first_stage_runs.bm25_run(chapter.profile, query_set))
+Markdown(first_stage_runs.runs_sentence(chapter.profile, retrieved))
 
 # %% [markdown]
 # ## How much can a re-ranker gain? Recall by depth
@@ -359,7 +359,7 @@ glue("dl20_bm25_r100", f"{bm25_recall.loc[('dl20', 100)]:.3f}", display=False)
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "passages_v1": len(collection_v1),
     "passages_v2": len(collection_v2),
     "queries": {s: len(data.load_queries(s)) for s in data.held_query_sets(QUERY_SETS)},

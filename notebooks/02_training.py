@@ -68,7 +68,6 @@ from lib.chapters import pretraining_ladder, training_reading
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
-from lib.core.profiles import get_profile
 from lib.core.types import ranking_from_run, top_of_run
 from lib.data import book_texts, load_queries
 from lib.data.splits import TEST_SETS
@@ -89,8 +88,7 @@ from lib.models.registry import model_spec
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 CHAPTER = "02_training"
-settings_profile = get_profile(profile)
-settings = settings_profile.training.replace(
+overrides = dict(
     embedding_method=embedding_method,
     bert_cat_start=bert_cat_start,
     bert_cat_layers=bert_cat_layers,
@@ -102,13 +100,13 @@ settings = settings_profile.training.replace(
     distill_pseudo_queries=distill_pseudo_queries,
     distill_random_negatives=distill_random_negatives,
     word_learning_rate=word_learning_rate,
-    ladder_models=None if ladder_models is None else tuple(ladder_models),
+    ladder_models=ladder_models,
 )
+chapter = start_chapter(CHAPTER, profile, seed, device, section="training", overrides=overrides, precision=4)
+out, settings = chapter.out, chapter.settings
 all_models = [*models, *(name for name in settings.ladder_models if name not in models)]
 test_sets = list(TEST_SETS)
-chapter = start_chapter(CHAPTER, profile, seed, device, precision=4)
-out = chapter.out
-settings_record.write_settings(out / "settings.json", settings, seed)
+settings_record.write_settings(out / "settings.json", settings, chapter.seed)
 settings
 
 # %% [markdown]
@@ -136,7 +134,7 @@ settings
 # %%
 start = time.perf_counter()
 representations = model_setup.prepare_representations(
-    profile, settings, seed, out, with_piece_vectors=any(model_spec(name).family == "pieces" for name in all_models)
+    chapter, settings, with_piece_vectors=any(model_spec(name).family == "pieces" for name in all_models)
 )
 representation_seconds = time.perf_counter() - start
 vocabulary = representations.vocabulary
@@ -191,15 +189,15 @@ pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [ne
 
 # %%
 dl19_queries = load_queries("dl19")
-bm25_dl19 = first_stage_runs.bm25_run(profile, "dl19")
+bm25_dl19 = first_stage_runs.bm25_run(chapter.profile, "dl19")
 example_qid = sorted(dl19_queries, key=int)[0]
 example_pid = ranking_from_run(bm25_dl19[example_qid])[0]
 texts = book_texts()
 print(f"query {example_qid}: {dl19_queries[example_qid]!r}")
 print(f"passage {example_pid}: {texts[example_pid][:300]}…")
 
-torch.manual_seed(seed)
-tk, _ = model_setup.build_model("tk2", representations, seed)
+torch.manual_seed(chapter.seed)
+tk, _ = model_setup.build_model("tk2", representations, chapter.seed)
 tk.eval()
 q_ids, q_mask = vocabulary.encode([dl19_queries[example_qid]], QUERY_MAX_LENGTH)
 d_ids, d_mask = vocabulary.encode([texts[example_pid]], DOC_MAX_LENGTH)
@@ -344,7 +342,7 @@ print("my_margin_mse agrees with lib.training.distillation.margin_mse")
 # %%
 start = time.perf_counter()
 protocol = distillation_protocol.prepare_protocol(
-    settings_profile, settings, seed, artifacts.book_index(profile), out / "teacher"
+    chapter.profile, settings, chapter.seed, artifacts.book_index(chapter.profile), out / "teacher"
 )
 protocol_seconds = time.perf_counter() - start
 validation_label = distillation_protocol.query_set_label(protocol.validation.name)
@@ -386,7 +384,7 @@ timings = []
 for name in all_models:
     start = time.perf_counter()
     for query_set, result in model_runs.run_model(
-        name, protocol, representations, settings, profile, CHAPTER, seed, device=device
+        name, protocol, representations, settings, chapter
     ).items():
         results[(query_set, name)] = result
         print(f"{query_set} {name}: {result.row()}")
@@ -407,12 +405,12 @@ timing_table.set_index("model").round(0)
 embedding_runs = {}
 if compare_embeddings and compare_embeddings != settings.embedding_method and "tk2" in models:
     other_settings = settings.replace(embedding_method=compare_embeddings)
-    other = model_setup.prepare_representations(profile, other_settings, seed, out)
+    other = model_setup.prepare_representations(chapter, other_settings)
     other_run = model_runs.RunVariant(compare_embeddings)
     embedding_runs = {
         settings.embedding_method: {fold: results[(fold, "tk2")] for fold in test_sets},
         compare_embeddings: model_runs.run_model(
-            "tk2", protocol, other, other_settings, profile, CHAPTER, seed, device=device, variant=other_run
+            "tk2", protocol, other, other_settings, chapter, variant=other_run
         ),
     }
 embedding_comparison = comparison_tables.variant_comparison("vectors", embedding_runs, validation_metric)
@@ -433,10 +431,10 @@ if sources:
     query_runs["both"] = {fold: results[(fold, "tk2")] for fold in test_sets}
     for label, source_settings in sources.items():
         source_protocol = distillation_protocol.prepare_protocol(
-            settings_profile, source_settings, seed, artifacts.book_index(profile), out / "teacher"
+            chapter.profile, source_settings, chapter.seed, artifacts.book_index(chapter.profile), out / "teacher"
         )
         query_runs[label] = model_runs.run_model(
-            "tk2", source_protocol, representations, source_settings, profile, CHAPTER, seed, device=device,
+            "tk2", source_protocol, representations, source_settings, chapter,
             variant=model_runs.RunVariant(label.split()[0]),
         )  # fmt: skip
 query_comparison = comparison_tables.variant_comparison("training queries", query_runs, validation_metric)
@@ -467,7 +465,7 @@ query_comparison.pivot(index="training queries", columns="set") if len(query_com
 table_rows = []
 for fold in test_sets:
     data = protocol.tests[fold]
-    for label, run in comparison_tables.first_stage_baselines(profile, fold).items():
+    for label, run in comparison_tables.first_stage_baselines(chapter.profile, fold).items():
         run = {qid: run[qid] for qid in data.queries if qid in run}
         table_rows.append({"set": fold, "model": label, **evaluation.evaluate(run, data.qrels)})
     for name in all_models:
@@ -495,7 +493,7 @@ shown
 # BM25:
 
 # %%
-significance = comparison_tables.significance_against_bm25(profile, protocol, results, models)
+significance = comparison_tables.significance_against_bm25(chapter.profile, protocol, results, models)
 write_csv(out / "significance_vs_bm25.csv", significance)
 significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "p_bonferroni", "significant"]]
 
@@ -526,7 +524,7 @@ significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "
 # the profile's time budget; the full ladder is a parameter away): this build's ladder is {glue:text}`ladder_members`.
 
 # %%
-ladder_significance = comparison_tables.significance_against_bm25(profile, protocol, results, all_models)
+ladder_significance = comparison_tables.significance_against_bm25(chapter.profile, protocol, results, all_models)
 validation_best = {
     name: float(results[(test_sets[0], name)].history[validation_metric].max())
     for name in all_models
@@ -793,7 +791,7 @@ training_progress
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "device": str(chapter.device),
     "representation_minutes": representation_seconds / 60,
     "protocol": protocol.summary(),

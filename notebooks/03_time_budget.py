@@ -67,15 +67,19 @@ from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
 
 # %% tags=["hide-input"]
-chapter = start_chapter("03_time_budget", profile, seed, device, precision=4)
-out, running_on = chapter.out, chapter.device
-chosen_tk = artifacts.chosen_tk(profile) if chosen_tk is None else chosen_tk
+speed_overrides = {
+    "target_seconds": speed_target_seconds and float(speed_target_seconds), "architectures": architectures or None
+}
+chapter = start_chapter(
+    "03_time_budget", profile, seed, device, section="speed", overrides=speed_overrides, precision=4
+)
+out, running_on, speed_settings = chapter.out, chapter.device, chapter.settings
+chosen_tk = artifacts.chosen_tk(chapter.profile) if chosen_tk is None else chosen_tk
 models = list(dict.fromkeys([*models, chosen_tk]))
 #: The TKs every budget reading follows: the paper's TK-2 (GloVe) and the TK chosen on validation.
 followed_tks = list(dict.fromkeys(["tk2", chosen_tk]))
 glue("chosen_tk_label", MODELS[chosen_tk].label, display=False)
-speed_settings = chapter.settings.speed.replace(target_seconds=speed_target_seconds and float(speed_target_seconds))
-timed = list(architectures or speed_settings.architectures)
+timed = list(speed_settings.architectures)
 #: The paper-size architecture whose speed each chapter-2 model has in the paper's situation (TK at
 #: 300-d, BERT-cat on BERT-Base; None: the model as it is): the model registry says.
 PAPER_SPEED_OF = {name: spec.paper_architecture for name, spec in MODELS.items()}
@@ -109,7 +113,7 @@ LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
 # table says which.
 
 # %%
-dl19_run = first_stage_runs.bm25_run(profile, "dl19")
+dl19_run = first_stage_runs.bm25_run(chapter.profile, "dl19")
 speed_inputs = {qid: dl19_run[qid] for qid in list(dl19_run)[: max(2, speed_settings.max_documents // 100 + 1)]}
 speed = run_benchmark(timed, speed_inputs, load_queries("dl19"), book_texts(), running_on, settings=speed_settings)
 speed["inputs"] = {"set": "dl19", "first_stage": comparison_tables.FIRST_STAGE, "queries": len(speed_inputs)}
@@ -157,7 +161,7 @@ docs_ms_table
 # architecture that stands for each in the paper's situation:
 
 # %%
-book_speed = artifacts.table2(profile).dropna(subset=["docs/ms"]).groupby("model")["docs/ms"].mean()
+book_speed = artifacts.table2(chapter.profile).dropna(subset=["docs/ms"]).groupby("model")["docs/ms"].mean()
 book_speed_table = pd.DataFrame(
     {
         "model (chapter 2)": [LABELS[name] for name in models],
@@ -290,12 +294,13 @@ display(Markdown(speed_report.roofline_reading(roofline)))
 # each test year (`lib.evaluation.precision_effect`):
 
 # %%
-tk2 = artifacts.trained_model(profile, "tk2", running_on)
+tk2 = artifacts.trained_model(chapter.profile, "tk2", running_on)
 bf16_rows = {}
 for query_set in sets:
     bf16_rows[query_set] = precision_effect(
-        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(), first_stage_runs.bm25_run(profile, query_set),
-        load_qrels(query_set), batch_size=MODELS["tk2"].eval_batch_size,
+        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(),
+        first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set),
+        batch_size=MODELS["tk2"].eval_batch_size,
     )  # fmt: skip
 bf16_table = pd.DataFrame(bf16_rows).T
 write_csv(out / "bf16_effect.csv", bf16_table.reset_index(names="set"))
@@ -317,10 +322,10 @@ curves: dict[str, dict[str, pd.DataFrame]] = {}
 first_stage_values: dict[str, dict[str, float]] = {}
 for query_set in sets:
     qrels = load_qrels(query_set)
-    bm25 = first_stage_runs.bm25_run(profile, query_set)
+    bm25 = first_stage_runs.bm25_run(chapter.profile, query_set)
     curves[query_set] = {}
     for name in models:
-        scores = artifacts.candidate_scores(profile, query_set, name)
+        scores = artifacts.candidate_scores(chapter.profile, query_set, name)
         first_stage = {qid: bm25[qid] for qid in scores}
         curves[query_set][name] = time_budget.depth_curve(first_stage, scores, qrels, measures)
     first_stage_values[query_set] = curves[query_set][models[0]].loc[0].to_dict()
@@ -541,7 +546,7 @@ display(Markdown("\n".join(reading)))
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "device": speed["device"],
     "tk2_bert_base_ratio": ratio,
     "docs_per_ms": docs_per_ms,

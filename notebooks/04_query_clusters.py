@@ -71,17 +71,16 @@ from lib.representations.text import tokenize
 CHAPTER = "04_query_clusters"
 TEST_SETS = ["dl19", "dl20"]  # both re-ranked by chapter 2's models (one per architecture)
 
-chapter = start_chapter(CHAPTER, profile, seed, device)
-out = chapter.out
-tk_model = chosen_tk(profile) if tk_model is None else tk_model
+cluster_overrides = {"dev_queries": dev_queries, "n_init": n_init, "ks": ks}
+chapter = start_chapter(CHAPTER, profile, seed, device, section="clusters", overrides=cluster_overrides)
+out, cluster_settings = chapter.out, chapter.settings
+tk_model = chosen_tk(chapter.profile) if tk_model is None else tk_model
 TK2, BERT_CAT = registry.label(tk_model), registry.label("bert-cat")  # the rank tables' columns
 SYSTEMS = {"BM25": None, TK2: tk_model, BERT_CAT: "bert-cat"}
 glue("tk_label", TK2, display=False)
-cluster_settings = chapter.settings.clusters.replace(dev_queries=dev_queries, n_init=n_init)
-dev_queries, n_init = cluster_settings.dev_queries, cluster_settings.n_init
-ks = list(cluster_settings.ks if ks is None else ks)
+dev_queries, n_init, ks = cluster_settings.dev_queries, cluster_settings.n_init, list(cluster_settings.ks)
 pd.set_option("display.max_colwidth", 120)
-print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; seed {seed}")
+print(f"dev-small queries: {dev_queries or 'all'}; k in {ks}; n_init {n_init}; seed {chapter.seed}")
 
 # %% [markdown]
 # ## One vector per query
@@ -102,7 +101,7 @@ if dev_queries is not None:  # a slice of dev-small, the first queries in sorted
     dev = dev.assign(key=[query_order(q) for q in dev["qid"]]).sort_values("key").head(dev_queries)
     queries = pd.concat([queries.loc[dev.index], queries[queries["query_set"] != "dev-small"]])
 queries = queries.reset_index(drop=True)
-tk = trained_model(profile, tk_model, device=device)
+tk = trained_model(chapter.profile, tk_model, device=chapter.device)
 print(f"{TK2}: {paths.shown(tk.path)}")
 start = time.perf_counter()
 vectors = mean_query_vectors(tk.model, tk.tokenizer, dict(zip(queries["qid"], queries["text"], strict=True)))
@@ -125,7 +124,7 @@ queries["query_set"].value_counts().rename("queries").to_frame()
 
 # %%
 start = time.perf_counter()
-curve = query_clusters.inertia_curve(vectors, ks, seed=seed, n_init=n_init)
+curve = query_clusters.inertia_curve(vectors, ks, seed=chapter.seed, n_init=n_init)
 curve_seconds = time.perf_counter() - start
 k = query_clusters.elbow(curve)
 write_csv(out / "inertia.csv", curve.reset_index())
@@ -158,8 +157,8 @@ print(f"{len(curve)} fits ({n_init} restarts each) in {curve_seconds:.1f} s; elb
 # and the five queries nearest its centre.
 
 # %%
-clusters = query_clusters.cluster_queries(vectors, k, seed=seed, n_init=n_init)
-again = query_clusters.cluster_queries(vectors, k, seed=seed, n_init=n_init)
+clusters = query_clusters.cluster_queries(vectors, k, seed=chapter.seed, n_init=n_init)
+again = query_clusters.cluster_queries(vectors, k, seed=chapter.seed, n_init=n_init)
 assert np.array_equal(clusters.labels, again.labels), "k-means with a fixed seed must be deterministic"
 queries["cluster"] = clusters.labels
 texts = queries["text"].tolist()
@@ -235,9 +234,9 @@ glue("pca_variance", f"{100 * query_map.explained_variance_ratio.sum():.0f}", di
 # %%
 all_runs = {}
 for query_set in TEST_SETS:
-    bm25 = first_stage_runs.bm25_run(profile, query_set)
+    bm25 = first_stage_runs.bm25_run(chapter.profile, query_set)
     all_runs[query_set] = {
-        label: bm25 if model is None else candidate_scores(profile, query_set, model)
+        label: bm25 if model is None else candidate_scores(chapter.profile, query_set, model)
         for label, model in SYSTEMS.items()
     }
 # chapter 2's candidate depth: how many BM25 candidates per query its models scored
@@ -304,7 +303,7 @@ glue("trec_with_relevant", int(table3.loc["all", "queries"]), display=False)
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "device": str(chapter.device),
     "cluster_model": str(tk.path),
     "queries": int(len(queries)),
@@ -312,7 +311,7 @@ summary = {
     "inertia": [float(x) for x in curve.to_numpy()],
     "k": int(k),
     "n_init": int(n_init),
-    "seed": int(seed),
+    "seed": int(chapter.seed),
     "depth": int(depth),
     "cluster_sizes": [int(x) for x in clusters.sizes],
     "table3": table3.reset_index().to_dict(orient="records"),

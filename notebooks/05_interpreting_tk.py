@@ -67,7 +67,7 @@ from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 CHAPTER = "05_interpreting_tk"
 chapter = start_chapter(CHAPTER, profile, seed, device)
 out, running_on = chapter.out, chapter.device
-model_name = chosen_tk(profile) if model_name is None else model_name
+model_name = chosen_tk(chapter.profile) if model_name is None else model_name
 tk_label = label(model_name)
 glue("tk_label", tk_label, display=False)
 
@@ -79,7 +79,7 @@ glue("tk_label", tk_label, display=False)
 # eq. 10, $s = \beta\, s_{\log} + \gamma\, s_{\mathrm{len}}$.
 
 # %%
-trained = trained_model(profile, model_name, device=device)
+trained = trained_model(chapter.profile, model_name, device=running_on)
 tk, vocabulary = trained.model, trained.tokenizer
 print(f"{model_name}: {paths.shown(trained.path)}")
 weights = pd.DataFrame(
@@ -277,8 +277,9 @@ glue("androgen_agrees", "yes" if agrees else "no", display=False)
 # chapter 2's scores of all BM25 candidates of the query (no time budget).
 
 # %%
-dl19_queries, dl19_qrels, bm25 = load_queries("dl19"), load_qrels("dl19"), first_stage_runs.bm25_run(profile, "dl19")
-tk_scores = candidate_scores(profile, "dl19", model_name)
+dl19_queries, dl19_qrels = load_queries("dl19"), load_qrels("dl19")
+bm25 = first_stage_runs.bm25_run(chapter.profile, "dl19")
+tk_scores = candidate_scores(chapter.profile, "dl19", model_name)
 try:
     case = pick_case(bm25, tk_scores, dl19_qrels)
 except ValueError as error:  # possible on a small slice (the smoke profile): say so and skip the case
@@ -356,7 +357,7 @@ if case is not None:
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "device": str(running_on),
     "model": str(trained.path),
     "scalars": scalars,

@@ -76,10 +76,8 @@ from myst_nb import glue
 from lib.analyses import tilde_diagnostics
 from lib.chapters import tilde_figures, tilde_latencies, tilde_reading, tilde_tables
 from lib.chapters.prologue import start_chapter
-from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
-from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
 from lib.experiments import artifacts, tilde_protocol
@@ -91,18 +89,17 @@ from lib.training.tilde import with_reconstruction
 
 # %% tags=["hide-input"]
 CHAPTER = "06_tilde"
-settings = get_profile(profile)
-tilde_settings = settings.tilde.replace(
+tilde_overrides = dict(
     steps=steps, batch_size=batch_size, lr=lr, latency_repetitions=latency_repetitions, variants=variants
-)  # None: the profile's (lib.core.profiles, section `tilde`; TILDEv2's schedule is there too)
+)
+chapter = start_chapter(CHAPTER, profile, seed, device, section="tilde", overrides=tilde_overrides)
+out, tilde_settings = chapter.out, chapter.settings  # None: the profile's (TILDEv2's schedule is there too)
 steps, batch_size, lr = tilde_settings.steps, tilde_settings.batch_size, tilde_settings.lr
 latency_repetitions = tilde_settings.latency_repetitions
 variants = tilde_variants.check_variants(tilde_settings.variants)
 tilde_protocol.check_test_sets(test_sets, ablation_sets)
-depth = settings.training.candidate_depth  # chapter 2 scored this many candidates per query
+depth = chapter.profile.training.candidate_depth  # chapter 2 scored this many candidates per query
 STAGE_LABELS = {"bm25": "BM25", "splade-pp-ed": "SPLADE++", "tas-b": "TAS-B", "bm25-rm3": "BM25+RM3"}
-chapter = start_chapter(CHAPTER, profile, seed, device)
-out = chapter.out
 print(f"TILDE: {steps} steps of {batch_size} pairs, Adam lr {lr}; variants {variants}; depth {depth}")
 v2_schedule = (tilde_settings.v2_steps, tilde_settings.v2_batch_size, tilde_settings.v2_group_size)
 print("TILDEv2: {} steps of {} groups of {} passages".format(*v2_schedule))
@@ -117,14 +114,14 @@ print("TILDEv2: {} steps of {} groups of {} passages".format(*v2_schedule))
 # the same batches.
 
 # %%
-bert = tilde_protocol.starting_bert(profile, start)
+bert = tilde_protocol.starting_bert(chapter.profile, start)
 tokenizer = bert.tokenizer
 print(bert)
 texts = book_texts()
-teacher = tilde_protocol.teacher_labelled(settings, seed)
-training_data = tilde_protocol.tilde_training_data(settings, test_sets[0], texts, teacher, seed)
+teacher = tilde_protocol.teacher_labelled(chapter.profile, chapter.seed)
+training_data = tilde_protocol.tilde_training_data(chapter.profile, test_sets[0], texts, teacher, chapter.seed)
 glue("judged_source", tilde_protocol.judged_source(training_data), display=False)
-training_data = with_reconstruction(training_data, texts, tilde_settings.reconstruction, seed)
+training_data = with_reconstruction(training_data, texts, tilde_settings.reconstruction, chapter.seed)
 tilde_tables.training_data_table(training_data, steps, batch_size)
 
 # %% [markdown]
@@ -166,7 +163,7 @@ trained = tilde_variants.train_variants(
     training_data.queries,
     texts,
     out / "models",
-    tilde_protocol.training_config(tilde_settings, seed, device),
+    tilde_protocol.training_config(tilde_settings, chapter.seed, chapter.device),
     reconstruction=training_data.reconstruction,
     pooled_cache=pooled,
 )
@@ -188,7 +185,7 @@ print(f"TILDE training time this run: {training_seconds:.0f} s (0 when every mod
 # %%
 glue("v2_negatives", tilde_settings.v2_group_size - 1, display=False)
 glue("v2_negatives_from", tilde_v2.NEGATIVES_FROM, display=False)
-judged_v2_groups = tilde_protocol.judged_groups(settings, training_data, texts, depth=100)
+judged_v2_groups = tilde_protocol.judged_groups(chapter.profile, training_data, texts, depth=100)
 v2_groups = judged_v2_groups + tilde_v2.teacher_groups(teacher.teacher)
 v2_result = tilde_v2.train_tilde_v2(
     bert.tilde_v2(),
@@ -197,7 +194,7 @@ v2_result = tilde_v2.train_tilde_v2(
     training_data.queries,
     texts,
     out / "models" / "tilde-v2",
-    tilde_protocol.v2_training_config(tilde_settings, seed, device),
+    tilde_protocol.v2_training_config(tilde_settings, chapter.seed, chapter.device),
 )
 v2_losses = pd.Series(v2_result.losses, index=range(1, len(v2_result.losses) + 1), name="loss")
 axis = v2_losses.rolling(max(1, len(v2_losses) // 20), min_periods=1).mean().plot(figsize=(6.5, 3))
@@ -219,7 +216,8 @@ print(f"TILDEv2 training time this run: {v2_result.seconds:.0f} s")
 # %%
 glue("depth", depth, display=False)
 years = {
-    test_set: tilde_protocol.evaluation_year(test_set, first_stages, texts, settings, depth) for test_set in test_sets
+    test_set: tilde_protocol.evaluation_year(test_set, first_stages, texts, chapter.profile, depth)
+    for test_set in test_sets
 }
 unheld = [stage for stage in first_stages if stage not in years[test_sets[0]]]
 if unheld:
@@ -270,11 +268,12 @@ MEASURES = ["nDCG@10", "MAP"]
 systems, baseline_of = {}, {}
 for test_set, year in years.items():
     systems[test_set], baseline_of[test_set], left_out = tilde_protocol.table2_systems(
-        year, main_scores[test_set]["float16"], STAGE_LABELS, profile, seed, depth, {"TILDEv2": v2_scores[test_set]}
+        year, main_scores[test_set]["float16"], STAGE_LABELS, chapter.profile, chapter.seed, depth,
+        {"TILDEv2": v2_scores[test_set]},
     )
     # this chapter's rankings, as TREC run files
     for system, name in tilde_protocol.run_names(systems[test_set]).items():
-        evaluation.write_trec_run(systems[test_set][system], paths.run_path(profile, test_set, name), tag=name)
+        evaluation.write_trec_run(systems[test_set][system], chapter.run_path(test_set, name), tag=name)
     for message in left_out:
         print(message)
 table2 = tilde_tables.effectiveness_table(
@@ -311,7 +310,7 @@ latencies, left_out = tilde_latencies.latency_table(
     years[latency_set][BM25].run,
     main_model,
     texts,
-    profile,
+    chapter.profile,
     latency_candidates,
     latency_repetitions,
 )
@@ -344,7 +343,7 @@ latencies
 
 # %%
 try:
-    display(tilde_latencies.paper_size_latencies(artifacts.speeds(profile)))
+    display(tilde_latencies.paper_size_latencies(artifacts.speeds(chapter.profile)))
 except FileNotFoundError as missing:
     display(Markdown(f"*{missing}*"))
 
@@ -509,7 +508,7 @@ display(
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "device": str(chapter.device),
     "steps": steps,
     "batch_size": batch_size,

@@ -67,9 +67,9 @@ from lib.representations.text import tokenize
 from lib.reranking.scoring import rerank
 
 CHAPTER = "07_trec_runs"
-chapter = start_chapter(CHAPTER, profile, seed, device)
-out = chapter.out
-trec = chapter.settings.trec.replace(inits=None if inits is None else tuple(inits), p2_vectors=p2_vectors)
+trec_overrides = {"inits": inits, "p2_vectors": p2_vectors}
+chapter = start_chapter(CHAPTER, profile, seed, device, section="trec", overrides=trec_overrides)
+out, trec = chapter.out, chapter.settings
 trec
 
 # %% [markdown]
@@ -83,12 +83,12 @@ trec
 
 # %%
 start = time.perf_counter()
-settings, protocol_seed, protocol = artifacts.training_protocol(profile)
-settings = settings.replace(max_steps=max_steps)
-tk_name = artifacts.chosen_tk(profile)
+settings, protocol_seed, protocol = artifacts.training_protocol(chapter.profile)
+settings = settings.replace(max_steps=max_steps)  # chapter 2's recorded settings, not a section of the profile
+tk_name = artifacts.chosen_tk(chapter.profile)
 tk_label = model_spec(tk_name).label
 tk_representations = model_setup.prepare_representations(
-    profile, settings, protocol_seed, out, with_small_bert=False,
+    chapter.with_seed(protocol_seed), settings, with_small_bert=False,
     with_piece_vectors=model_spec(tk_name).family == "pieces",
 )  # fmt: skip
 glue("trec_tk", tk_label, display=False)
@@ -114,7 +114,7 @@ init_results = {}
 start = time.perf_counter()
 for init in trec.inits:
     init_results[init] = model_runs.run_model(
-        tk_name, protocol, tk_representations, settings, profile, CHAPTER, init, device=device,
+        tk_name, protocol, tk_representations, settings, chapter.with_seed(init),
         variant=model_runs.RunVariant(
             f"init{init}", reuse_from=artifacts.TRAINING_CHAPTER if init == protocol_seed else None
         ),
@@ -153,10 +153,10 @@ inits_table
 start = time.perf_counter()
 fast_settings = settings.replace(embedding_method=trec.p2_vectors)
 fast = model_setup.prepare_representations(
-    profile, fast_settings, seed, out, min_count=trec.p2_min_count, with_small_bert=False
+    chapter, fast_settings, min_count=trec.p2_min_count, with_small_bert=False
 )
 p2_results = model_runs.run_model(
-    "tk2", protocol, fast, fast_settings, profile, CHAPTER, seed, device=device,
+    "tk2", protocol, fast, fast_settings, chapter,
     variant=model_runs.RunVariant(trec.p2_vectors),
 )  # fmt: skip
 p2_seconds = time.perf_counter() - start
@@ -186,19 +186,20 @@ vocabularies
 test_sets = list(protocol.tests)
 init_scores = {
     init: {
-        name: read_run(model_runs.scores_path(profile, CHAPTER, name, f"{tk_name}-init{init}")) for name in test_sets
+        name: read_run(model_runs.scores_path(chapter.profile, CHAPTER, name, f"{tk_name}-init{init}"))
+        for name in test_sets
     }
     for init in trec.inits
 }
 p2_name = f"tk2-{trec.p2_vectors}"
 scores = {
     "p1": init_scores[p1_init],
-    "p2": {name: read_run(model_runs.scores_path(profile, CHAPTER, name, p2_name)) for name in test_sets},
+    "p2": {name: read_run(model_runs.scores_path(chapter.profile, CHAPTER, name, p2_name)) for name in test_sets},
     "p3": {name: trec_runs.ensemble([init_scores[init][name] for init in trec.inits]) for name in test_sets},
 }
 glove_run = "p1" if tk_name == "tk2" else trec_runs.GLOVE_RUN
 if glove_run != "p1":
-    scores[glove_run] = {name: artifacts.candidate_scores(profile, name, "tk2") for name in test_sets}
+    scores[glove_run] = {name: artifacts.candidate_scores(chapter.profile, name, "tk2") for name in test_sets}
 runs = {"BM25": {name: test.run for name, test in protocol.tests.items()}}
 for run_name, by_set in scores.items():
     runs[run_name] = {
@@ -206,8 +207,8 @@ for run_name, by_set in scores.items():
     }
 for run_name, tag in trec_runs.RUN_TAGS.items():
     for name in test_sets:
-        evaluation.write_trec_run(runs[run_name][name], paths.run_path(profile, name, tag), tag=tag)
-print("run files:", ", ".join(paths.shown(paths.run_path(profile, name, tag)) for name in test_sets
+        evaluation.write_trec_run(runs[run_name][name], chapter.run_path(name, tag), tag=tag)
+print("run files:", ", ".join(paths.shown(chapter.run_path(name, tag)) for name in test_sets
                               for tag in trec_runs.RUN_TAGS.values()))  # fmt: skip
 
 # %% [markdown]
@@ -315,7 +316,7 @@ display(Markdown("\n\n".join(f"- {line}" for line in claims)))
 
 # %% tags=["hide-input"]
 summary = {
-    "profile": profile,
+    "profile": chapter.profile.name,
     "device": str(chapter.device),
     "tk": tk_name,
     "inits": list(trec.inits),

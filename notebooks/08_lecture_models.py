@@ -50,7 +50,6 @@ from myst_nb import glue
 
 from lib.chapters import lecture_comparison
 from lib.chapters.prologue import start_chapter
-from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
@@ -64,9 +63,8 @@ from lib.models.registry import label, model_spec
 from lib.representations.text import DOC_MAX_LENGTH
 
 CHAPTER = "08_lecture_models"
-chapter = start_chapter(CHAPTER, profile, seed, device)
-out = chapter.out
-lecture = chapter.settings.lecture.replace(latency_counts=None if latency_counts is None else tuple(latency_counts))
+chapter = start_chapter(CHAPTER, profile, seed, device, section="lecture", overrides={"latency_counts": latency_counts})
+out, lecture = chapter.out, chapter.settings
 lecture
 
 # %% [markdown]
@@ -81,8 +79,10 @@ lecture
 
 # %%
 start = time.perf_counter()
-settings, protocol_seed, protocol = artifacts.training_protocol(profile)
-representations = model_setup.prepare_representations(profile, settings, protocol_seed, out, with_small_bert=False)
+settings, protocol_seed, protocol = artifacts.training_protocol(chapter.profile)
+representations = model_setup.prepare_representations(
+    chapter.with_seed(protocol_seed), settings, with_small_bert=False
+)
 print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf_counter() - start:.0f} s")
 layers = PreTTR(representations.bert_path, num_layers=settings.bert_cat_layers).bert.config.num_hidden_layers
 glue("bert_layers", f"{layers}", display=False)
@@ -92,7 +92,7 @@ glue("bert_steps", f"{settings.bert_cat_max_steps}", display=False)
 trained, seconds = {}, {}
 for name in (name for name in lecture.models if name != "prettr"):  # PreTTR: in its section, from BERT-cat
     start = time.perf_counter()
-    trained[name] = model_runs.run_model(name, protocol, representations, settings, profile, CHAPTER, seed, device)
+    trained[name] = model_runs.run_model(name, protocol, representations, settings, chapter)
     seconds[name] = time.perf_counter() - start
 write_csv(out / "training_seconds.csv", pd.DataFrame({"model": list(seconds), "seconds": list(seconds.values())}))
 pd.DataFrame(
@@ -180,7 +180,7 @@ splits.round(1)
 # stored passage does not depend on its query).
 
 # %%
-bert_cat = artifacts.trained_model(profile, "bert-cat")
+bert_cat = artifacts.trained_model(chapter.profile, "bert-cat")
 swept = PreTTR(representations.bert_path, num_layers=layers, split=0)
 swept.load_state_dict(bert_cat.model.state_dict())
 judged = {"validation": protocol.validation, **protocol.tests}
@@ -212,13 +212,13 @@ start_model.load_state_dict(bert_cat.model.state_dict())
 begin = time.perf_counter()
 prettr_start = model_runs.RunVariant(start=(start_model, f"bert-cat {sha256_of(bert_cat.path)[:16]}, split {prettr_k}"))
 trained["prettr"] = model_runs.run_model(
-    "prettr", protocol, representations, settings, profile, CHAPTER, seed, device, variant=prettr_start
+    "prettr", protocol, representations, settings, chapter, variant=prettr_start
 )
 seconds["prettr"] = time.perf_counter() - begin
 display(
     Markdown(
         lecture_comparison.prettr_reading(
-            trained["prettr"], sweep, prettr_k, validation_column, protocol.tests, profile
+            trained["prettr"], sweep, prettr_k, validation_column, protocol.tests, chapter.profile
         )
     )
 )
@@ -322,9 +322,9 @@ removed_terms.round(3)
 # from {doc}`06_tilde`.
 
 # %%
-from_chapter2 = list(dict.fromkeys(["bi-encoder", "bert-cat", "tk2", artifacts.chosen_tk(profile)]))
+from_chapter2 = list(dict.fromkeys(["bi-encoder", "bert-cat", "tk2", artifacts.chosen_tk(chapter.profile)]))
 compared = [*from_chapter2, *(name for name in lecture.models if name not in from_chapter2)]
-models = {name: artifacts.trained_model(profile, name, chapter.device) for name in from_chapter2}
+models = {name: artifacts.trained_model(chapter.profile, name, chapter.device) for name in from_chapter2}
 effectiveness, timing, stored = [], [], {}
 for query_set, qs in protocol.tests.items():
     bm25 = evaluation.evaluate(qs.run, qs.qrels)
@@ -333,11 +333,11 @@ for query_set, qs in protocol.tests.items():
         if name in trained:
             value = trained[name][query_set].metrics_at_full_depth["nDCG@10"]
         else:
-            run = read_run(paths.run_path(profile, query_set, name + model_runs.ALL_CANDIDATES))
+            run = read_run(chapter.run_path(query_set, name + model_runs.ALL_CANDIDATES))
             value = evaluation.evaluate(run, qs.qrels)["nDCG@10"]
         effectiveness.append({"model": name, "set": query_set, "nDCG@10": value})
     for name in ("tilde-qdl", "tildev2"):
-        run = read_run(paths.run_path(profile, query_set, name))
+        run = read_run(chapter.run_path(query_set, name))
         effectiveness.append(
             {"model": name, "set": query_set, "nDCG@10": evaluation.evaluate(run, qs.qrels)["nDCG@10"]}
         )
@@ -350,7 +350,7 @@ sample_texts = [protocol.texts[p] for p in passages]
 start = time.perf_counter()
 for name in compared:
     model, tokenizer = (
-        (trained[name]["dl19"].training.model, model_setup.build_model(name, representations, seed)[1])
+        (trained[name]["dl19"].training.model, model_setup.build_model(name, representations, chapter.seed)[1])
         if name in trained
         else (models[name].model, models[name].tokenizer)
     )
@@ -367,11 +367,11 @@ latency_seconds = time.perf_counter() - start
 # TILDE's latencies and index sizes come from chapter 6; then everything in one table:
 
 # %%
-tilde_latency = artifacts.tilde_latency(profile)
+tilde_latency = artifacts.tilde_latency(chapter.profile)
 for method, name in (("TILDE-QDL", "tilde-qdl"), ("TILDEv2", "tildev2")):
     for row in tilde_latency[tilde_latency["method"] == method].itertuples():
         timing.append({"model": name, "candidates": row.candidates, "mode": "passages stored", "ms": row._6})
-sizes = artifacts.tilde_index_size(profile).set_index("model")["bytes per passage"]
+sizes = artifacts.tilde_index_size(chapter.profile).set_index("model")["bytes per passage"]
 stored.update({"tilde-qdl": float(sizes["TILDE"]), "tildev2": float(sizes["TILDEv2"])})
 timing = pd.DataFrame(timing)
 write_csv(out / "latency.csv", timing)
@@ -393,7 +393,7 @@ table.round(3)
 glue("timed_queries", f"{len(timed_qids)}", display=False)
 glue("latency_device", device_name(chapter.device), display=False)
 largest = lecture.latency_counts[-1]
-budgets = artifacts.budget_leaders(profile, "dl19")["budget (ms)"].tolist()
+budgets = artifacts.budget_leaders(chapter.profile, "dl19")["budget (ms)"].tolist()
 figure = lecture_comparison.plot_tradeoff(
     table, "DL19 nDCG@10", f"ms for {largest}", [b for b in budgets if b <= 10 * table[f"ms for {largest}"].max()],
     f"Effectiveness and query latency ({largest} candidates, DL19)",

@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 
 from lib.core import paths
+from lib.core.profiles import Profile
 from lib.core.types import JudgedSet
 from lib.data import read_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
@@ -236,7 +237,7 @@ def prettr_reading(
     split: int,
     validation: str,
     tests: Mapping[str, JudgedSet],
-    profile: str,
+    profile: Profile,
 ) -> str:
     """Chapter 8's reading of the PreTTR it adopted (lecture 8, slides 17–19): split ``split`` of chapter 2's BERT-cat,
     fine-tuned (``results``, one :class:`ModelResult` per test year) against the same split untrained (``sweep``,
@@ -256,7 +257,8 @@ def prettr_reading(
     for name, test in tests.items():
         tuned = results[name].metrics_at_full_depth["nDCG@10"]
         bm25 = evaluate(test.run, test.qrels)["nDCG@10"]
-        bert_cat = evaluate(read_run(paths.run_path(profile, name, "bert-cat" + ALL_CANDIDATES)), test.qrels)["nDCG@10"]
+        bert_cat_run = read_run(paths.run_path(profile.name, name, "bert-cat" + ALL_CANDIDATES))
+        bert_cat = evaluate(bert_cat_run, test.qrels)["nDCG@10"]
         above_bm25 &= tuned >= bm25
         gaps.append(bert_cat - tuned)
         untrained_test = sweep.loc[split, f"{name.upper()} nDCG@10"]

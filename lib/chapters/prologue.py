@@ -62,7 +62,7 @@ class ChapterRun(RunContext):
 
 
 def with_overrides(profile: Profile, section: str, overrides: Mapping[str, Any]) -> Profile:
-    """``profile`` with the parameters cell's ``overrides`` applied to its section ``section`` (one of :data:`SECTIONS`).
+    """``profile`` with the parameters cell's ``overrides`` applied to its section ``section`` (:data:`SECTIONS`).
 
     ``None`` keeps the profile's value; a list becomes a tuple (papermill passes lists). An unknown section, or an
     override that is not a field of the section, is a ``ValueError`` naming the parameter.
@@ -108,8 +108,7 @@ def start_chapter(
     pd.set_option("display.precision", precision)
     running_on = resolve_device(device)
     print(
-        f"profile {profile.name}, device {running_on}, torch {torch.__version__},"
-        f" {torch.get_num_threads()} CPU threads"
+        f"profile {profile.name}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads"
     )
     settings = None if section is None else getattr(profile, section)
     return ChapterRun(name, profile, seed, running_on, out, settings=settings)

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from lib.core.profiles import Profile
 from lib.core.types import Run, query_order
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs
 from lib.evaluation.efficiency import measure_latency as measure_model_latency
@@ -60,7 +61,7 @@ def latency_table(
     run: Run,
     model: Tilde,
     texts: Mapping[str, str],
-    profile: str,
+    profile: Profile,
     candidates: Sequence[int],
     repetitions: int,
 ) -> tuple[pd.DataFrame, list[str]]:

@@ -36,7 +36,7 @@ import torch
 
 from lib.core import paths
 from lib.core.device import resolve_device
-from lib.core.profiles import TrainingSettings, get_profile
+from lib.core.profiles import Profile, TrainingSettings
 from lib.data import read_run
 from lib.experiments import distillation_protocol, model_runs, model_setup, settings_record
 from lib.models.registry import model_spec
@@ -66,27 +66,27 @@ class TrainedModel:
     path: Path
 
 
-def _folder(profile: str, chapter: str) -> Path:
-    return paths.artifacts_root() / profile / chapter
+def _folder(profile: Profile, chapter: str) -> Path:
+    return paths.artifacts_root() / profile.name / chapter
 
 
-def _required(path: Path, what: str, chapter: str, profile: str) -> Path:
+def _required(path: Path, what: str, chapter: str, profile: Profile) -> Path:
     """``path`` when it exists; otherwise the error that names the chapter writing it."""
     if not path.exists():
         raise FileNotFoundError(
             f"{path}: missing ({what}); chapter {int(chapter[:2])} ({chapter}) writes it: "
-            f"run `make chapter CH={chapter} PROFILE={profile}` first"
+            f"run `make chapter CH={chapter} PROFILE={profile.name}` first"
         )
     return path
 
 
-def book_index(profile: str) -> Path:
+def book_index(profile: Profile) -> Path:
     """Chapter 1's Lucene index of the book corpus (v1 passages), for BM25 over it."""
     folder = _folder(profile, FIRST_STAGE_CHAPTER) / "index-v1"
     return _required(folder, "the Lucene index of the book corpus", FIRST_STAGE_CHAPTER, profile)
 
 
-def teacher_cache(profile: str) -> Path:
+def teacher_cache(profile: Profile) -> Path:
     """Chapter 2's folder of the teacher's cached encodings (the book passages' vectors, the training queries')."""
     folder = _folder(profile, TRAINING_CHAPTER) / "teacher"
     _required(
@@ -95,48 +95,48 @@ def teacher_cache(profile: str) -> Path:
     return folder
 
 
-def checkpoint_path(profile: str, name: str) -> Path:
+def checkpoint_path(profile: Profile, name: str) -> Path:
     """``artifacts/<profile>/02_training/checkpoints/<name>/best.pt`` (it may not exist)."""
     return model_runs.checkpoint_folder(profile, TRAINING_CHAPTER, name) / BEST_NAME
 
 
-def small_bert(profile: str) -> Path:
+def small_bert(profile: Profile) -> Path:
     """The folder of chapter 2's small BERT, pre-trained by masked LM on the book corpus."""
     folder = _folder(profile, TRAINING_CHAPTER) / "representations" / "small-bert"
     _required(folder / "config.json", "the small pre-trained BERT", TRAINING_CHAPTER, profile)
     return folder
 
 
-def small_bert_pretraining(profile: str) -> dict[str, Any]:
+def small_bert_pretraining(profile: Profile) -> dict[str, Any]:
     """The record of the small BERT's masked-LM pre-training (its ``params`` and ``losses``)."""
     path = _required(small_bert(profile) / "pretraining.json", "its pre-training record", TRAINING_CHAPTER, profile)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def vocabulary(profile: str) -> Vocabulary:
+def vocabulary(profile: Profile) -> Vocabulary:
     """The word vocabulary of chapter 2's word-embedding models."""
     path = _folder(profile, TRAINING_CHAPTER) / "representations" / "vocabulary.txt"
     return Vocabulary.load(_required(path, "the vocabulary", TRAINING_CHAPTER, profile))
 
 
-def training_settings(profile: str) -> dict[str, Any]:
+def training_settings(profile: Profile) -> dict[str, Any]:
     """The settings chapter 2 ran with (``settings.json``: the seed and its ``TrainingSettings``)."""
     path = _folder(profile, TRAINING_CHAPTER) / "settings.json"
     return json.loads(_required(path, "its settings", TRAINING_CHAPTER, profile).read_text(encoding="utf-8"))
 
 
-def training_protocol(profile: str) -> tuple[TrainingSettings, int, distillation_protocol.Protocol]:
+def training_protocol(profile: Profile) -> tuple[TrainingSettings, int, distillation_protocol.Protocol]:
     """Chapter 2's settings, seed and distillation protocol (teacher-labelled triples, the validation set, the
     DL19/DL20 tests), rebuilt from its teacher cache and chapter 1's index, for a chapter that trains more
     models the same way (chapters 7 and 8)."""
     settings, seed = settings_record.read_settings(training_settings(profile))
     protocol = distillation_protocol.prepare_protocol(
-        get_profile(profile), settings, seed, book_index(profile), teacher_cache(profile), progress=False
+        profile, settings, seed, book_index(profile), teacher_cache(profile), progress=False
     )
     return settings, seed, protocol
 
 
-def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -> TrainedModel:
+def trained_model(profile: Profile, name: str, device: str | torch.device = "cpu") -> TrainedModel:
     """Chapter 2's model ``name`` (a :data:`lib.models.registry.MODELS` name), the one tested on every test year.
 
     The model is moved to ``device`` (``"auto"``: CUDA when available, :func:`lib.core.device.resolve_device`)
@@ -182,32 +182,32 @@ def trained_model(profile: str, name: str, device: str | torch.device = "cpu") -
 CHOSEN_TK_FILE = "chosen_tk.json"
 
 
-def chosen_tk(profile: str) -> str:
+def chosen_tk(profile: Profile) -> str:
     """The registry name of the TK chapter 2 chose on validation among every TK it trained (GloVe, pieces or a
     BERT's layers): the TK that the chapters studying TK use."""
     path = _required(_folder(profile, TRAINING_CHAPTER) / CHOSEN_TK_FILE, "the chosen TK", TRAINING_CHAPTER, profile)
     return json.loads(path.read_text(encoding="utf-8"))["model"]
 
 
-def candidate_scores(profile: str, query_set: str, model: str) -> dict[str, dict[str, float]]:
+def candidate_scores(profile: Profile, query_set: str, model: str) -> dict[str, dict[str, float]]:
     """Chapter 2's score of every test candidate of ``query_set`` by ``model`` (a run over the full depth)."""
     path = model_runs.scores_path(profile, TRAINING_CHAPTER, query_set, model)
     return read_run(_required(path, f"the {model} scores of {query_set}", TRAINING_CHAPTER, profile))
 
 
-def table2(profile: str) -> pd.DataFrame:
+def table2(profile: Profile) -> pd.DataFrame:
     """Chapter 2's Table 2 analogue: one row per (test set, model), with its effectiveness and docs/ms."""
     path = _folder(profile, TRAINING_CHAPTER) / "table2.csv"
     return pd.read_csv(_required(path, "Table 2", TRAINING_CHAPTER, profile))
 
 
-def speeds(profile: str) -> dict[str, Any]:
+def speeds(profile: Profile) -> dict[str, Any]:
     """Chapter 3's ``speed.json``: docs/ms and latencies of every timed architecture, on the machine it ran on."""
     path = _folder(profile, TIME_BUDGET_CHAPTER) / "speed.json"
     return json.loads(_required(path, "the speed of every architecture", TIME_BUDGET_CHAPTER, profile).read_text())
 
 
-def budget_leaders(profile: str, query_set: str, measure: str = "nDCG@10") -> pd.DataFrame:
+def budget_leaders(profile: Profile, query_set: str, measure: str = "nDCG@10") -> pd.DataFrame:
     """Chapter 3's best model(s) under each time budget (the book's own speeds), for ``query_set`` and ``measure``."""
     path = _folder(profile, TIME_BUDGET_CHAPTER) / f"best_per_budget_book_{query_set}_{measure.replace('@', '')}.csv"
     return pd.read_csv(
@@ -215,13 +215,13 @@ def budget_leaders(profile: str, query_set: str, measure: str = "nDCG@10") -> pd
     )
 
 
-def tilde_latency(profile: str) -> pd.DataFrame:
+def tilde_latency(profile: Profile) -> pd.DataFrame:
     """Chapter 6's per-query latency of TILDE-QL, TILDE-QDL and TILDEv2 (one row per method and candidate count)."""
     path = _folder(profile, TILDE_CHAPTER) / "latency.csv"
     return pd.read_csv(_required(path, "TILDE's latency", TILDE_CHAPTER, profile))
 
 
-def tilde_index_size(profile: str) -> pd.DataFrame:
+def tilde_index_size(profile: Profile) -> pd.DataFrame:
     """Chapter 6's bytes per passage of TILDE's and TILDEv2's indexes."""
     path = _folder(profile, TILDE_CHAPTER) / "index_size.csv"
     return pd.read_csv(_required(path, "TILDE's index size", TILDE_CHAPTER, profile))

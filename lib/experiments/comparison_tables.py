@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from lib.core.profiles import Profile
 from lib.data import held_runs, load_run
 from lib.evaluation import measures as evaluation
 from lib.experiments.distillation_protocol import Protocol
@@ -25,7 +26,7 @@ RM3 = "bm25-rm3"
 FIRST_STAGE_LABELS = {FIRST_STAGE: "BM25", RM3: "BM25+RM3"}
 
 
-def first_stage_baselines(profile: str, name: str) -> dict[str, dict[str, float]]:
+def first_stage_baselines(profile: Profile, name: str) -> dict[str, dict[str, float]]:
     """Table 2's first-stage runs of judged year ``name``, by label, every candidate of every query.
 
     ``BM25``: the scored BM25 run (:func:`lib.experiments.first_stage_runs.bm25_run`: the data folder's, or
@@ -44,7 +45,7 @@ SIGNIFICANCE_DEPTHS = {"tuned": "per_query", "all": "per_query_all", "+BM25": "p
 
 
 def significance_against_bm25(
-    profile: str, protocol: Protocol, results: Mapping[tuple[str, str], ModelResult], models: list[str]
+    profile: Profile, protocol: Protocol, results: Mapping[tuple[str, str], ModelResult], models: list[str]
 ) -> pd.DataFrame:
     """Paired t-tests on nDCG@10 of each of ``models`` against BM25, Bonferroni-corrected over ``models``, for
     every test year and every depth of :data:`SIGNIFICANCE_DEPTHS` (columns ``set`` and ``depth`` first, then

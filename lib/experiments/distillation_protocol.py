@@ -78,7 +78,7 @@ def query_set(name: str, profile: Profile, depth: int) -> JudgedSet:
         name=name,
         queries={q: queries[q] for q in chosen},
         qrels=load_qrels(name),
-        run=top_of_run(bm25_run(profile.name, name), depth, chosen),
+        run=top_of_run(bm25_run(profile, name), depth, chosen),
     )
 
 

@@ -65,7 +65,7 @@ def retrieve_missing(profile: Profile, index_dir: Path, threads: int = 2) -> dic
     return runs
 
 
-def bm25_run(profile: str, query_set: str) -> dict[str, dict[str, float]]:
+def bm25_run(profile: Profile, query_set: str) -> dict[str, dict[str, float]]:
     """The scored BM25 run of ``query_set``: the data folder's, else the one chapter 1 retrieved.
 
     A set whose run the data folder lacks or ships unscored is read from the profile's runs folder;
@@ -74,12 +74,12 @@ def bm25_run(profile: str, query_set: str) -> dict[str, dict[str, float]]:
     shipped = _shipped_scored(query_set)
     if shipped is not None:
         return shipped
-    path = paths.run_path(profile, query_set, SYSTEM)
+    path = paths.run_path(profile.name, query_set, SYSTEM)
     if not path.is_file():
         raise FileNotFoundError(
             f"{path}: missing (the scored BM25 run of {query_set}: the data folder's is missing or unscored); "
             f"chapter 1 (01_data_and_first_stage) retrieves it: run "
-            f"`make chapter CH=01_data_and_first_stage PROFILE={profile}` first"
+            f"`make chapter CH=01_data_and_first_stage PROFILE={profile.name}` first"
         )
     return read_run(path)
 

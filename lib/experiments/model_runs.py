@@ -23,7 +23,8 @@ import torch
 
 from lib.core import paths
 from lib.core.device import resolve_device
-from lib.core.profiles import TrainingSettings
+from lib.core.profiles import Profile, TrainingSettings
+from lib.core.run_context import RunContext
 from lib.core.types import JudgedSet, Run, ranking_from_run
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
@@ -84,9 +85,9 @@ class ModelResult:
         }
 
 
-def scores_path(profile: str, chapter: str, query_set: str, model: str) -> Path:
+def scores_path(profile: Profile, chapter: str, query_set: str, model: str) -> Path:
     """Where the model's score of every test candidate is kept (a TREC run over the full depth)."""
-    return paths.chapter_dir(profile, chapter) / "scores" / f"{query_set}__{model}.trec"
+    return paths.chapter_dir(profile.name, chapter) / "scores" / f"{query_set}__{model}.trec"
 
 
 def training_groups(protocol: Protocol, settings: TrainingSettings, seed: int) -> tuple[list[Group], list[list[float]]]:
@@ -126,10 +127,7 @@ def run_model(
     protocol: Protocol,
     representations: Representations,
     settings: TrainingSettings,
-    profile: str,
-    chapter: str,
-    seed: int,
-    device: str = "auto",
+    context: RunContext,
     progress: bool = True,
     variant: RunVariant = RunVariant(),
 ) -> dict[str, ModelResult]:
@@ -146,7 +144,10 @@ def run_model(
     interpolated run (``<set>__<name>-with-bm25.trec``) in the profile's runs folder, and returns one
     :class:`ModelResult` per test year. ``variant``: another run of the architecture than its plain one
     (:class:`RunVariant`: other representations, starting weights, or another chapter's checkpoint).
+    ``context``: the profile, the chapter whose folder holds the checkpoint and scores, the seed (the initial
+    weights and the order of the triples) and the device it trains on.
     """
+    profile, chapter, seed, device = context.profile, context.chapter, context.seed, str(context.device)
     run_name = variant.run_name(name)
     model, tokenizer = build_model(name, representations, seed)
     config = dataclasses.replace(training_config(name, settings, seed, device), progress=progress)
@@ -227,7 +228,7 @@ def _train(
 
 
 def _write_runs(
-    profile: str,
+    profile: Profile,
     run_name: str,
     test: JudgedSet,
     scores: Run,
@@ -238,11 +239,11 @@ def _write_runs(
     """A test year's runs in the profile's runs folder: re-ranked to ``depth``, all candidates re-ranked, and
     interpolated with BM25 at ``weight``; returned in that order."""
     reranked = rerank(test.run, scores, depth)
-    evaluation.write_trec_run(reranked, paths.run_path(profile, test.name, run_name), tag=run_name)
+    evaluation.write_trec_run(reranked, paths.run_path(profile.name, test.name, run_name), tag=run_name)
     everything = rerank(test.run, scores, settings.candidate_depth)
-    evaluation.write_trec_run(everything, paths.run_path(profile, test.name, run_name + ALL_CANDIDATES), run_name)
+    evaluation.write_trec_run(everything, paths.run_path(profile.name, test.name, run_name + ALL_CANDIDATES), run_name)
     fused = interpolate(test.run, scores, weight)
-    evaluation.write_trec_run(fused, paths.run_path(profile, test.name, run_name + INTERPOLATED), run_name)
+    evaluation.write_trec_run(fused, paths.run_path(profile.name, test.name, run_name + INTERPOLATED), run_name)
     return reranked, everything, fused
 
 
@@ -257,9 +258,9 @@ def _copy_checkpoint(source: Path, target: Path) -> None:
     partial.replace(target)
 
 
-def checkpoint_folder(profile: str, chapter: str, run_name: str) -> Path:
+def checkpoint_folder(profile: Profile, chapter: str, run_name: str) -> Path:
     """Where model ``run_name``'s training checkpoint, best weights and history live (one model per architecture)."""
-    return paths.chapter_dir(profile, chapter) / "checkpoints" / run_name
+    return paths.chapter_dir(profile.name, chapter) / "checkpoints" / run_name
 
 
 def held_out_margins(model: torch.nn.Module, tokenizer: Any, protocol: Protocol, limit: int = 2000) -> pd.DataFrame:

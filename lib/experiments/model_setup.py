@@ -22,6 +22,7 @@ import torch
 
 from lib.core.atomic import write_json
 from lib.core.profiles import TrainingSettings
+from lib.core.run_context import RunContext
 from lib.data import book_texts
 from lib.models.registry import model_spec
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer, small_bert_config
@@ -127,22 +128,21 @@ def bert_cat_folder(start: str, small_bert: Path) -> Path:
 
 
 def prepare_representations(
-    profile: str,
+    context: RunContext,
     settings: TrainingSettings,
-    seed: int,
-    out: Path,
     min_count: int = PAPER_MIN_COUNT,
     with_small_bert: bool = True,
     with_piece_vectors: bool = False,
 ) -> Representations:
-    """Vocabulary, word vectors, BERT-cat's starting BERT and the small BERT for ``profile``, cached under ``out``.
+    """Vocabulary, word vectors, BERT-cat's starting BERT and the small BERT for ``context.profile``, cached under
+    ``context.out`` and seeded by ``context.seed``.
 
     ``min_count`` is the vocabulary's threshold (the paper's 5; 1 keeps every word of the book corpus,
     as fastText vectors allow); ``with_small_bert=False`` skips the small BERT's pre-training (for a
     chapter that trains word models only; ``small_bert`` is then ``None``); ``with_piece_vectors``
     distils the static piece vectors of the starting BERT (``settings.piece_vector_dim`` wide, cached).
     """
-    folder = out / "representations"
+    seed, folder = context.seed, context.out / "representations"
     folder.mkdir(parents=True, exist_ok=True)
     suffix = "" if min_count == PAPER_MIN_COUNT else f"-min{min_count}"
     vocabulary_path = folder / f"vocabulary{suffix}.txt"
@@ -153,7 +153,7 @@ def prepare_representations(
         vocabulary.save(vocabulary_path)
     embeddings, filled = word_embeddings(settings.embedding_method, vocabulary, settings, seed, folder, suffix)
     small_bert = folder / "small-bert"
-    if profile != "paper" and with_small_bert:
+    if context.profile.name != "paper" and with_small_bert:
         config = small_bert_config(
             layers=settings.bert_layers,
             hidden=settings.bert_hidden,

@@ -123,7 +123,7 @@ class StartingBert:
             return TildeV2(self.path)
 
 
-def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
+def starting_bert(profile: Profile, start: str = "minilm") -> StartingBert:
     """The encoder of ``profile``: all-MiniLM-L6-v2 (``start="minilm"``) or chapter 2's small BERT (``"small-bert"``,
     an error naming chapter 2 when missing); the ``paper`` profile loads bert-base-uncased from its pinned,
     hash-checked folder (:func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once).
@@ -134,7 +134,7 @@ def starting_bert(profile: str, start: str = "minilm") -> StartingBert:
     BERT and BERT-Base keep the authors' markers and the first position.
     """
     markers = (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
-    if profile == "paper":
+    if profile.name == "paper":
         folder = bert_base_uncased_folder()
         return StartingBert(
             "bert-base-uncased", folder, load_tokenizer(folder), markers, "first",
@@ -201,13 +201,13 @@ def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> Dist
     with the profile's training settings), rebuilt from chapter 2's cache: BM25 over chapter 1's index
     and the teacher's dense search, no teacher pass over the corpus.
     """
-    folder = artifacts.teacher_cache(profile.name)
+    folder = artifacts.teacher_cache(profile)
     return build_distillation_set(
         profile,
         profile.training,
         BiEncoder(minilm_folder()),
         load_tokenizer(minilm_folder()),
-        artifacts.book_index(profile.name),
+        artifacts.book_index(profile),
         folder,
         seed,
         progress=progress,
@@ -298,7 +298,7 @@ def judged_groups(profile: Profile, data: TildeTrainingData, texts: Mapping[str,
     """
     candidates, with_runs = {}, rerank_sets(profile)
     for train_set in (name for name in data.train_sets if name in with_runs):
-        run = bm25_run(profile.name, train_set)
+        run = bm25_run(profile, train_set)
         candidates.update({q: {p: s for p, s in run[q].items() if p in texts} for q in data.train_qids if q in run})
     relevant = {q: {p for p, grade in data.qrels.get(q, {}).items() if grade >= 1} for q in candidates}
     judged = [(q, p) for q, p in data.pairs if q in candidates]
@@ -331,7 +331,7 @@ def evaluation_year(
     for stage in first_stages:
         if stage != BM25 and not held_runs(name, (stage,)):
             continue
-        full = bm25_run(profile.name, name) if stage == BM25 else load_run(name, stage)
+        full = bm25_run(profile, name) if stage == BM25 else load_run(name, stage)
         chosen = {q: {p: s for p, s in full[q].items() if p in texts} for q in judged if q in full}
         runs[stage] = top_of_run(chosen, depth)
     return {stage: JudgedSet(name, queries, qrels, run) for stage, run in runs.items()}
@@ -452,7 +452,7 @@ def table2_systems(
     year: Mapping[str, JudgedSet],
     scores: Mapping[str, TildeScores],
     stage_labels: Mapping[str, str],
-    profile: str,
+    profile: Profile,
     seed: int,
     depth: int,
     bm25_rerankers: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,

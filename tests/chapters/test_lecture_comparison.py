@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from lib.chapters import lecture_comparison
+from lib.core.profiles import get_profile
 from lib.models.tk_sparse import TKSparse
 from lib.representations.text import Vocabulary
 
@@ -149,7 +150,7 @@ def test_prettr_reading_compares_with_the_untrained_split_bert_cat_and_bm25(
         {"VALIDATION nDCG@10": [0.6, 0.5], "DL19 nDCG@10": [0.6, 0.55], "DL20 nDCG@10": [0.5, 0.44]},
         index=pd.Index([0, 5], name="k"),
     )
-    reading = lecture_comparison.prettr_reading(results, sweep, 5, "VALIDATION nDCG@10", tests, "smoke")
+    reading = lecture_comparison.prettr_reading(results, sweep, 5, "VALIDATION nDCG@10", tests, get_profile("smoke"))
     assert "k = 5" in reading and "untrained split 0.550" in reading and "BERT-cat 0.600, BM25 0.450" in reading
     for phrase in expected:
         assert phrase in reading, phrase

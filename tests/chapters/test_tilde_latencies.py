@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from lib.chapters.tilde_latencies import latency_of, latency_table, paper_size_latencies
+from lib.core.profiles import get_profile
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking.tilde_index import load_index, write_index
@@ -31,7 +32,7 @@ def test_latency_table_times_ql_and_qdl_and_leaves_out_what_chapter_2_has_not_tr
         tmp_path / "index", list(TEXTS), [(log_probs, vocabulary.terms(tokenizer, list(TEXTS.values())))], vocabulary
     )
     table, left_out = latency_table(
-        load_index(tmp_path / "index"), tokenizer, QUERIES, RUN, tiny_tilde(), TEXTS, "smoke", [2, 4], 1
+        load_index(tmp_path / "index"), tokenizer, QUERIES, RUN, tiny_tilde(), TEXTS, get_profile("smoke"), [2, 4], 1
     )
     assert table[["method", "candidates", "repeated"]].values.tolist() == [
         ["TILDE-QL", 2, True],

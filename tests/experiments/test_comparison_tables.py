@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from lib.core import paths
+from lib.core.profiles import get_profile
 from lib.data import load_run
 from lib.evaluation import measures as evaluation
 from lib.experiments import comparison_tables, model_runs
@@ -20,10 +21,12 @@ pytestmark = pytest.mark.usefixtures("converted", "one_torch_thread")
 @pytest.mark.usefixtures("paper_export")
 def test_table_2_compares_against_chapter_1s_scored_bm25_on_the_msmarco_export() -> None:
     with pytest.raises(FileNotFoundError, match="CH=01_data_and_first_stage PROFILE=paper"):
-        comparison_tables.first_stage_baselines("paper", "dl19")  # the export's run is unscored: never compared against
+        # the export's run is unscored: never compared against
+        comparison_tables.first_stage_baselines(get_profile("paper"), "dl19")
     scored = {"19335": {"1": 9.5, "0": 2.0}}  # what chapter 1 retrieves in its place
     evaluation.write_trec_run(scored, paths.run_path("paper", "dl19", "bm25"), tag="bm25")
-    assert comparison_tables.first_stage_baselines("paper", "dl19") == {"BM25": scored}, "no BM25+RM3 in the export"
+    baselines = comparison_tables.first_stage_baselines(get_profile("paper"), "dl19")
+    assert baselines == {"BM25": scored}, "no BM25+RM3 in the export"
 
 
 def test_table_2_compares_against_the_book_subsets_shipped_runs(
@@ -31,7 +34,7 @@ def test_table_2_compares_against_the_book_subsets_shipped_runs(
 ) -> None:
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path))
     monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")
-    runs = comparison_tables.first_stage_baselines("book", "dl19")
+    runs = comparison_tables.first_stage_baselines(get_profile("book"), "dl19")
     assert list(runs) == ["BM25", "BM25+RM3"]
     assert runs["BM25"] == load_run("dl19", "bm25") and runs["BM25+RM3"] == load_run("dl19", "bm25-rm3")
     assert not paths.run_path("book", "dl19", "bm25").exists(), "the shipped run is read where it is"

@@ -76,7 +76,7 @@ def test_the_export_slice_has_unscored_runs_and_no_book_only_sets(paper_data: Pa
     assert first_stage_runs.rerank_sets(get_profile("paper")) == ("dl19", "dl20", "dev-small")
     assert {score for candidates in load_run("dl19", "bm25").values() for score in candidates.values()} == {0.0}
     with pytest.raises(FileNotFoundError, match="make chapter CH=01_data_and_first_stage PROFILE=paper"):
-        first_stage_runs.bm25_run("paper", "dl19")
+        first_stage_runs.bm25_run(get_profile("paper"), "dl19")
 
 
 def test_unscored_and_missing_runs_are_retrieved_scored_and_read_back(paper_data: Path, tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_unscored_and_missing_runs_are_retrieved_scored_and_read_back(paper_data
     assert list(retrieved) == ["dl19", "dl20", "dev-small"], "dev-small has no run in the export: retrieved too"
     for name, run in retrieved.items():
         assert any(score > 0 for candidates in run.values() for score in candidates.values())
-        assert first_stage_runs.bm25_run("paper", name) == run, "the written run reads back exactly"
+        assert first_stage_runs.bm25_run(get_profile("paper"), name) == run, "the written run reads back exactly"
         assert paths.run_path("paper", name, "bm25").is_file()
     sentence = first_stage_runs.runs_sentence(profile, retrieved)
     assert sentence.startswith("Retrieved here") and "top 1000 of dl19, dl20, dev-small" in sentence
@@ -99,7 +99,7 @@ def test_the_book_subset_ships_scored_runs_and_nothing_is_retrieved(
     monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")
     profile = get_profile("book")
     assert first_stage_runs.retrieve_missing(profile, tmp_path / "no-index") == {}, "no index is opened"
-    assert first_stage_runs.bm25_run("book", "dl21") == load_run("dl21", "bm25")
+    assert first_stage_runs.bm25_run(get_profile("book"), "dl21") == load_run("dl21", "bm25")
     assert not paths.run_path("book", "dl21", "bm25").exists()
     assert first_stage_runs.runs_sentence(profile, {}).startswith("The data folder ships scored BM25 runs of dl19")
 
@@ -114,7 +114,7 @@ def test_chapter_1_runs_under_the_paper_profile_on_the_export(paper_data: Path, 
     assert summary["passages_v1"] == PASSAGES and summary["passages_v2"] == 0
     assert set(summary["queries"]) == {"dl19", "dl20", "dev-small"}
     assert all(0 < value <= 1 for value in summary["bm25_ndcg10"].values())
-    assert artifacts.book_index("paper").is_dir()
+    assert artifacts.book_index(get_profile("paper")).is_dir()
     for name in ("dl19", "dl20", "dev-small"):
         run = read_run(paths.run_path("paper", name, "bm25"))
         assert any(score > 0 for candidates in run.values() for score in candidates.values()), name
@@ -130,4 +130,4 @@ def test_chapters_after_the_first_read_bm25_through_bm25_run(chapter: str) -> No
     source = (paths.REPO_ROOT / "notebooks" / f"{chapter}.py").read_text(encoding="utf-8")
     direct = re.findall(r"load_run\([^)]*(?:\"bm25\"|FIRST_STAGE)\)", source)
     assert not direct, f"{chapter} reads the data folder's BM25 run, unscored in the MS MARCO export: {direct}"
-    assert "first_stage_runs.bm25_run(profile, " in source
+    assert "first_stage_runs.bm25_run(chapter.profile, " in source

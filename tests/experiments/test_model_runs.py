@@ -12,6 +12,7 @@ import torch
 
 from lib.core import paths
 from lib.core.profiles import get_profile
+from lib.core.run_context import run_context
 from lib.core.types import JudgedSet, ranking_from_run, top_of_run
 from lib.data import read_run
 from lib.evaluation import measures as evaluation
@@ -64,7 +65,9 @@ def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_a
     )
     words = Vocabulary.build(list(protocol.texts.values())[:200])
     representations = model_setup.Representations(words, torch.randn(len(words), 8), Path(), None)
-    first = model_runs.run_model("knrm", small, representations, settings, "smoke", "02_training", 42, progress=False)
+    first = model_runs.run_model(
+        "knrm", small, representations, settings, run_context("02_training", "smoke", 42, "cpu"), progress=False
+    )
 
     def no_training(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a finished checkpoint of the same run must not be trained again")
@@ -72,10 +75,10 @@ def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_a
     monkeypatch.setattr(pairwise, "margin_mse", no_training)
     monkeypatch.setattr(pairwise, "hinge_loss", no_training)
     again = model_runs.run_model(
-        "knrm", small, representations, settings, "smoke", "07_trec_runs", 42, progress=False,
+        "knrm", small, representations, settings, run_context("07_trec_runs", "smoke", 42, "cpu"), progress=False,
         variant=model_runs.RunVariant("init42", reuse_from="02_training"),
     )  # fmt: skip
-    assert (model_runs.checkpoint_folder("smoke", "07_trec_runs", "knrm-init42") / "best.pt").is_file()
+    assert (model_runs.checkpoint_folder(get_profile("smoke"), "07_trec_runs", "knrm-init42") / "best.pt").is_file()
     for name in first:
         assert again[name].best_step == first[name].best_step
         assert again[name].metrics_at_full_depth == first[name].metrics_at_full_depth
@@ -120,7 +123,9 @@ def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
     representations = model_setup.Representations(
         Vocabulary(["[PAD]", "[UNK]"]), torch.zeros(2, 1), minilm_folder(), load_tokenizer(minilm_folder())
     )
-    results = model_runs.run_model("bi-encoder", small, representations, settings, "smoke", "02_training", 42)
+    results = model_runs.run_model(
+        "bi-encoder", small, representations, settings, run_context("02_training", "smoke", 42, "cpu")
+    )
     assert sorted(results) == ["dl19", "dl20"]
     assert tuned_on == ["MAP", "MAP"], "the depth and the weight maximise the profile's validation measure"
     for name, result in results.items():
@@ -137,7 +142,7 @@ def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
             evaluation.evaluate(fused, test.qrels)["nDCG@10"]
         )
         assert all(len(everything[q]) == len(test.run[q]) for q in everything)
-        scores = read_run(model_runs.scores_path("smoke", "02_training", name, "bi-encoder"))
+        scores = read_run(model_runs.scores_path(get_profile("smoke"), "02_training", name, "bi-encoder"))
         for qid in everything:  # the -all run is the candidates in the model's order
             assert ranking_from_run(everything[qid]) == ranking_from_run(scores[qid])
         assert result.metrics_at_full_depth["nDCG@10"] == pytest.approx(

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from lib.core.profiles import TrainingSettings, get_profile
+from lib.core.run_context import RunContext
 from lib.data import registry
 from lib.data.registry import sha256_of
 from lib.experiments import model_setup
@@ -145,13 +146,14 @@ def test_bert_cat_starts_from_the_named_bert(tmp_path, fake_bert_base):  # noqa:
 
 def test_a_chapter_of_word_models_keeps_every_word_and_skips_the_small_bert(tmp_path):
     settings = get_profile("smoke").training
-    paper = model_setup.prepare_representations("smoke", settings, 3, tmp_path, with_small_bert=False)
-    every = model_setup.prepare_representations("smoke", settings, 3, tmp_path, min_count=1, with_small_bert=False)
+    context = RunContext("02_training", get_profile("smoke"), 3, torch.device("cpu"), tmp_path)
+    paper = model_setup.prepare_representations(context, settings, with_small_bert=False)
+    every = model_setup.prepare_representations(context, settings, min_count=1, with_small_bert=False)
     assert paper.small_bert is None and not (tmp_path / "representations" / "small-bert").exists()
     assert len(every.vocabulary) > len(paper.vocabulary)
     assert all(term in every.vocabulary for term in paper.vocabulary.terms)
     assert every.embeddings.shape == (len(every.vocabulary), 50)
     files = {path.name for path in (tmp_path / "representations").iterdir()}
     assert {"vocabulary.txt", "vocabulary-min1.txt", "glove-6b-50d-seed3.npy", "glove-6b-50d-min1-seed3.npy"} <= files
-    again = model_setup.prepare_representations("smoke", settings, 3, tmp_path, with_small_bert=False)
+    again = model_setup.prepare_representations(context, settings, with_small_bert=False)
     assert again.vocabulary == paper.vocabulary and torch.equal(again.embeddings, paper.embeddings)

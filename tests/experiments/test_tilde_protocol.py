@@ -73,9 +73,12 @@ def test_check_test_sets_names_the_bad_parameter() -> None:
 def test_table2_systems_rerank_each_first_stage_and_add_chapter_2s_models(artifacts_root: Path) -> None:
     year = {stage: JudgedSet("dl19", {}, {}, run) for stage, run in (("bm25", FIRST_STAGE), ("splade-pp-ed", OTHER))}
     tk2 = {"q1": {"a": 0.0, "b": 9.0, "c": 1.0}, "q2": {"a": 0.0, "c": 1.0}, "q3": {"x": 1.0}}
-    evaluation.write_trec_run(tk2, model_runs.scores_path("smoke", "02_training", "dl19", "tk2"), tag="tk2")
+    smoke = get_profile("smoke")
+    evaluation.write_trec_run(tk2, model_runs.scores_path(smoke, "02_training", "dl19", "tk2"), tag="tk2")
     scores = {"bm25": _scores(FIRST_STAGE), "splade-pp-ed": _scores(OTHER)}
-    systems, baseline_of, left_out = table2_systems(year, scores, {"bm25": "BM25"}, "smoke", seed=3, depth=3)
+    systems, baseline_of, left_out = table2_systems(
+        year, scores, {"bm25": "BM25"}, get_profile("smoke"), seed=3, depth=3
+    )
     assert list(systems) == [
         "BM25",
         "BM25 in random order",
@@ -99,14 +102,14 @@ def test_the_starting_encoder_is_minilm_the_small_bert_or_the_pinned_bert_base(
     artifacts_root: Path,
     fake_bert_base: BertModel,  # noqa: F811
 ) -> None:
-    minilm = starting_bert("smoke")
+    minilm = starting_bert(get_profile("smoke"))
     assert minilm.name == "minilm" and minilm.markers == (CLS_ID, CLS_ID) and minilm.pooling == "unit-mean"
     assert "all-MiniLM-L6-v2" in str(minilm) and minilm.tokenizer.vocab_size == 30522
     with pytest.raises(FileNotFoundError, match=r"small-bert/config\.json: missing .*chapter 2"):
-        starting_bert("smoke", "small-bert")
+        starting_bert(get_profile("smoke"), "small-bert")
     with pytest.raises(ValueError, match="'start'"):
-        starting_bert("smoke", "bert-large")
-    paper = starting_bert("paper")  # the pinned files, from the fake mirror of the fixture
+        starting_bert(get_profile("smoke"), "bert-large")
+    paper = starting_bert(get_profile("paper"))  # the pinned files, from the fake mirror of the fixture
     assert isinstance(paper, StartingBert) and paper.path == registry.paper_dir() / "google-bert" / "bert-base-uncased"
     assert str(paper) == "bert-base-uncased (Hugging Face revision 86b5e0934494, hash-checked)"
     assert paper.markers == (PASSAGE_MARKER_ID, QUERY_MARKER_ID) and paper.tokenizer.vocab_size == 10
@@ -114,7 +117,7 @@ def test_the_starting_encoder_is_minilm_the_small_bert_or_the_pinned_bert_base(
 
 
 def test_every_new_model_of_a_start_has_the_same_weights() -> None:
-    minilm = starting_bert("smoke")
+    minilm = starting_bert(get_profile("smoke"))
     torch.manual_seed(1)
     first = minilm.tilde().state_dict()
     torch.manual_seed(2)
@@ -153,7 +156,7 @@ def test_trained_part_says_what_a_setting_fine_tunes() -> None:
 
 
 def _teacher_of(pids: list[str], texts: dict[str, str]) -> DistillationSet:
-    minilm = starting_bert("smoke")
+    minilm = starting_bert(get_profile("smoke"))
     vectors = encode(BiEncoder(minilm_folder()), minilm.tokenizer, texts, pids, DOC_MAX_LENGTH)
     return DistillationSet({}, {}, [], [], {}, vectors)
 
@@ -162,7 +165,7 @@ def test_the_pooled_cache_holds_the_teachers_passage_vectors_for_minilm(converte
     texts = book_texts()
     pids = sorted(texts)[:12]
     teacher = _teacher_of(pids, texts)
-    minilm = starting_bert("smoke")
+    minilm = starting_bert(get_profile("smoke"))
     model = minilm.tilde()
     cache = pooled_cache(tmp_path / "pooled", model, minilm.tokenizer, texts, teacher)
     rows = model.rows(minilm.tokenizer.pieces([texts[pid] for pid in pids]), "passage")
@@ -177,7 +180,7 @@ def test_the_pooled_cache_refuses_vectors_that_are_not_the_encoders(converted: P
     pids = sorted(texts)[:3]
     teacher = _teacher_of(pids, texts)
     wrong = DistillationSet({}, {}, [], [], {}, Encodings(pids, teacher.passages.vectors.flip(0)))
-    minilm = starting_bert("smoke")
+    minilm = starting_bert(get_profile("smoke"))
     with pytest.raises(ValueError, match="teacher vectors differ"):
         pooled_cache(tmp_path / "pooled", minilm.tilde(), minilm.tokenizer, texts, wrong)
     first = minilm.tilde()
