@@ -52,9 +52,9 @@ DEFAULT_BUDGET_MINUTES = 15.0
 TOTAL_BUDGET_MINUTES = 60.0
 
 
-def executed_dir(profile: str, root: Path = paths.REPO_ROOT) -> Path:
-    """Where ``profile``'s executed chapters and their stamps live: ``_build/<profile>/chapters``."""
-    return root / "_build" / profile / "chapters"
+def executed_dir(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
+    """Where profile ``profile_name``'s executed chapters and their stamps live: ``_build/<profile>/chapters``."""
+    return root / "_build" / profile_name / "chapters"
 
 
 class ChapterError(RuntimeError):
@@ -89,8 +89,9 @@ def _toc_files(entries: list[Any]) -> list[str]:
     return files
 
 
-def chapters_in_toc(profile: str = "book", root: Path = paths.REPO_ROOT) -> list[Chapter]:
-    """The executed chapters listed in ``_toc.yml``, in order, with their sources and ``profile``'s outputs."""
+def chapters_in_toc(profile_name: str = "book", root: Path = paths.REPO_ROOT) -> list[Chapter]:
+    """The executed chapters listed in ``_toc.yml``, in order, with their sources and the outputs of profile
+    ``profile_name``."""
     toc_path = root / "_toc.yml"
     toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
     files = [str(toc.get("root", ""))] + _toc_files(toc.get("parts", []) + toc.get("chapters", []))
@@ -103,7 +104,7 @@ def chapters_in_toc(profile: str = "book", root: Path = paths.REPO_ROOT) -> list
         source = root / "notebooks" / f"{name}.py"
         if not source.is_file():
             raise ChapterError(f"{toc_path}: chapter {file!r} has no source {source.relative_to(root)}")
-        chapters.append(Chapter(name, source, executed_dir(profile, root) / f"{name}.ipynb"))
+        chapters.append(Chapter(name, source, executed_dir(profile_name, root) / f"{name}.ipynb"))
     return chapters
 
 
@@ -171,9 +172,10 @@ def library_fingerprint(source: Path, root: Path = paths.REPO_ROOT) -> str:
     return digest.hexdigest()
 
 
-def data_fingerprint(profile: str) -> str:
-    """The sha256 of the manifest of ``profile``'s data folder (every file's hash); a missing one names the command."""
-    folder = paths.converted_dir(profile)
+def data_fingerprint(profile_name: str) -> str:
+    """The sha256 of the manifest of profile ``profile_name``'s data folder (every file's hash); a missing one names
+    the command."""
+    folder = paths.converted_dir(profile_name)
     manifest = folder / "manifest.json"
     if not manifest.is_file():
         raise ChapterError(f"{manifest}: missing; run {fill_command(folder)} first")
@@ -245,14 +247,16 @@ def execute(chapter: Chapter, parameters: Mapping[str, Any], kernel: str = "pyth
     return time.perf_counter() - start
 
 
-def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None = None, force: bool = False) -> None:
+def run(
+    profile_name: str, extra: Mapping[str, Any] | None = None, only: str | None = None, force: bool = False
+) -> None:
     """Execute every chapter of ``_toc.yml`` whose fingerprint changed (or just ``only``)."""
-    get_profile(profile)  # fail early on a bad profile name
-    parameters = {"profile": profile, **(extra or {})}
-    chapters = chapters_in_toc(profile)
+    get_profile(profile_name)  # fail early on a bad profile name
+    parameters = {"profile": profile_name, **(extra or {})}
+    chapters = chapters_in_toc(profile_name)
     if only is not None and only not in {chapter.name for chapter in chapters}:
         raise ChapterError(f"--only {only!r}: not a chapter of _toc.yml ({[c.name for c in chapters]})")
-    data = data_fingerprint(profile)
+    data = data_fingerprint(profile_name)
     previous = ""
     for chapter in chapters:
         current = fingerprint(chapter, parameters, previous, library_fingerprint(chapter.source), data)
@@ -260,7 +264,7 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
         if only is not None and chapter.name != only:
             continue
         if not force and _stored_fingerprint(chapter) == current:
-            print(f"[chapters] {chapter.name}: up to date ({profile})", flush=True)
+            print(f"[chapters] {chapter.name}: up to date ({profile_name})", flush=True)
             continue
         print(f"[chapters] {chapter.name}: executing with {parameters} …", flush=True)
         chapter.stamp.unlink(missing_ok=True)
@@ -268,12 +272,12 @@ def run(profile: str, extra: Mapping[str, Any] | None = None, only: str | None =
         write_json(chapter.stamp, {"fingerprint": current, "parameters": parameters, "seconds": round(seconds, 1)})
         print(f"[chapters] {chapter.name}: done in {seconds:.0f} s", flush=True)
     if only is None:
-        print(f"[chapters] time per chapter ({profile} profile; from each chapter's last execution):", flush=True)
-        print(times_table(profile, chapter_times(chapters)), flush=True)
+        print(f"[chapters] time per chapter ({profile_name} profile; from each chapter's last execution):", flush=True)
+        print(times_table(profile_name, chapter_times(chapters)), flush=True)
 
 
-def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
-    """Copy ``profile``'s executed chapters into ``book/chapters/`` for Jupyter Book; the folder.
+def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
+    """Copy profile ``profile_name``'s executed chapters into ``book/chapters/`` for Jupyter Book; the folder.
 
     Every chapter of ``_toc.yml`` must have been executed for this profile (else a :class:`ChapterError`
     naming the missing ones and the command); other notebooks in ``book/chapters/`` are removed. The
@@ -282,11 +286,13 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
     injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, which the
     "Reproducing" page includes.
     """
-    get_profile(profile)
-    chapters = chapters_in_toc(profile, root)
+    get_profile(profile_name)
+    chapters = chapters_in_toc(profile_name, root)
     missing = [chapter.name for chapter in chapters if not chapter.output.is_file()]
     if missing:
-        raise ChapterError(f"profile {profile!r} has not executed {missing}: run `make chapters PROFILE={profile}`")
+        raise ChapterError(
+            f"profile {profile_name!r} has not executed {missing}: run `make chapters PROFILE={profile_name}`"
+        )
     target = root / CHAPTERS_DIR
     target.mkdir(parents=True, exist_ok=True)
     wanted = {f"{chapter.name}.ipynb" for chapter in chapters}
@@ -300,7 +306,7 @@ def stage(profile: str, root: Path = paths.REPO_ROOT) -> Path:
             if "injected-parameters" in tags and "remove-cell" not in tags:
                 tags.append("remove-cell")
         write_json(target / f"{chapter.name}.ipynb", notebook)
-    write_text(target / TIMES_PAGE, times_table(profile, chapter_times(chapters)))
+    write_text(target / TIMES_PAGE, times_table(profile_name, chapter_times(chapters)))
     return target
 
 
@@ -318,10 +324,10 @@ def chapter_times(chapters: Sequence[Chapter]) -> dict[str, float | None]:
     return times
 
 
-def times_table(profile: str, times: Mapping[str, float | None]) -> str:
+def times_table(profile_name: str, times: Mapping[str, float | None]) -> str:
     """A Markdown table of ``times`` (:func:`chapter_times`) in minutes, with the total and, for ``book``,
     each chapter's budget on 2 CPU cores (:data:`BUDGET_MINUTES`)."""
-    budgets = profile == "book"
+    budgets = profile_name == "book"
     header = "| chapter | minutes |" + (" budget (2 CPU cores) |" if budgets else "")
     rows = [header, "|---|---:|" + ("---:|" if budgets else "")]
 
@@ -347,11 +353,11 @@ class CellCost:
     first_line: str
 
 
-def chapter_costs(profile: str, top: int = 5, root: Path = paths.REPO_ROOT) -> list[CellCost]:
-    """The ``top`` slowest code cells of each executed chapter of ``profile``, slowest first, from the
+def chapter_costs(profile_name: str, top: int = 5, root: Path = paths.REPO_ROOT) -> list[CellCost]:
+    """The ``top`` slowest code cells of each executed chapter of profile ``profile_name``, slowest first, from the
     per-cell durations papermill records in the executed notebooks (where a chapter's time goes)."""
     costs: list[CellCost] = []
-    for chapter in chapters_in_toc(profile, root):
+    for chapter in chapters_in_toc(profile_name, root):
         if not chapter.output.is_file():
             continue
         notebook = json.loads(chapter.output.read_text(encoding="utf-8"))
