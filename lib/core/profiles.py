@@ -3,10 +3,10 @@
 ``smoke`` (a slice of the real data, for CI), ``book`` (the shipped TREC DL subset on 2 CPU cores, the
 default) and ``paper`` (full MS MARCO on a GPU). A chapter's papermill ``parameters`` cell names the
 profile and may override a knob; ``None`` in a parameters cell means "the profile's default", which
-the chapter reads from its section here: ``get_profile(profile).training`` (chapter 2),
-``.speed`` (chapter 3), ``.clusters`` (chapter 4), ``.tilde`` (chapter 6), ``.trec`` (chapter 7), ``.lecture``
-(chapter 8). ARCHITECTURE.md,
-"Chapters", says how a chapter uses them.
+the chapter reads from its section here: ``training`` (chapter 2), ``speed`` (chapter 3), ``clusters``
+(chapter 4), ``tilde`` (chapter 6), ``trec`` (chapter 7), ``lecture`` (chapter 8).
+:func:`lib.chapters.prologue.start_chapter` applies a chapter's overrides to its section once (the chapter's
+``settings``). ARCHITECTURE.md, "Chapters", says how a chapter uses them.
 """
 
 from __future__ import annotations
