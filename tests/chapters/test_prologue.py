@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -74,3 +75,24 @@ def test_an_unknown_override_or_section_names_the_parameter(tmp_path: Path, monk
         start_chapter("99_topic", "smoke", seed=0, device="cpu", section="nothing")
     with pytest.raises(ValueError, match="'overrides'"):
         start_chapter("99_topic", "smoke", seed=0, device="cpu", overrides={"max_steps": 1})
+
+
+CHAPTER_SOURCES = sorted((paths.REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
+
+
+@pytest.mark.parametrize("source", CHAPTER_SOURCES, ids=lambda path: path.stem)
+def test_the_parameters_profile_and_seed_enter_the_library_only_through_start_chapter(source: Path) -> None:
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    through_start = {
+        id(argument)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "start_chapter"
+        for argument in node.args
+    }
+    loose = [
+        f"line {node.lineno}: {node.id}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id in ("profile", "seed") and isinstance(node.ctx, ast.Load)
+        if id(node) not in through_start
+    ]
+    assert not loose, f"{source.name} reads its parameters' profile or seed past start_chapter (use `chapter`): {loose}"
