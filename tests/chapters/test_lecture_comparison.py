@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from lib.chapters import lecture_comparison
+from lib.models.tk import TKConfig
 from lib.models.tk_sparse import TKSparse
 from lib.representations.text import Vocabulary
 
@@ -50,7 +51,7 @@ def test_tradeoff_figure_leaves_out_models_without_latency_and_refuses_an_empty_
 def test_latencies_time_both_modes_for_a_model_with_a_passage_side() -> None:
     vocabulary = Vocabulary.build(["the cat sat on the mat", "a dog ran in the park", "cats and dogs"], min_count=1)
     torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
+    model = TKSparse(torch.randn(len(vocabulary), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
     run = {"q1": {"p1": 3.0, "p2": 2.0}}
     texts = {"p1": "the cat sat on the mat", "p2": "a dog ran in the park"}
     frame = lecture_comparison.latencies(model, vocabulary, run, {"q1": "cat mat"}, texts, [2, 5], ["q1"], 4, 1)
@@ -64,7 +65,7 @@ def test_latencies_time_both_modes_for_a_model_with_a_passage_side() -> None:
 def test_latencies_warm_up_once_per_count_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     vocabulary = Vocabulary.build(["the cat sat on the mat", "a dog ran in the park"], min_count=1)
     torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
+    model = TKSparse(torch.randn(len(vocabulary), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
     warmups: list[tuple[str, int]] = []
     real_whole, real_stored = lecture_comparison.measure_latency, lecture_comparison.measure_stored_latency
 
@@ -89,7 +90,7 @@ def test_gate_occurrences_and_the_stopword_tables() -> None:
     texts = ["the cat sat on the mat", "the dog and the zebu"]
     vocabulary = Vocabulary.build(texts, min_count=2)  # "cat", "zebu" … map to [UNK] but keep their word
     torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
+    model = TKSparse(torch.randn(len(vocabulary), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
     with torch.no_grad():
         model.gate_out.weight.zero_()
         model.gate_out.bias.fill_(1.0)  # every gate 1: nothing removed

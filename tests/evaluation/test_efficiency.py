@@ -55,7 +55,7 @@ def _ragged_inputs(rows: int):
 
 
 def test_bucketed_batches_are_cut_to_their_longest_and_give_the_rank_order_scores():
-    from lib.models.tk import TK
+    from lib.models.tk import TK, TKConfig
 
     tensors = _ragged_inputs(29)
     bucketed = scoring_batches(tensors, batch_size=8, bucketed=True)
@@ -71,7 +71,7 @@ def test_bucketed_batches_are_cut_to_their_longest_and_give_the_rank_order_score
     torch.manual_seed(0)
     embeddings = torch.randn(50, 8)
     embeddings[0] = 0
-    model = TK(embeddings, num_heads=2, head_dim=4, ff_dim=8).eval()
+    model = TK(embeddings, config=TKConfig(num_heads=2, head_dim=4, ff_dim=8)).eval()
     scores = score_batches(model, bucketed)
     assert torch.allclose(scores, score_batches(model, rank_order), rtol=1e-5, atol=1e-6)
     with torch.no_grad():
