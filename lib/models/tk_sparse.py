@@ -42,9 +42,9 @@ GATE_WIDTH = 100
 class TKSparse(TK):
     """TK (eq. 1–10) with a learned stopword gate on the passage terms; see the module docstring.
 
-    Takes TK's arguments (:class:`lib.models.tk.TKConfig`) and ``sparsity_weight`` (λ). ``forward`` scores as TK does with the gate on
-    the kernels; in training mode it keeps the batch's gates for :meth:`regularisation`.
-    :meth:`encode_passages` stores only the kept terms.
+    Takes TK's arguments (its settings a :class:`lib.models.tk.TKConfig`) and ``sparsity_weight`` (λ). ``forward``
+    scores as TK does with the gate on the kernels; in training mode it keeps the batch's gates for
+    :meth:`regularisation`. :meth:`encode_passages` stores only the kept terms.
     """
 
     def __init__(

@@ -19,6 +19,9 @@ from lib.representations.text import Vocabulary
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
+#: A one-layer TK small enough for these tests.
+TINY_TK = TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)
+
 
 def test_comparison_table_has_one_row_per_model_in_label_order() -> None:
     effectiveness = pd.DataFrame(
@@ -51,7 +54,7 @@ def test_tradeoff_figure_leaves_out_models_without_latency_and_refuses_an_empty_
 def test_latencies_time_both_modes_for_a_model_with_a_passage_side() -> None:
     vocabulary = Vocabulary.build(["the cat sat on the mat", "a dog ran in the park", "cats and dogs"], min_count=1)
     torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
+    model = TKSparse(torch.randn(len(vocabulary), 8), config=TINY_TK).eval()
     run = {"q1": {"p1": 3.0, "p2": 2.0}}
     texts = {"p1": "the cat sat on the mat", "p2": "a dog ran in the park"}
     frame = lecture_comparison.latencies(model, vocabulary, run, {"q1": "cat mat"}, texts, [2, 5], ["q1"], 4, 1)
@@ -65,7 +68,7 @@ def test_latencies_time_both_modes_for_a_model_with_a_passage_side() -> None:
 def test_latencies_warm_up_once_per_count_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     vocabulary = Vocabulary.build(["the cat sat on the mat", "a dog ran in the park"], min_count=1)
     torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
+    model = TKSparse(torch.randn(len(vocabulary), 8), config=TINY_TK).eval()
     warmups: list[tuple[str, int]] = []
     real_whole, real_stored = lecture_comparison.measure_latency, lecture_comparison.measure_stored_latency
 
@@ -90,7 +93,7 @@ def test_gate_occurrences_and_the_stopword_tables() -> None:
     texts = ["the cat sat on the mat", "the dog and the zebu"]
     vocabulary = Vocabulary.build(texts, min_count=2)  # "cat", "zebu" … map to [UNK] but keep their word
     torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
+    model = TKSparse(torch.randn(len(vocabulary), 8), config=TINY_TK).eval()
     with torch.no_grad():
         model.gate_out.weight.zero_()
         model.gate_out.bias.fill_(1.0)  # every gate 1: nothing removed
