@@ -123,7 +123,7 @@ def roofline_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         if "fraction_of_peak" in row
     ]
     if not records:
-        raise ValueError("no benchmark row has roofline fields: run the benchmark with roofline=True")
+        raise ValueError("no benchmark row has roofline fields: run the benchmark with SpeedSettings.roofline")
     return pd.DataFrame(records).set_index("architecture")
 
 

@@ -303,4 +303,4 @@ def _throughput(
     doc_ids, doc_mask = tokenizer.encode([d for _, d in pairs], DOC_MAX_LENGTH)
     tensors = [t.to(device) for t in (query_ids, query_mask, doc_ids, doc_mask)]
     batch_size = model_spec(name).score_batch_size
-    return measure_throughput(model, *tensors, batch_size=batch_size, repetitions=3, warmup=1).docs_per_ms
+    return measure_throughput(model, tensors, batch_size=batch_size, repetitions=3, warmup=1).docs_per_ms
