@@ -82,7 +82,7 @@ from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, tilde_protocol
+from lib.experiments import artifacts, tilde_protocol, tilde_timings
 from lib.experiments.tilde_protocol import BM25
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
@@ -304,7 +304,7 @@ against_random.round(4)
 
 # %%
 latency_set = test_sets[0]
-latencies, left_out = tilde_latencies.latency_table(
+latencies, left_out = tilde_timings.latency_table(
     load_index(out / "index" / f"{latency_set}-float16"),
     tokenizer,
     years[latency_set][BM25].queries,
@@ -317,20 +317,20 @@ latencies, left_out = tilde_latencies.latency_table(
 )
 for message in left_out:
     print(message)
-v2_latencies = tilde_latencies.v2_latency_table(
+v2_latencies = tilde_timings.v2_latency_table(
     v2_index, tokenizer, years[latency_set][BM25].queries, years[latency_set][BM25].run, cleaned,
     latency_candidates, latency_repetitions,
 )  # fmt: skip
 latencies = pd.concat([latencies, v2_latencies], ignore_index=True)
 write_csv(out / "latency.csv", latencies)
 top = max(latency_candidates)
-ql_top = tilde_latencies.latency_of(latencies, "TILDE-QL", top)
+ql_top = tilde_timings.latency_of(latencies, "TILDE-QL", top)
 glue("ql_latency_top", f"{ql_top:.2f}", display=False)
 glue("latency_top", f"{top:,}", display=False)
 glue("latency_target", "meets" if ql_top <= tilde_reading.LATENCY_TARGET_MS else "misses", display=False)
-bert_ratio = tilde_latencies.latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
+bert_ratio = tilde_timings.latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
 glue("bert_cat_ratio", f"{bert_ratio:,.0f}" if math.isfinite(bert_ratio) else "(not measured)", display=False)
-glue("v2_latency_top", f"{tilde_latencies.latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
+glue("v2_latency_top", f"{tilde_timings.latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
 latencies
 
 # %% [markdown]
@@ -517,9 +517,9 @@ summary = {
     "table2": {
         f"{s} | {k[0]} {k[1]}": float(v) for s, row in table2.iterrows() for k, v in row.items() if "†" not in k[1]
     },
-    "ql_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
-    "qdl_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
-    "v2_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDEv2", c) for c in latency_candidates},
+    "ql_latency_ms": {str(c): tilde_timings.latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
+    "qdl_latency_ms": {str(c): tilde_timings.latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
+    "v2_latency_ms": {str(c): tilde_timings.latency_of(latencies, "TILDEv2", c) for c in latency_candidates},
     "bytes_per_passage": main_summary.bytes_per_passage,
     "v2_bytes_per_passage": v2_index.bytes_per_passage,
     "ms_marco_gb": float(sizes.loc["TILDE", "GB, MS MARCO passage (8.8M)"]),
