@@ -188,27 +188,27 @@ def default_tokenizers(texts: Sequence[str]) -> dict[str, Any]:
     return {"word": Vocabulary.build(texts), "wordpiece": WordPieceTokenizer.from_vocab()}
 
 
+def timed_setting(row: Mapping[str, Any]) -> tuple[str, bool, str]:
+    """How a benchmark row was timed: ``(dtype, bucketed, execution)``. Rows without ``bucketed`` /
+    ``execution`` (older files) count as rank order and eager (or compiled, if ``compiled``)."""
+    execution = row.get("execution", "compiled" if row.get("compiled") else "eager")
+    return row["dtype"], bool(row.get("bucketed", False)), execution
+
+
 def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str = "bert-base") -> list[dict[str, Any]]:
-    """``fast``'s docs/ms over ``slow``'s for every setting (dtype, bucketing, execution) that timed both.
+    """``fast``'s docs/ms over ``slow``'s for every setting (:func:`timed_setting`) that timed both.
 
     TK paper §3.3: "TK with 2 layers [is] 40 times faster than BERT-Base" — measured here in one run.
     Rows of equal batch size are paired; a setting with one row per model pairs those two, whatever
     their batch sizes (each family has its own default: 256 word pairs, 32 BERT pairs). ``batch_size``
-    of a ratio is then ``"256/32"``. Rows without ``bucketed`` / ``execution`` (older files) count as
-    rank order and eager (or compiled, if ``compiled``).
+    of a ratio is then ``"256/32"``. Each ratio keeps both docs/ms (``fast_docs_per_ms``, ``slow_docs_per_ms``).
     """
-
-    def setting(row: Mapping[str, Any]) -> tuple:
-        execution = row.get("execution", "compiled" if row.get("compiled") else "eager")
-        return row["dtype"], bool(row.get("bucketed", False)), execution
-
     ratios = []
-    settings = dict.fromkeys(setting(row) for row in rows)
+    settings = dict.fromkeys(timed_setting(row) for row in rows)
     for key in settings:
+        alike = [row for row in rows if timed_setting(row) == key]
         by_model = {
-            model: {
-                row["batch_size"]: row["docs_per_ms"] for row in rows if row["model"] == model and setting(row) == key
-            }
+            model: {row["batch_size"]: row["docs_per_ms"] for row in alike if row["model"] == model}
             for model in (fast, slow)
         }
         shared = sorted(set(by_model[fast]) & set(by_model[slow]))
@@ -223,7 +223,8 @@ def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str
         dtype, bucketed, execution = key
         ratios.extend(
             {"fast": fast, "slow": slow, "dtype": dtype, "batch_size": size, "bucketed": bucketed,
-             "execution": execution, "ratio": fast_speed / slow_speed}
+             "execution": execution, "fast_docs_per_ms": fast_speed, "slow_docs_per_ms": slow_speed,
+             "ratio": fast_speed / slow_speed}
             for size, fast_speed, slow_speed in pairs
         )  # fmt: skip
     return ratios

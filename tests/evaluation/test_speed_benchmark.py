@@ -10,7 +10,7 @@ import torch
 from lib import data
 from lib.core.profiles import SpeedSettings
 from lib.evaluation import speed_benchmark
-from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark, speed_ratios
+from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark, speed_ratios, timed_setting
 
 TINY = SpeedSettings(
     probe_documents=2, min_documents=2, max_documents=8, target_seconds=0.01, repetitions=1, warmup=0,
@@ -90,6 +90,7 @@ def test_ratios_pair_only_rows_timed_alike() -> None:
 
     rows = [row("tk2", "float32", 4.0), row("bert-base", "float32", 0.1), row("tk2", "bfloat16", 8.0)]
     assert [(ratio["dtype"], ratio["ratio"]) for ratio in speed_ratios(rows)] == [("float32", pytest.approx(40.0))]
+    assert (speed_ratios(rows)[0]["fast_docs_per_ms"], speed_ratios(rows)[0]["slow_docs_per_ms"]) == (4.0, 0.1)
     defaults = [{**rows[0], "batch_size": 256}, {**rows[1], "batch_size": 32}]  # each family's default batch
     assert [(ratio["batch_size"], ratio["ratio"]) for ratio in speed_ratios(defaults)] == [("256/32", 40.0)]
     sweep = [{**rows[0], "batch_size": size} for size in (64, 256)] + [{**rows[1], "batch_size": 64}]
@@ -109,3 +110,9 @@ def test_a_compiler_failure_falls_back_to_eager(monkeypatch) -> None:
     runnable, how = speed_benchmark._compiled_or_eager(model, True, probe)
     assert runnable is model and how == "eager (compile failed: RuntimeError)"
     assert speed_benchmark._compiled_or_eager(model, False, probe) == (model, "eager")
+
+
+def test_rows_of_older_files_count_as_rank_order_and_eager_or_compiled() -> None:
+    assert timed_setting({"dtype": "float32"}) == ("float32", False, "eager")
+    assert timed_setting({"dtype": "float32", "compiled": True}) == ("float32", False, "compiled")
+    assert timed_setting({"dtype": "bfloat16", "bucketed": True, "execution": "eager"}) == ("bfloat16", True, "eager")
