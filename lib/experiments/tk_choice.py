@@ -1,7 +1,7 @@
 """The TK that later chapters study: chapter 2 chooses it on validation alone, among every TK it trained.
 
 Chapter 2 trains TK on word vectors, on static word pieces and on a BERT's first layers
-(:mod:`lib.models.tk_bert`); which of them chapters 3, 4, 5 and 7 study is decided by the best validation
+(:mod:`lib.models.tk_bert`); which of them chapters 3, 4, 5, 7 and 8 study is decided by the best validation
 measure (the profile's validation set, never a test year). :func:`choose_tk` makes the choice and
 :func:`write_choice` records it, with every TK's validation measure, for
 :func:`lib.experiments.artifacts.chosen_tk` to read.
