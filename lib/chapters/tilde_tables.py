@@ -8,7 +8,7 @@
 - :func:`ablation` — every variant of :mod:`lib.training.tilde_variants` scored by TILDE-QL, TILDE-DL and
   TILDE-QDL (α = 0.5), plus the paper's row that mixes QL of the L_QL model with DL of the L_DL
   model; paired t-tests against the paper's model (BiQDL, TILDE-QDL), Bonferroni-corrected as the
-  paper's significance tests (:func:`lib.evaluation.measures.significance`).
+  paper's significance tests (:func:`lib.evaluation.comparison.compare_per_query`).
 - :func:`alpha_sweep` and :func:`best_alpha` — eq. 6 for every α of a grid, from one scoring pass, and the
   best α per test set and first stage.
 - :func:`index_size` — bytes per passage (TILDE's and TILDEv2's) and what they make for a whole collection.
@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from lib.core.types import Qrels, Run
 from lib.evaluation import measures as evaluation
+from lib.evaluation.comparison import compare_per_query, significance_table
 from lib.experiments.tilde_scorings import SCORINGS, scoring_runs
 from lib.reranking.tilde_runs import tied_share
 from lib.reranking.tilde_scoring import TildeScores, check_alpha
@@ -59,17 +59,14 @@ def ablation(
     if "ql" in scores and "dl" in scores:
         mixed = TildeScores(scores["ql"].ql, scores["dl"].dl)
         runs[(SEPARATE_LOSSES, "TILDE-QDL")] = mixed.rerank(first_stage, SCORINGS["TILDE-QDL"])
-    baseline = (VARIANTS[MAIN_VARIANT].label, "TILDE-QDL")
-    per_query = {key: evaluation.per_query(run, qrels, list(measures)) for key, run in runs.items()}
-    table = pd.DataFrame(
-        [{"loss": loss, "scoring": scoring, **per_query[(loss, scoring)].mean().to_dict()} for loss, scoring in runs]
-    )
+    baseline = " | ".join((VARIANTS[MAIN_VARIANT].label, "TILDE-QDL"))
+    per_query = {" | ".join(key): evaluation.per_query(run, qrels, list(measures)) for key, run in runs.items()}
+    compared = compare_per_query(per_query, baseline)
+    table = pd.DataFrame([{"loss": loss, "scoring": scoring} for loss, scoring in runs])
+    table[list(measures)] = compared[list(measures)].to_numpy()
     for measure in measures:
-        named = {f"{loss} | {scoring}": frame[measure] for (loss, scoring), frame in per_query.items()}
-        tests = evaluation.significance(named, baseline=" | ".join(baseline)).set_index("system")
-        keys = [f"{loss} | {scoring}" for loss, scoring in runs]
-        table[f"p {measure}"] = [tests["p_bonferroni"].get(key, np.nan) for key in keys]
-        table[f"significant {measure}"] = [bool(tests["significant"].get(key, False)) for key in keys]
+        table[f"p {measure}"] = compared[f"{measure} p_bonferroni"].to_numpy()
+        table[f"significant {measure}"] = compared[f"{measure} significant"].to_numpy()
     return table
 
 
@@ -139,25 +136,23 @@ def effectiveness_table(
     """Table 2: one row per system, columns ``(SET, measure)`` with the mean and ``(SET, "measure †")`` with
     whether it differs significantly from its baseline (``baseline_of[set][system]``, the first stage it
     re-ranks; paired t-test, Bonferroni over the systems of that baseline,
-    :func:`lib.evaluation.measures.significance`).
+    :func:`lib.evaluation.comparison.compare_per_query`).
 
     ``systems`` maps test sets to ``{system: run}``; a baseline with no other system has no test.
     """
     rows: dict[str, dict[tuple[str, str], float | bool]] = {}
     for test_set, runs in systems.items():
         per_query = {name: evaluation.per_query(run, qrels[test_set], list(measures)) for name, run in runs.items()}
-        for name, frame in per_query.items():
-            rows.setdefault(name, {})
-            for measure in measures:
-                rows[name][(test_set.upper(), measure)] = frame[measure].mean()
+        for name, means in compare_per_query(per_query).iterrows():
+            rows.setdefault(str(name), {}).update({(test_set.upper(), m): means[m] for m in measures})
         for baseline in set(baseline_of[test_set].values()):
             group = [name for name in runs if baseline_of[test_set][name] == baseline]
             if len(group) < 2:
                 continue
+            compared = compare_per_query({name: per_query[name] for name in group}, baseline).drop(index=baseline)
             for measure in measures:
-                tests = evaluation.significance({n: per_query[n][measure] for n in group}, baseline)
-                for _, test in tests.iterrows():
-                    rows[test["system"]][(test_set.upper(), f"{measure} †")] = bool(test["significant"])
+                for name, significant in compared[f"{measure} significant"].items():
+                    rows[str(name)][(test_set.upper(), f"{measure} †")] = bool(significant)
     table = pd.DataFrame(rows).T
     table.columns = pd.MultiIndex.from_tuples(table.columns)
     return table
@@ -174,7 +169,7 @@ def versus_random(
     measure: str = "nDCG@10",
 ) -> pd.DataFrame:
     """Each ``tested`` system against BM25's candidates in random order, per test set: paired t-test on
-    ``measure``, Bonferroni over the tested systems (:func:`lib.evaluation.measures.significance`).
+    ``measure``, Bonferroni over the tested systems (:func:`lib.evaluation.comparison.compare_per_query`).
 
     Returns one row per (set, system): the system's mean, the random order's, ``p`` and ``significant``.
     """
@@ -183,8 +178,8 @@ def versus_random(
         names = [name for name in (RANDOM_ROW, *tested) if name in runs]
         if RANDOM_ROW not in runs or len(names) < 2:
             continue
-        per_query = {name: evaluation.per_query(runs[name], qrels[test_set], [measure])[measure] for name in names}
-        for _, test in evaluation.significance(per_query, RANDOM_ROW).iterrows():
+        per_query = {name: evaluation.per_query(runs[name], qrels[test_set], [measure]) for name in names}
+        for _, test in significance_table(compare_per_query(per_query, RANDOM_ROW), measure).iterrows():
             rows.append(
                 {
                     "set": test_set.upper(),
