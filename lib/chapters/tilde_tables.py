@@ -21,7 +21,7 @@ import pandas as pd
 
 from lib.core.types import Qrels, Run
 from lib.evaluation import measures as evaluation
-from lib.evaluation.comparison import compare_per_query, significance_table
+from lib.evaluation.comparison import compare, compare_per_query, significance_table
 from lib.training.tilde import TildeTrainingData, TildeTrainingResult
 from lib.training.tilde_variants import VARIANTS
 
@@ -111,7 +111,7 @@ def versus_random(
     measure: str = "nDCG@10",
 ) -> pd.DataFrame:
     """Each ``tested`` system against BM25's candidates in random order, per test set: paired t-test on
-    ``measure``, Bonferroni over the tested systems (:func:`lib.evaluation.comparison.compare_per_query`).
+    ``measure``, Bonferroni over the tested systems (:func:`lib.evaluation.comparison.compare`).
 
     Returns one row per (set, system): the system's mean, the random order's, ``p`` and ``significant``.
     """
@@ -120,8 +120,8 @@ def versus_random(
         names = [name for name in (RANDOM_ROW, *tested) if name in runs]
         if RANDOM_ROW not in runs or len(names) < 2:
             continue
-        per_query = {name: evaluation.per_query(runs[name], qrels[test_set], [measure]) for name in names}
-        for _, test in significance_table(compare_per_query(per_query, RANDOM_ROW), measure).iterrows():
+        compared = compare({name: runs[name] for name in names}, qrels[test_set], [measure], RANDOM_ROW)
+        for _, test in significance_table(compared, measure).iterrows():
             rows.append(
                 {
                     "set": test_set.upper(),
