@@ -12,19 +12,24 @@ code instead of trec_eval's. So the book keeps ir-measures (trec_eval semantics,
   judged queries and, against a baseline, each measure's paired test over the queries every system shares.
 - :func:`significance_table` is one measure's tests, a row per compared system; :func:`pairwise_tests` tests every
   two systems, corrected over all pairs.
+- ``python -m lib.evaluation.comparison QRELS RUN… [--baseline SYSTEM]`` compares TREC run files (the
+  chapters' ``artifacts/<profile>/runs/<set>__<system>.trec``) the same way.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 from scipy import stats
 
 from lib.core.types import JudgedSet, Qrels, Run
-from lib.evaluation.measures import per_query
+from lib.data import read_qrels, read_run
+from lib.evaluation.measures import MEASURES, per_query
 
 #: The corrections for multiple comparisons, by name: the corrected p-value of ``p`` in a family of ``n`` tests.
 CORRECTIONS = {"bonferroni": lambda p, n: min(1.0, p * n)}
@@ -153,3 +158,23 @@ def pairwise_tests(values: Mapping[str, pd.Series], alpha: float = 0.05) -> pd.D
         test = significance_table(compare_per_query(pair, second, alpha=alpha, comparisons=len(pairs)), "value")
         rows.append({"run": first, "against": second, **test.iloc[0].drop(["system", "t"]).to_dict()})
     return pd.DataFrame(rows).rename(columns={"baseline_mean": "mean against"})
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: ``python -m lib.evaluation.comparison QRELS RUN… [--measures M…] [--baseline SYSTEM]``.
+
+    Prints :func:`compare`'s table of the run files, each named by its system (``<set>__<system>.trec``
+    names ``<system>``; another file its name without the suffix).
+    """
+    parser = argparse.ArgumentParser(description="Compare TREC run files: means, paired t-tests, Bonferroni.")
+    parser.add_argument("qrels", type=Path, help="TREC qrels file")
+    parser.add_argument("runs", type=Path, nargs="+", help="TREC run files")
+    parser.add_argument("--measures", nargs="+", default=list(MEASURES), help=f"default: {' '.join(MEASURES)}")
+    parser.add_argument("--baseline", help="the system the others are tested against (default: no tests)")
+    args = parser.parse_args(argv)
+    runs = {path.stem.split("__")[-1]: read_run(path) for path in args.runs}
+    print(compare(runs, read_qrels(args.qrels), args.measures, args.baseline).to_string())
+
+
+if __name__ == "__main__":
+    main()

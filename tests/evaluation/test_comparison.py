@@ -12,7 +12,7 @@ from scipy import stats
 
 from lib.core.types import JudgedSet
 from lib.data import read_qrels, read_run
-from lib.evaluation.comparison import compare, compare_per_query, pairwise_tests, significance_table
+from lib.evaluation.comparison import compare, compare_per_query, main, pairwise_tests, significance_table
 from lib.evaluation.measures import evaluate, per_query
 
 QIDS = ["1", "2", "3", "4", "5", "6"]
@@ -131,3 +131,12 @@ def test_compare_on_real_dl19_first_stages_keeps_trec_eval_means(converted: Path
     shared = sorted(set(rm3.index) & set(bm25.index))
     p = stats.ttest_rel(rm3.loc[shared], bm25.loc[shared]).pvalue
     assert compared.loc["bm25-rm3", "MAP p"] == pytest.approx(p) and compared.loc["bm25-rm3", "MAP p_bonferroni"] == p
+
+
+def test_the_command_line_compares_run_files(converted: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [converted / "runs" / f"dl19__{system}.trec" for system in ("bm25", "bm25-rm3")]
+    main([str(converted / "qrels.dl19.txt"), *map(str, runs), "--measures", "nDCG@10", "--baseline", "bm25"])
+    printed = capsys.readouterr().out.splitlines()
+    assert "nDCG@10 p_bonferroni" in printed[0]
+    rows = {line.split()[0]: line.split()[1] for line in printed[2:]}
+    assert list(rows) == ["bm25", "bm25-rm3"] and round(float(rows["bm25-rm3"]), 4) == 0.5216
