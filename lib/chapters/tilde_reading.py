@@ -97,7 +97,7 @@ def reading(
     against_random: pd.DataFrame | None = None,
 ) -> str:
     """The chapter's closing reading as Markdown bullets: Table 2 per test set, the ablation per ablation set
-    (``ablations``: :func:`lib.chapters.tilde_tables.ablation` tables), TILDE-QL's latency for ``candidates``,
+    (``ablations``: :func:`lib.experiments.tilde_ablation.ablation` tables), TILDE-QL's latency for ``candidates``,
     the float16 index's ``tied_share`` of candidates, the index ``sizes``, and ``against_random``
     (:func:`lib.chapters.tilde_tables.versus_random`: whether TILDE-QL's gain over the random order is
     significant)."""
