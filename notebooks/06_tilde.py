@@ -82,7 +82,7 @@ from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, tilde_ablation, tilde_protocol, tilde_scorings
+from lib.experiments import artifacts, tilde_comparisons, tilde_protocol, tilde_scorings
 from lib.experiments.tilde_protocol import BM25
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
@@ -277,7 +277,7 @@ for test_set, year in years.items():
         evaluation.write_trec_run(systems[test_set][system], paths.run_path(profile, test_set, name), tag=name)
     for message in left_out:
         print(message)
-table2 = tilde_tables.effectiveness_table(
+table2 = tilde_comparisons.effectiveness_table(
     systems, baseline_of, {s: year[BM25].qrels for s, year in years.items()}, MEASURES
 )
 write_csv(out / "table2.csv", table2.reset_index(names="system"))
@@ -288,7 +288,7 @@ tilde_tables.marked_table2(table2, test_sets, MEASURES)
 # The same paired t-test, now against the random order (Bonferroni over TILDE-QL and TILDE-QDL).
 
 # %%
-against_random = tilde_tables.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
+against_random = tilde_comparisons.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
 write_csv(out / "versus_random.csv", against_random)
 against_random.round(4)
 
@@ -391,7 +391,7 @@ for test_set in ablation_sets:
     scores = tilde_protocol.ablation_scores(
         models, main_scores[test_set]["float16"][BM25], tokenizer, texts, bm25, out / "index"
     )
-    ablation_tables[test_set] = tilde_ablation.ablation(scores, bm25.run, bm25.qrels, MEASURES)
+    ablation_tables[test_set] = tilde_comparisons.ablation(scores, bm25.run, bm25.qrels, MEASURES)
     write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
     display(tilde_tables.marked_ablation(ablation_tables[test_set], MEASURES))

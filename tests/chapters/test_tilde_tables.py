@@ -1,15 +1,13 @@
-"""Chapter 6's TILDE tables (``lib.chapters.tilde_tables``): Table 2, against random, the marks, index size."""
+"""Chapter 6's TILDE tables as shown (``lib.chapters.tilde_tables``): the marks, training data, index size."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 
 from lib.chapters.tilde_tables import (
     MS_MARCO_PASSAGES,
-    effectiveness_table,
     index_size,
     loss_curves,
     mark,
@@ -17,10 +15,9 @@ from lib.chapters.tilde_tables import (
     marked_table2,
     table2_value,
     training_data_table,
-    versus_random,
 )
 from lib.evaluation import measures as evaluation
-from lib.experiments.tilde_ablation import ablation
+from lib.experiments.tilde_comparisons import ablation, effectiveness_table
 from lib.training.tilde_variants import VARIANTS
 from tests.experiments.test_tilde_scorings import FIRST_STAGE, QRELS, scores
 
@@ -32,23 +29,6 @@ def test_index_size_scales_bytes_per_passage_to_ms_marco() -> None:
     assert table.loc["TILDE", "GB, MS MARCO passage (8.8M)"] == pytest.approx(MS_MARCO_PASSAGES * 61_150 / 1e9)
     with pytest.raises(ValueError, match="negative"):
         index_size({"TILDE": -1.0}, 1)
-
-
-def test_effectiveness_table_tests_each_system_against_the_first_stage_it_reranks() -> None:
-    qrels = {"dl19": QRELS}
-    good = {q: {"c": 3.0, "b": 2.0, "a": 1.0} for q in FIRST_STAGE}  # q1's relevant passage first
-    systems = {"dl19": {"BM25": FIRST_STAGE, "BM25 + X": good, "Other": FIRST_STAGE}}
-    baseline_of = {"dl19": {"BM25": "BM25", "BM25 + X": "BM25", "Other": "Other"}}
-    table = effectiveness_table(systems, baseline_of, qrels, ["nDCG@10"])
-    assert table.index.tolist() == ["BM25", "BM25 + X", "Other"]
-    want = evaluation.evaluate(good, QRELS, ["nDCG@10"])["nDCG@10"]
-    assert table.loc["BM25 + X", ("DL19", "nDCG@10")] == pytest.approx(want)
-    assert table.loc["BM25 + X", ("DL19", "nDCG@10 †")] is False  # three queries: no significance
-    assert pd.isna(table.loc["Other", ("DL19", "nDCG@10 †")]), "a first stage alone has no test"
-    shown = marked_table2(table.fillna({("DL19", "nDCG@10 †"): True}), ["dl19"], ["nDCG@10"])
-    assert shown.loc["BM25 + X", ("DL19", "nDCG@10")] == f"{want:.3f}"
-    assert shown.loc["Other", ("DL19", "nDCG@10")].endswith(" †")
-    assert table2_value(table, "BM25 + X", "dl19") == pytest.approx(want)
 
 
 def test_mark_adds_a_dagger_only_for_true() -> None:
@@ -76,14 +56,14 @@ def test_training_data_table_and_loss_curves() -> None:
     assert curves.values.tolist() == [[VARIANTS["biqdl"].label, 1, 3.0], [VARIANTS["biqdl"].label, 2, 2.0]]
 
 
-def test_versus_random_tests_tilde_against_the_random_order_per_set() -> None:
-    qrels = {"dl19": {f"q{i}": {"good": 2} for i in range(6)}}
-    good = {f"q{i}": {"good": 2.0, "bad": 1.0} for i in range(6)}
-    shuffled = {f"q{i}": ({"good": 2.0, "bad": 1.0} if i % 3 == 0 else {"bad": 2.0, "good": 1.0}) for i in range(6)}
-    systems = {"dl19": {"BM25 in random order": shuffled, "BM25 + TILDE-QL": good, "BM25 + TILDE-QDL": shuffled}}
-    table = versus_random(systems, qrels).set_index("system")
-    assert list(table.index) == ["BM25 + TILDE-QL", "BM25 + TILDE-QDL"] and set(table["set"]) == {"DL19"}
-    assert table.loc["BM25 + TILDE-QL", "nDCG@10"] == 1.0
-    assert table.loc["BM25 + TILDE-QL", "nDCG@10"] > table.loc["BM25 + TILDE-QL", "random order"]
-    assert table.loc["BM25 + TILDE-QDL", "p (Bonferroni)"] == 1.0 and not table.loc["BM25 + TILDE-QDL", "significant"]
-    assert versus_random({"dl19": {"BM25 + TILDE-QL": good}}, qrels).empty  # no random order, no test
+def test_marked_table2_marks_the_significant_means() -> None:
+    good = {q: {"c": 3.0, "b": 2.0, "a": 1.0} for q in FIRST_STAGE}
+    systems = {"dl19": {"BM25": FIRST_STAGE, "BM25 + X": good, "Other": FIRST_STAGE}}
+    table = effectiveness_table(
+        systems, {"dl19": {"BM25": "BM25", "BM25 + X": "BM25", "Other": "Other"}}, {"dl19": QRELS}
+    )
+    want = evaluation.evaluate(good, QRELS, ["nDCG@10"])["nDCG@10"]
+    shown = marked_table2(table.fillna({("DL19", "nDCG@10 †"): True}), ["dl19"], ["nDCG@10"])
+    assert shown.loc["BM25 + X", ("DL19", "nDCG@10")] == f"{want:.3f}"
+    assert shown.loc["Other", ("DL19", "nDCG@10")].endswith(" †")
+    assert table2_value(table, "BM25 + X", "dl19") == pytest.approx(want)
