@@ -139,4 +139,5 @@ def test_the_command_line_compares_run_files(converted: Path, capsys: pytest.Cap
     printed = capsys.readouterr().out.splitlines()
     assert "nDCG@10 p_bonferroni" in printed[0]
     rows = {line.split()[0]: line.split()[1] for line in printed[2:]}
-    assert list(rows) == ["bm25", "bm25-rm3"] and round(float(rows["bm25-rm3"]), 4) == 0.5216
+    # printed at pandas' display precision (a chapter's prologue may have lowered it)
+    assert list(rows) == ["bm25", "bm25-rm3"] and float(rows["bm25-rm3"]) == pytest.approx(0.5216, abs=1e-3)
