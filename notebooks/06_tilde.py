@@ -82,7 +82,7 @@ from lib.core.plotting import save_figure
 from lib.core.profiles import get_profile
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, tilde_protocol, tilde_timings
+from lib.experiments import artifacts, tilde_comparisons, tilde_protocol, tilde_scorings, tilde_timings
 from lib.experiments.tilde_protocol import BM25
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
@@ -277,7 +277,7 @@ for test_set, year in years.items():
         evaluation.write_trec_run(systems[test_set][system], paths.run_path(profile, test_set, name), tag=name)
     for message in left_out:
         print(message)
-table2 = tilde_tables.effectiveness_table(
+table2 = tilde_comparisons.effectiveness_table(
     systems, baseline_of, {s: year[BM25].qrels for s, year in years.items()}, MEASURES
 )
 write_csv(out / "table2.csv", table2.reset_index(names="system"))
@@ -288,7 +288,7 @@ tilde_tables.marked_table2(table2, test_sets, MEASURES)
 # The same paired t-test, now against the random order (Bonferroni over TILDE-QL and TILDE-QDL).
 
 # %%
-against_random = tilde_tables.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
+against_random = tilde_comparisons.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
 write_csv(out / "versus_random.csv", against_random)
 against_random.round(4)
 
@@ -360,7 +360,7 @@ except FileNotFoundError as missing:
 # with another of the same query, and nDCG@10 of TILDE-QL.
 
 # %%
-precision = tilde_tables.storage_precision(
+precision = tilde_scorings.storage_precision(
     {s: {dtype: scores[BM25] for dtype, scores in main_scores[s].items()} for s in test_sets},
     {s: years[s][BM25].run for s in test_sets},
     {s: years[s][BM25].qrels for s in test_sets},
@@ -391,7 +391,7 @@ for test_set in ablation_sets:
     scores = tilde_protocol.ablation_scores(
         models, main_scores[test_set]["float16"][BM25], tokenizer, texts, bm25, out / "index"
     )
-    ablation_tables[test_set] = tilde_tables.ablation(scores, bm25.run, bm25.qrels, MEASURES)
+    ablation_tables[test_set] = tilde_comparisons.ablation(scores, bm25.run, bm25.qrels, MEASURES)
     write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
     display(tilde_tables.marked_ablation(ablation_tables[test_set], MEASURES))
@@ -408,7 +408,7 @@ sweeps, references = [], {}
 for test_set, year in years.items():
     for stage, judged in year.items():  # the first stages the data folder has runs of
         label = STAGE_LABELS.get(stage, stage)
-        sweep = tilde_tables.alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
+        sweep = tilde_scorings.alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
         sweeps.append(sweep.assign(set=test_set, first_stage=label))
         own = evaluation.evaluate(judged.run, judged.qrels, MEASURES)
         references.update({(test_set, label, m): own[m] for m in MEASURES})
@@ -416,7 +416,7 @@ sweeps = pd.concat(sweeps, ignore_index=True)
 write_csv(out / "alpha_sweep.csv", sweeps)
 save_figure(tilde_figures.plot_alpha_sweep(sweeps, references, MEASURES), out / "figure2_alpha.png")
 plt.show()
-tilde_tables.best_alpha(sweeps)
+tilde_scorings.best_alpha(sweeps)
 
 # %% [markdown]
 # ## What the book's TILDE learned
