@@ -31,7 +31,7 @@ from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.profiles import SpeedSettings
 from lib.data import book_texts, load_queries, load_run
-from lib.evaluation.speed_benchmark import DTYPES, run_benchmark
+from lib.evaluation.speed_benchmark import DTYPES, BenchmarkInputs, run_benchmark
 from lib.models.paper_size import ARCHITECTURES
 
 #: Where committed results live (chapter 3 reads them).
@@ -86,17 +86,15 @@ def main(argv: list[str] | None = None) -> int:
         target_seconds=args.target_seconds,
         repetitions=args.repetitions,
         max_latency_seconds=args.max_latency_seconds,
+        dtypes=tuple(args.dtype),
+        compile_model=args.compile,
     )
     result = run_benchmark(
         args.models,
-        first_stage,
-        load_queries(args.set),
-        book_texts(),
+        BenchmarkInputs(first_stage, load_queries(args.set), book_texts()),
         device,
-        dtypes=args.dtype,
         settings=settings,
         batch_sizes=args.batch_sizes,
-        compile_model=args.compile,
         bucketings=[batching == "bucketed" for batching in args.batching],
     )
     result["inputs"] = {"set": args.set, "first_stage": args.first_stage, "queries": len(first_stage)}

@@ -54,6 +54,7 @@ from lib.data.registry import REGISTRY
 from lib.data.splits import FOLDS, JUDGED_SETS, train_validation_split
 from lib.data.statistics import query_set_statistics
 from lib.evaluation import measures as evaluation
+from lib.evaluation.comparison import compare_per_query, significance_table
 from lib.experiments import first_stage_runs
 from lib.first_stage import lucene
 
@@ -192,7 +193,7 @@ for query_set in ("dl19", "dl20"):
         first_stages[(query_set, system)] = run
         evaluation.write_trec_run(run, chapter.run_path(query_set, system), tag=system)
         values = evaluation.per_query(run, qrels)
-        per_query_ndcg[(query_set, system)] = values["nDCG@10"]
+        per_query_ndcg[(query_set, system)] = values[["nDCG@10"]]
         first_stage_rows.append({"set": query_set, "system": system, **values.mean().to_dict()})
 shipped = pd.DataFrame(first_stage_rows)
 if first_stage_rows:
@@ -237,7 +238,7 @@ if len({system for _, system in per_query_ndcg}) > 1:
     significance_tables = []
     for query_set in ("dl19", "dl20"):
         systems = {system: values for (s, system), values in per_query_ndcg.items() if s == query_set}
-        table = evaluation.significance(systems, baseline="bm25")
+        table = significance_table(compare_per_query(systems, baseline="bm25"), "nDCG@10")
         table.insert(0, "set", query_set)
         significance_tables.append(table)
     significance = pd.concat(significance_tables, ignore_index=True)

@@ -80,6 +80,7 @@ from lib.experiments import (
     model_runs,
     model_setup,
     settings_record,
+    tk_choice,
 )
 
 # %% tags=["hide-input"]
@@ -572,11 +573,11 @@ plt.show()
 # among every TK trained here — a choice that never looks at a test year:
 
 # %%
-chosen_tk = pretraining_ladder.choose_tk(validation_best)
-pretraining_ladder.write_choice(out / artifacts.CHOSEN_TK_FILE, chosen_tk, validation_best, validation_metric)
+chosen_tk = tk_choice.choose_tk(validation_best)
+tk_choice.write_choice(out / artifacts.CHOSEN_TK_FILE, chosen_tk, validation_best, validation_metric)
 glue("chosen_tk", model_spec(chosen_tk).label, display=False)
 pd.Series(
-    {model_spec(name).label: value for name, value in validation_best.items() if pretraining_ladder.is_tk(name)},
+    {model_spec(name).label: value for name, value in validation_best.items() if tk_choice.is_tk(name)},
     name=f"best validation {validation_metric}",
 ).sort_values(ascending=False).to_frame()
 

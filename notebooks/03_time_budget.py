@@ -61,7 +61,7 @@ from lib.core.plotting import save_figure
 from lib.data import book_texts, load_qrels, load_queries
 from lib.evaluation import time_budget
 from lib.evaluation.precision_effect import precision_effect
-from lib.evaluation.speed_benchmark import run_benchmark
+from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark
 from lib.experiments import artifacts, comparison_tables, first_stage_runs
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
@@ -115,7 +115,8 @@ LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
 # %%
 dl19_run = first_stage_runs.bm25_run(chapter.profile, "dl19")
 speed_inputs = {qid: dl19_run[qid] for qid in list(dl19_run)[: max(2, speed_settings.max_documents // 100 + 1)]}
-speed = run_benchmark(timed, speed_inputs, load_queries("dl19"), book_texts(), running_on, settings=speed_settings)
+speed_pairs = BenchmarkInputs(speed_inputs, load_queries("dl19"), book_texts())
+speed = run_benchmark(timed, speed_pairs, running_on, speed_settings)
 speed["inputs"] = {"set": "dl19", "first_stage": comparison_tables.FIRST_STAGE, "queries": len(speed_inputs)}
 write_json(out / "speed.json", speed)
 speed_table = pd.DataFrame(speed["results"]).set_index("model")

@@ -80,7 +80,7 @@ from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts, missing_sentence
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, tilde_protocol
+from lib.experiments import artifacts, tilde_comparisons, tilde_protocol, tilde_scorings, tilde_timings
 from lib.experiments.tilde_protocol import BM25
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.reranking.tilde_index import load_index
@@ -276,7 +276,7 @@ for test_set, year in years.items():
         evaluation.write_trec_run(systems[test_set][system], chapter.run_path(test_set, name), tag=name)
     for message in left_out:
         print(message)
-table2 = tilde_tables.effectiveness_table(
+table2 = tilde_comparisons.effectiveness_table(
     systems, baseline_of, {s: year[BM25].qrels for s, year in years.items()}, MEASURES
 )
 write_csv(out / "table2.csv", table2.reset_index(names="system"))
@@ -287,7 +287,7 @@ tilde_tables.marked_table2(table2, test_sets, MEASURES)
 # The same paired t-test, now against the random order (Bonferroni over TILDE-QL and TILDE-QDL).
 
 # %%
-against_random = tilde_tables.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
+against_random = tilde_comparisons.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
 write_csv(out / "versus_random.csv", against_random)
 against_random.round(4)
 
@@ -303,7 +303,7 @@ against_random.round(4)
 
 # %%
 latency_set = test_sets[0]
-latencies, left_out = tilde_latencies.latency_table(
+latencies, left_out = tilde_timings.latency_table(
     load_index(out / "index" / f"{latency_set}-float16"),
     tokenizer,
     years[latency_set][BM25].queries,
@@ -316,20 +316,20 @@ latencies, left_out = tilde_latencies.latency_table(
 )
 for message in left_out:
     print(message)
-v2_latencies = tilde_latencies.v2_latency_table(
+v2_latencies = tilde_timings.v2_latency_table(
     v2_index, tokenizer, years[latency_set][BM25].queries, years[latency_set][BM25].run, cleaned,
     latency_candidates, latency_repetitions,
 )  # fmt: skip
 latencies = pd.concat([latencies, v2_latencies], ignore_index=True)
 write_csv(out / "latency.csv", latencies)
 top = max(latency_candidates)
-ql_top = tilde_latencies.latency_of(latencies, "TILDE-QL", top)
+ql_top = tilde_timings.latency_of(latencies, "TILDE-QL", top)
 glue("ql_latency_top", f"{ql_top:.2f}", display=False)
 glue("latency_top", f"{top:,}", display=False)
 glue("latency_target", "meets" if ql_top <= tilde_reading.LATENCY_TARGET_MS else "misses", display=False)
-bert_ratio = tilde_latencies.latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
+bert_ratio = tilde_timings.latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
 glue("bert_cat_ratio", f"{bert_ratio:,.0f}" if math.isfinite(bert_ratio) else "(not measured)", display=False)
-glue("v2_latency_top", f"{tilde_latencies.latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
+glue("v2_latency_top", f"{tilde_timings.latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
 latencies
 
 # %% [markdown]
@@ -359,7 +359,7 @@ except FileNotFoundError as missing:
 # with another of the same query, and nDCG@10 of TILDE-QL.
 
 # %%
-precision = tilde_tables.storage_precision(
+precision = tilde_scorings.storage_precision(
     {s: {dtype: scores[BM25] for dtype, scores in main_scores[s].items()} for s in test_sets},
     {s: years[s][BM25].run for s in test_sets},
     {s: years[s][BM25].qrels for s in test_sets},
@@ -390,7 +390,7 @@ for test_set in ablation_sets:
     scores = tilde_protocol.ablation_scores(
         models, main_scores[test_set]["float16"][BM25], tokenizer, texts, bm25, out / "index"
     )
-    ablation_tables[test_set] = tilde_tables.ablation(scores, bm25.run, bm25.qrels, MEASURES)
+    ablation_tables[test_set] = tilde_comparisons.ablation(scores, bm25.run, bm25.qrels, MEASURES)
     write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
     display(tilde_tables.marked_ablation(ablation_tables[test_set], MEASURES))
@@ -407,7 +407,7 @@ sweeps, references = [], {}
 for test_set, year in years.items():
     for stage, judged in year.items():  # the first stages the data folder has runs of
         label = STAGE_LABELS.get(stage, stage)
-        sweep = tilde_tables.alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
+        sweep = tilde_scorings.alpha_sweep(main_scores[test_set]["float16"][stage], judged.run, judged.qrels, alphas)
         sweeps.append(sweep.assign(set=test_set, first_stage=label))
         own = evaluation.evaluate(judged.run, judged.qrels, MEASURES)
         references.update({(test_set, label, m): own[m] for m in MEASURES})
@@ -415,7 +415,7 @@ sweeps = pd.concat(sweeps, ignore_index=True)
 write_csv(out / "alpha_sweep.csv", sweeps)
 save_figure(tilde_figures.plot_alpha_sweep(sweeps, references, MEASURES), out / "figure2_alpha.png")
 plt.show()
-tilde_tables.best_alpha(sweeps)
+tilde_scorings.best_alpha(sweeps)
 
 # %% [markdown]
 # ## What the book's TILDE learned
@@ -516,9 +516,9 @@ summary = {
     "table2": {
         f"{s} | {k[0]} {k[1]}": float(v) for s, row in table2.iterrows() for k, v in row.items() if "†" not in k[1]
     },
-    "ql_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
-    "qdl_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
-    "v2_latency_ms": {str(c): tilde_latencies.latency_of(latencies, "TILDEv2", c) for c in latency_candidates},
+    "ql_latency_ms": {str(c): tilde_timings.latency_of(latencies, "TILDE-QL", c) for c in latency_candidates},
+    "qdl_latency_ms": {str(c): tilde_timings.latency_of(latencies, "TILDE-QDL", c) for c in latency_candidates},
+    "v2_latency_ms": {str(c): tilde_timings.latency_of(latencies, "TILDEv2", c) for c in latency_candidates},
     "bytes_per_passage": main_summary.bytes_per_passage,
     "v2_bytes_per_passage": v2_index.bytes_per_passage,
     "ms_marco_gb": float(sizes.loc["TILDE", "GB, MS MARCO passage (8.8M)"]),

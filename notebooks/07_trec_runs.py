@@ -54,16 +54,20 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from lib.analyses import query_types
 from lib.chapters import trec_runs
 from lib.chapters.prologue import start_chapter
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts, read_run
+from lib.evaluation import comparison
 from lib.evaluation import measures as evaluation
 from lib.experiments import artifacts, model_runs, model_setup
+from lib.experiments.init_selection import best_init
 from lib.models.registry import model_spec
 from lib.representations.text import tokenize
+from lib.reranking import fusion
 from lib.reranking.scoring import rerank
 
 CHAPTER = "07_trec_runs"
@@ -131,7 +135,7 @@ inits_table = pd.DataFrame(
         for init, results in init_results.items()
     ]
 ).set_index("init")
-p1_init = trec_runs.best_init(inits_table[f"validation {settings.validation_metric}"].to_dict())
+p1_init = best_init(inits_table[f"validation {settings.validation_metric}"].to_dict())
 glue("trec_validation_metric", settings.validation_metric, display=False)
 write_csv(out / "inits.csv", inits_table.reset_index())
 glue("p1_init", f"{p1_init}", display=False)
@@ -195,7 +199,7 @@ p2_name = f"tk2-{trec.p2_vectors}"
 scores = {
     "p1": init_scores[p1_init],
     "p2": {name: read_run(model_runs.scores_path(chapter.profile, CHAPTER, name, p2_name)) for name in test_sets},
-    "p3": {name: trec_runs.ensemble([init_scores[init][name] for init in trec.inits]) for name in test_sets},
+    "p3": {name: fusion.ensemble([init_scores[init][name] for init in trec.inits]) for name in test_sets},
 }
 glove_run = "p1" if tk_name == "tk2" else trec_runs.GLOVE_RUN
 if glove_run != "p1":
@@ -236,7 +240,7 @@ per_query = {
 }
 tests = pd.concat(
     [
-        trec_runs.pairwise_tests({run_name: frame["nDCG@10"] for run_name, frame in per_query[name].items()}).assign(
+        comparison.pairwise_tests({run_name: frame["nDCG@10"] for run_name, frame in per_query[name].items()}).assign(
             set=name
         )
         for name in test_sets
@@ -297,7 +301,7 @@ plt.show()
 # p3's average precision differs between the types.
 
 # %%
-type_tests = {name: trec_runs.type_test(per_query[name]["p3"]["MAP"], queries[name]) for name in test_sets}
+type_tests = {name: query_types.type_test(per_query[name]["p3"]["MAP"], queries[name]) for name in test_sets}
 claims = trec_runs.verdicts(table, tests, type_tests, glove_run=glove_run)
 display(Markdown("\n\n".join(f"- {line}" for line in claims)))
 

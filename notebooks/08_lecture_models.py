@@ -48,14 +48,14 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from lib.analyses import stopword_gate
 from lib.chapters import lecture_comparison
 from lib.chapters.prologue import start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
 from lib.data.registry import sha256_of
-from lib.evaluation import measures as evaluation
-from lib.evaluation import split_sweep
+from lib.evaluation import comparison, query_latency, split_sweep
 from lib.evaluation.efficiency import device_name
 from lib.experiments import artifacts, model_runs, model_setup
 from lib.models.prettr import PreTTR
@@ -140,7 +140,7 @@ timed_qids = sorted(test.run)[: lecture.latency_queries]
 split_rows = []
 for k in range(layers + 1):
     split_model = PreTTR(representations.bert_path, num_layers=layers, split=k).to(chapter.device).eval()
-    frame = lecture_comparison.latencies(
+    frame = query_latency.latencies(
         split_model, representations.wordpiece, test.run, test.queries, protocol.texts, lecture.latency_counts[:1],
         timed_qids, model_spec("prettr").score_batch_size, lecture.latency_repetitions,
     )  # fmt: skip
@@ -279,11 +279,11 @@ print("my_maxsim agrees with lib.models.colbert.maxsim")
 sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
 passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
 passages = passages[: lecture.stopword_passages]
-occurrences = lecture_comparison.gate_occurrences(
+occurrences = stopword_gate.gate_occurrences(
     sparse, representations.vocabulary, [protocol.texts[p] for p in passages], DOC_MAX_LENGTH
 )
-overlap = lecture_comparison.stopword_overlap(occurrences)
-removed_terms = lecture_comparison.stopword_table(occurrences)
+overlap = stopword_gate.stopword_overlap(occurrences)
+removed_terms = stopword_gate.stopword_table(occurrences)
 write_csv(out / "stopwords.csv", removed_terms.reset_index())
 glue("removed_share", f"{overlap['removed']:.0%}", display=False)
 glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
@@ -325,22 +325,11 @@ removed_terms.round(3)
 from_chapter2 = list(dict.fromkeys(["bi-encoder", "bert-cat", "tk2", artifacts.chosen_tk(chapter.profile)]))
 compared = [*from_chapter2, *(name for name in lecture.models if name not in from_chapter2)]
 models = {name: artifacts.trained_model(chapter.profile, name, chapter.device) for name in from_chapter2}
-effectiveness, timing, stored = [], [], {}
+files = {name: name + model_runs.ALL_CANDIDATES for name in compared} | {"tilde-qdl": "tilde-qdl", "tildev2": "tildev2"}
+effectiveness, timing, stored = {}, [], {}
 for query_set, qs in protocol.tests.items():
-    bm25 = evaluation.evaluate(qs.run, qs.qrels)
-    effectiveness.append({"model": "bm25", "set": query_set, "nDCG@10": bm25["nDCG@10"]})
-    for name in compared:
-        if name in trained:
-            value = trained[name][query_set].metrics_at_full_depth["nDCG@10"]
-        else:
-            run = read_run(chapter.run_path(query_set, name + model_runs.ALL_CANDIDATES))
-            value = evaluation.evaluate(run, qs.qrels)["nDCG@10"]
-        effectiveness.append({"model": name, "set": query_set, "nDCG@10": value})
-    for name in ("tilde-qdl", "tildev2"):
-        run = read_run(chapter.run_path(query_set, name))
-        effectiveness.append(
-            {"model": name, "set": query_set, "nDCG@10": evaluation.evaluate(run, qs.qrels)["nDCG@10"]}
-        )
+    runs = {"bm25": qs.run, **{name: read_run(chapter.run_path(query_set, f)) for name, f in files.items()}}
+    effectiveness[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"])
 
 # %% [markdown]
 # Each model's query latency, whole or with its passage side stored, and the bytes an index stores per passage:
@@ -355,12 +344,12 @@ for name in compared:
         else (models[name].model, models[name].tokenizer)
     )
     model = model.to(chapter.device).eval()
-    frame = lecture_comparison.latencies(
+    frame = query_latency.latencies(
         model, tokenizer, test.run, test.queries, protocol.texts, lecture.latency_counts, timed_qids,
         model_spec(name).score_batch_size, lecture.latency_repetitions,
     )  # fmt: skip
     timing += [{"model": name, **row} for row in frame.to_dict("records")]
-    stored[name] = lecture_comparison.storage(model, tokenizer, sample_texts, DOC_MAX_LENGTH)
+    stored[name] = query_latency.storage(model, tokenizer, sample_texts, DOC_MAX_LENGTH)
 latency_seconds = time.perf_counter() - start
 
 # %% [markdown]
@@ -375,7 +364,6 @@ sizes = artifacts.tilde_index_size(chapter.profile).set_index("model")["bytes pe
 stored.update({"tilde-qdl": float(sizes["TILDE"]), "tildev2": float(sizes["TILDEv2"])})
 timing = pd.DataFrame(timing)
 write_csv(out / "latency.csv", timing)
-effectiveness = pd.DataFrame(effectiveness)
 query_time = timing[(timing["mode"] == "passages stored") | ~timing["model"].isin(
     timing.loc[timing["mode"] == "passages stored", "model"])]  # fmt: skip
 labels = {"bm25": "BM25", **{name: label(name) for name in compared}, "tilde-qdl": "TILDE-QDL", "tildev2": "TILDEv2"}

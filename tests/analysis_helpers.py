@@ -14,7 +14,7 @@ import torch
 
 from lib import data
 from lib.analyses.explain_tk import KERNEL_COLUMNS, PairExplanation
-from lib.models.tk import TK
+from lib.models.tk import TK, TKConfig
 from lib.representations.text import Vocabulary, tokenize
 
 #: Tiny Transformer settings for fast tests (the paper's sizes are TK's defaults).
@@ -34,7 +34,7 @@ def small_tk(vocabulary: Vocabulary, seed: int = 0, **settings) -> TK:
     embeddings = torch.randn(len(vocabulary), DIM, generator=generator)
     embeddings[0] = 0.0
     torch.manual_seed(seed)
-    return TK(embeddings, **{**TINY, **settings}).eval()
+    return TK(embeddings, config=TKConfig(**{**TINY, **settings})).eval()
 
 
 def hand_explanation(

@@ -1,4 +1,5 @@
-"""The layout of ``lib/`` (ARCHITECTURE.md): each stage imports only from itself and the stages before it."""
+"""The layout of ``lib/`` (ARCHITECTURE.md): each stage imports only from itself and the stages before it, and
+no function takes more than 10 parameters or 100 lines."""
 
 from __future__ import annotations
 
@@ -51,3 +52,32 @@ def test_no_stage_imports_a_later_stage() -> None:
             if target in STAGES and STAGES.index(target) > STAGES.index(stage):
                 wrong.append(f"{path.relative_to(LIB)} imports {module}")
     assert not wrong, "\n".join(wrong)
+
+
+#: The most parameters a function of ``lib/`` takes (``self`` / ``cls`` not counted; ``*args``, ``**kwargs`` one
+#: each): more belong in a settings object (a frozen dataclass such as :class:`lib.models.tk.TKConfig`).
+MAX_PARAMETERS = 10
+#: The most lines of a function of ``lib/``, its docstring included.
+MAX_LINES = 100
+
+
+def parameter_count(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The parameters of ``function``, a leading ``self`` or ``cls`` not counted."""
+    arguments = function.args
+    names = [argument.arg for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return len(names) + (arguments.vararg is not None) + (arguments.kwarg is not None)
+
+
+def test_no_function_takes_too_many_parameters_or_lines() -> None:
+    oversized = []
+    for path in sorted(LIB.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            count, lines = parameter_count(node), node.end_lineno - node.lineno + 1
+            if count > MAX_PARAMETERS or lines > MAX_LINES:
+                where = f"{path.relative_to(LIB)}:{node.lineno}"
+                oversized.append(f"{where} {node.name}: {count} parameters, {lines} lines")
+    assert not oversized, "\n".join(oversized)

@@ -2,39 +2,29 @@
 
 - :data:`ARCHITECTURES` — per model, what an index stores per passage and what runs at query time
   (slide 27's columns, in words);
-- :func:`latencies` / :func:`storage` — each model's query latency on real test queries (run whole at
-  query time, and with its passage side stored where the architecture allows) and its bytes per passage;
-- :func:`comparison_table` — effectiveness, latency and storage in one table;
+- :func:`comparison_table` — effectiveness, latency and storage in one table (each model's query latency
+  and bytes per passage from :mod:`lib.evaluation.query_latency`);
 - :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
   splits as a dial on the same axes;
-- :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25;
-- :func:`gate_occurrences` / :func:`stopword_table` / :func:`stopword_overlap` — TK-Sparse's
-  contextualised stopwords (slide 33): which passage terms its gate removes, how often, and how that
-  compares with a classic stopword list.
+- :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25.
+
+TK-Sparse's contextualised stopwords (slide 33) are analysed in :mod:`lib.analyses.stopword_gate`.
 """
 
 from __future__ import annotations
 
 import itertools
-import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 
 from lib.core import paths
 from lib.core.profiles import Profile
 from lib.core.types import JudgedSet
 from lib.data import read_run
-from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
 from lib.evaluation.measures import evaluate
-from lib.evaluation.stored_latency import bytes_per_passage, is_precomputable, measure_stored_latency, store_passages
 from lib.experiments.model_runs import ALL_CANDIDATES, ModelResult
-from lib.models.tk_sparse import TKSparse
-from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS
-from lib.representations.text import Vocabulary, tokenize
 
 #: How far (nDCG@10) below BERT-cat a split PreTTR may be for the lecture's claim to hold (issue target, slide 19).
 PRETTR_MARGIN = 0.05
@@ -70,66 +60,25 @@ ARCHITECTURES: dict[str, tuple[str, str]] = {
 }
 
 
-def latencies(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    first_stage: Mapping[str, Mapping[str, float]],
-    queries: Mapping[str, str],
-    texts: Mapping[str, str],
-    counts: Sequence[int],
-    qids: Sequence[str],
-    batch_size: int,
-    repetitions: int,
-) -> pd.DataFrame:
-    """The median latency over ``qids`` of re-ranking ``counts`` candidates of each query (its BM25 list,
-    repeated when shorter): ``mode`` "whole at query time" for every model, and "passages stored" for a model
-    whose passage side can be pre-computed (:mod:`lib.evaluation.stored_latency`). Each query is timed
-    ``repetitions`` times; one untimed warm-up run per count and mode precedes the first query's (the
-    later queries find the model warm)."""
-    device = next(model.parameters()).device
-    modes = ["whole at query time"] + (["passages stored"] if is_precomputable(model) else [])
-    rows = []
-    for count in counts:
-        timed: dict[str, list[float]] = {mode: [] for mode in modes}
-        for index, qid in enumerate(qids):
-            pairs, repeated = candidate_pairs(first_stage, queries, texts, count, qid)
-            tensors = encode_pairs(tokenizer, pairs, device)
-            warmup = 1 if index == 0 else 0
-            timed["whole at query time"].append(
-                measure_latency(model, tensors, batch_size, repetitions, warmup, repeated=repeated).milliseconds
-            )
-            if "passages stored" in timed:
-                stored = measure_stored_latency(model, tensors, batch_size, repetitions, warmup, repeated=repeated)
-                timed["passages stored"].append(stored.milliseconds)
-        rows += [{"candidates": count, "mode": mode, "ms": statistics.median(values)} for mode, values in timed.items()]
-    return pd.DataFrame(rows)
-
-
-def storage(model: torch.nn.Module, tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
-    """Bytes per passage of ``model``'s stored passage side over ``texts`` (float16); 0 for a model that
-    stores nothing but the text (:func:`lib.evaluation.stored_latency.bytes_per_passage`)."""
-    if not is_precomputable(model):
-        return 0.0
-    ids, mask = tokenizer.encode(list(texts), max_length)
-    device = next(model.parameters()).device
-    vectors, stored = store_passages(model, ids.to(device), mask.to(device))
-    return bytes_per_passage(vectors, stored)
-
-
 def comparison_table(
-    effectiveness: pd.DataFrame, latency: pd.DataFrame, storage: Mapping[str, float], labels: Mapping[str, str]
+    effectiveness: Mapping[str, pd.DataFrame],
+    latency: pd.DataFrame,
+    storage: Mapping[str, float],
+    labels: Mapping[str, str],
 ) -> pd.DataFrame:
     """Slide 27's table for the book: one row per model.
 
-    ``effectiveness``: columns ``model``, ``set``, ``nDCG@10``; ``latency``: columns ``model``,
-    ``candidates``, ``ms`` (the query-time latency); ``storage``: bytes per passage by model. Rows
-    follow ``labels``' order; a model missing from a source has an empty cell there.
+    ``effectiveness``: per test set, :func:`lib.evaluation.comparison.compare`'s frame of the models' runs
+    (a row per model, column ``nDCG@10``); ``latency``: columns ``model``, ``candidates``, ``ms`` (the
+    query-time latency); ``storage``: bytes per passage by model. Rows follow ``labels``' order; a model
+    missing from a source has an empty cell there.
     """
     rows = []
     for name, label in labels.items():
         row: dict[str, object] = {"model": label}
-        for query_set, group in effectiveness[effectiveness["model"] == name].groupby("set"):
-            row[f"{str(query_set).upper()} nDCG@10"] = float(group["nDCG@10"].iloc[0])
+        for query_set, means in effectiveness.items():
+            if name in means.index:
+                row[f"{query_set.upper()} nDCG@10"] = float(means.loc[name, "nDCG@10"])
         for count, group in latency[latency["model"] == name].groupby("candidates"):
             row[f"ms for {count}"] = float(group["ms"].iloc[0])
         row["bytes per passage"] = storage.get(name)
@@ -192,43 +141,6 @@ def tradeoff_reading(table: pd.DataFrame, candidates: int) -> str:
         f"**{fastest}**. BM25 scores nDCG@10 {table.loc['BM25', 'DL19 nDCG@10']:.3f}: a re-ranker above it is "
         "worth its latency, one below it is not, whatever its speed."
     )
-
-
-def gate_occurrences(
-    model: TKSparse, vocabulary: Vocabulary, texts: Sequence[str], max_length: int, batch_size: int = 64
-) -> pd.DataFrame:
-    """One row per passage term occurrence (the first ``max_length`` words of each text): ``term`` (the word,
-    also when the vocabulary maps it to ``[UNK]``) and whether TK-Sparse's gate ``removed`` it (gate = 0)."""
-    model.eval()
-    rows: list[tuple[str, bool]] = []
-    with torch.inference_mode():
-        for start in range(0, len(texts), batch_size):
-            batch = list(texts[start : start + batch_size])
-            ids, mask = vocabulary.encode(batch, max_length)
-            _, gate = model.gates(ids, mask)
-            for text, row_gate in zip(batch, (gate > 0).tolist(), strict=True):
-                rows.extend((term, not kept) for term, kept in zip(tokenize(text)[:max_length], row_gate, strict=False))
-    return pd.DataFrame(rows, columns=["term", "removed"])
-
-
-def stopword_table(occurrences: pd.DataFrame, top: int = 20) -> pd.DataFrame:
-    """The ``top`` most often removed terms: occurrences, removals, the share removed, and whether NLTK lists it."""
-    grouped = occurrences.groupby("term")["removed"].agg(occurrences="size", removed="sum")
-    grouped["share removed"] = grouped["removed"] / grouped["occurrences"]
-    grouped["NLTK stopword"] = grouped.index.isin(NLTK_ENGLISH_STOPWORDS)
-    return grouped.sort_values(["removed", "occurrences"], ascending=False).head(top)
-
-
-def stopword_overlap(occurrences: pd.DataFrame) -> dict[str, float]:
-    """How TK-Sparse's removals compare with NLTK's list (slide 33), as shares of term occurrences."""
-    listed = occurrences["term"].isin(NLTK_ENGLISH_STOPWORDS)
-    removed = occurrences["removed"]
-    return {
-        "removed": float(removed.mean()),
-        "NLTK stopwords": float(listed.mean()),
-        "removed that are NLTK stopwords": float((removed & listed).sum() / max(int(removed.sum()), 1)),
-        "NLTK stopwords removed": float((removed & listed).sum() / max(int(listed.sum()), 1)),
-    }
 
 
 def prettr_reading(

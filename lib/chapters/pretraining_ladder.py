@@ -15,22 +15,21 @@ protocol, Margin-MSE from the same teacher, the same validation and test queries
 
 :func:`ladder_table` puts every rung's models in one table (both test years, the tuned depth and all
 candidates, the t-test against BM25, documents per ms on the same run), :func:`ladder_figure` draws
-effectiveness against speed, :func:`ladder_reading` answers the section's question from the numbers,
-and :func:`choose_tk` picks the TK that later chapters study — by validation alone.
+effectiveness against speed, and :func:`ladder_reading` answers the section's question from the numbers.
+The TK that later chapters study is chosen by validation alone (:mod:`lib.experiments.tk_choice`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from lib.core.atomic import write_json
+from lib.experiments.tk_choice import is_tk
 from lib.models.registry import model_spec
 
 #: The rungs in order of pre-trained knowledge, as the table and the figure name them.
@@ -41,12 +40,6 @@ RUNGS: tuple[str, ...] = (
     "all of BERT, fine-tuned",
     "teacher (zero-shot)",
 )
-
-
-def is_tk(name: str) -> bool:
-    """Whether registry model ``name`` is a TK (on word vectors, pieces or a BERT's layers): the registry names
-    every TK ``tk…`` (``tk2``, ``tk2-pieces``, ``tk-bert2``, ``tk2-sparse``)."""
-    return name.startswith("tk") and not model_spec(name).zero_shot
 
 
 def rung(name: str) -> str:
@@ -180,19 +173,3 @@ def _speed_against(name: str, reference: str, speed: pd.Series, effective: bool 
     else:
         verdict = "at least 5×: it misses on effectiveness, not on speed"
     return f", at {ratio:.1f}× {model_spec(reference).label}'s documents per ms ({verdict})."
-
-
-def choose_tk(validation: Mapping[str, float]) -> str:
-    """The TK that later chapters study: the TK of ``validation`` (model → best validation measure) with the
-    highest value, by validation alone (no test year). No TK with a finite value is a ``ValueError``."""
-    candidates = {name: value for name, value in validation.items() if is_tk(name) and not math.isnan(value)}
-    if not candidates:
-        raise ValueError(f"no trained TK among {sorted(validation)}: chapter 2 trains at least one to choose from")
-    return max(candidates, key=lambda name: (candidates[name], name))
-
-
-def write_choice(path: Path, chosen: str, validation: Mapping[str, float], metric: str) -> None:
-    """Record the chosen TK (:func:`choose_tk`) and every TK's best validation ``metric`` (JSON, atomically):
-    what :func:`lib.experiments.artifacts.chosen_tk` gives later chapters."""
-    candidates = {name: float(value) for name, value in validation.items() if is_tk(name)}
-    write_json(path, {"model": chosen, "metric": metric, "validation": candidates})

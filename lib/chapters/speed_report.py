@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lib.evaluation.speed_benchmark import speed_ratios
+from lib.evaluation.speed_benchmark import speed_ratios, timed_setting
 
 #: The TK paper's speed-up of TK-2 over BERT-Base (§3.3, Table 2: 4 against 0.1 documents per ms).
 PAPER_RATIO = 40.0
@@ -24,13 +24,14 @@ FAST, SLOW = "tk2", "bert-base"
 
 
 def setting_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """How a row was timed: ``dtype``, ``batch``, ``batching`` (bucketed / rank order) and ``execution``."""
-    return {
-        "dtype": row["dtype"],
-        "batch": row["batch_size"],
-        "batching": "bucketed" if row.get("bucketed", False) else "rank order",
-        "execution": row.get("execution", "compiled" if row.get("compiled") else "eager"),
-    }
+    """How a row was timed (:func:`lib.evaluation.speed_benchmark.timed_setting`), as the tables show it:
+    ``dtype``, ``batch``, ``batching`` (bucketed / rank order) and ``execution``."""
+    dtype, bucketed, execution = timed_setting(row)
+    return {"dtype": dtype, "batch": row["batch_size"], "batching": _batching(bucketed), "execution": execution}
+
+
+def _batching(bucketed: bool) -> str:
+    return "bucketed" if bucketed else "rank order"
 
 
 def ratio_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -39,37 +40,26 @@ def ratio_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     ``results`` maps a file name to its JSON content; the pairs are those of
     :func:`lib.evaluation.speed_benchmark.speed_ratios`.
     """
-    records = []
-    for file, result in results.items():
-        speeds = {(row["model"], *setting_key(row)): row["docs_per_ms"] for row in result["results"]}
-        for ratio in speed_ratios(result["results"], FAST, SLOW):
-            batching = "bucketed" if ratio["bucketed"] else "rank order"
-            sizes = str(ratio["batch_size"]).split("/")
-            key = (ratio["dtype"], batching, ratio["execution"])
-            records.append(
-                {
-                    "file": file,
-                    "device": result["device"],
-                    "date": result["environment"]["date"][:10],
-                    "dtype": ratio["dtype"],
-                    "batch": str(ratio["batch_size"]),
-                    "batching": batching,
-                    "execution": ratio["execution"],
-                    "TK-2 docs/ms": speeds[(FAST, *key, int(sizes[0]))],
-                    "BERT-Base docs/ms": speeds[(SLOW, *key, int(sizes[-1]))],
-                    "TK-2 / BERT-Base": ratio["ratio"],
-                }
-            )
+    records = [
+        {
+            "file": file,
+            "device": result["device"],
+            "date": result["environment"]["date"][:10],
+            "dtype": ratio["dtype"],
+            "batch": str(ratio["batch_size"]),
+            "batching": _batching(ratio["bucketed"]),
+            "execution": ratio["execution"],
+            "TK-2 docs/ms": ratio["fast_docs_per_ms"],
+            "BERT-Base docs/ms": ratio["slow_docs_per_ms"],
+            "TK-2 / BERT-Base": ratio["ratio"],
+        }
+        for file, result in results.items()
+        for ratio in speed_ratios(result["results"], FAST, SLOW)
+    ]
     columns = ["file", "device", "date", "dtype", "batch", "batching", "execution"]
     if not records:
         return pd.DataFrame(columns=[*columns, "TK-2 docs/ms", "BERT-Base docs/ms", "TK-2 / BERT-Base"])
     return pd.DataFrame(records).sort_values(["device", "date", "file", *columns[3:]], ignore_index=True)
-
-
-def setting_key(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
-    """``(dtype, batching, execution, batch size)`` of a benchmark row (:func:`setting_of`)."""
-    setting = setting_of(row)
-    return setting["dtype"], setting["batching"], setting["execution"], setting["batch"]
 
 
 def _setting_text(row: pd.Series) -> str:
@@ -123,7 +113,7 @@ def roofline_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         if "fraction_of_peak" in row
     ]
     if not records:
-        raise ValueError("no benchmark row has roofline fields: run the benchmark with roofline=True")
+        raise ValueError("no benchmark row has roofline fields: run the benchmark with SpeedSettings.roofline")
     return pd.DataFrame(records).set_index("architecture")
 
 

@@ -21,7 +21,7 @@ def plot_alpha_sweep(
     """One panel per (measure, test set) as the paper's figure: a line per first stage over α from 0 (DL) to 1 (QL).
 
     ``frame`` has columns ``set``, ``first_stage``, ``alpha``, ``measure``, ``value``
-    (:func:`lib.chapters.tilde_tables.alpha_sweep` with the two labels added); ``references`` maps
+    (:func:`lib.experiments.tilde_scorings.alpha_sweep` with the two labels added); ``references`` maps
     ``(set, first_stage, measure)`` to the first stage's own value, drawn as a dashed line in the
     first stage's colour.
     """

@@ -36,7 +36,7 @@ def spread_reading(spread_start: float, spread_main: float) -> str:
 
 
 def _significantly_above_random(against_random: pd.DataFrame | None, test_set: str, ql: float, rnd: float) -> bool:
-    """Whether TILDE-QL beats the random order significantly on ``test_set`` (``tilde_tables.versus_random``)."""
+    """Whether TILDE-QL beats the random order significantly on ``test_set`` (``tilde_comparisons.versus_random``)."""
     if against_random is None or against_random.empty:
         return False
     row = against_random[(against_random["set"] == test_set.upper()) & (against_random["system"] == "BM25 + TILDE-QL")]
@@ -97,9 +97,9 @@ def reading(
     against_random: pd.DataFrame | None = None,
 ) -> str:
     """The chapter's closing reading as Markdown bullets: Table 2 per test set, the ablation per ablation set
-    (``ablations``: :func:`lib.chapters.tilde_tables.ablation` tables), TILDE-QL's latency for ``candidates``,
+    (``ablations``: :func:`lib.experiments.tilde_comparisons.ablation` tables), TILDE-QL's latency for ``candidates``,
     the float16 index's ``tied_share`` of candidates, the index ``sizes``, and ``against_random``
-    (:func:`lib.chapters.tilde_tables.versus_random`: whether TILDE-QL's gain over the random order is
+    (:func:`lib.experiments.tilde_comparisons.versus_random`: whether TILDE-QL's gain over the random order is
     significant)."""
     bullets = [_table2_bullet(table2, test_set, against_random) for test_set in test_sets]
     bullets += [_ablation_bullet(table, test_set) for test_set, table in ablations.items()]

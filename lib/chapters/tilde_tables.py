@@ -1,17 +1,13 @@
-"""Chapter 6's result tables: Table 2 and the ablation (TILDE paper Table 3), the α sweep (Figure 2), index size (§3.2).
+"""Chapter 6's result tables as shown: Table 2 and the ablation (TILDE paper Table 3) with † marks, index size (§3.2).
 
 - :func:`training_data_table` and :func:`loss_curves` — what the models learn from, and how.
-- :func:`effectiveness_table` — Table 2: each system's mean measures and whether it differs significantly
-  from the first stage it re-ranks (paired t-test, Bonferroni over that first stage's rows);
-  :func:`marked_table2` and :func:`marked_ablation` show the values with a † where significant.
-- :func:`storage_precision` — what float16 storage does: tied candidates and TILDE-QL's nDCG@10.
-- :func:`ablation` — every variant of :mod:`lib.training.tilde_variants` scored by TILDE-QL, TILDE-DL and
-  TILDE-QDL (α = 0.5), plus the paper's row that mixes QL of the L_QL model with DL of the L_DL
-  model; paired t-tests against the paper's model (BiQDL, TILDE-QDL), Bonferroni-corrected as the
-  paper's significance tests (:func:`lib.evaluation.measures.significance`).
-- :func:`alpha_sweep` and :func:`best_alpha` — eq. 6 for every α of a grid, from one scoring pass, and the
-  best α per test set and first stage.
+- :func:`marked_table2` and :func:`marked_ablation` — :func:`lib.experiments.tilde_comparisons.effectiveness_table`
+  and :func:`lib.experiments.tilde_comparisons.ablation` as shown: the values with a † where significant;
+  :func:`table2_value` reads one mean of Table 2.
 - :func:`index_size` — bytes per passage (TILDE's and TILDEv2's) and what they make for a whole collection.
+
+The tests behind the marks are in :mod:`lib.experiments.tilde_comparisons`, the α sweep (Figure 2) and storage
+precision in :mod:`lib.experiments.tilde_scorings`.
 """
 
 from __future__ import annotations
@@ -19,75 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
-from lib.core.types import Qrels, Run
-from lib.evaluation import measures as evaluation
-from lib.experiments.tilde_scorings import SCORINGS, scoring_runs
-from lib.reranking.tilde_runs import tied_share
-from lib.reranking.tilde_scoring import TildeScores, check_alpha
 from lib.training.tilde import TildeTrainingData, TildeTrainingResult
-from lib.training.tilde_variants import MAIN_VARIANT, VARIANTS
+from lib.training.tilde_variants import VARIANTS
 
-#: The ablation row that mixes two models, as the paper's "L_QL, L_DL" row.
-SEPARATE_LOSSES = "L_QL + L_DL (two models)"
 #: MS MARCO passage v1's size: what the index would hold for the full collection.
 MS_MARCO_PASSAGES = 8_841_823
-
-
-def ablation(
-    scores: Mapping[str, TildeScores],
-    first_stage: Run,
-    qrels: Qrels,
-    measures: Sequence[str] = ("nDCG@10", "MAP"),
-) -> pd.DataFrame:
-    """Table 3: one row per (loss, scoring), the measures' means and Bonferroni-corrected p-values.
-
-    ``scores`` maps variant names (:data:`lib.training.tilde_variants.VARIANTS`) to their TILDE scores of
-    ``first_stage``'s candidates; it must hold the main variant, the baseline of every test. The
-    "two models" row appears when both ``ql`` and ``dl`` are present. Columns: ``loss``,
-    ``scoring``, each measure, ``p <measure>`` (paired t-test against BiQDL/TILDE-QDL, Bonferroni
-    over the table's other rows) and ``significant <measure>`` (p < 0.05 after correction).
-    """
-    if MAIN_VARIANT not in scores:
-        raise KeyError(f"the ablation needs the paper's model {MAIN_VARIANT!r}; got {sorted(scores)}")
-    runs: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-    for name, variant_scores in scores.items():
-        for scoring, run in scoring_runs(variant_scores, first_stage).items():
-            runs[(VARIANTS[name].label, scoring)] = run
-    if "ql" in scores and "dl" in scores:
-        mixed = TildeScores(scores["ql"].ql, scores["dl"].dl)
-        runs[(SEPARATE_LOSSES, "TILDE-QDL")] = mixed.rerank(first_stage, SCORINGS["TILDE-QDL"])
-    baseline = (VARIANTS[MAIN_VARIANT].label, "TILDE-QDL")
-    per_query = {key: evaluation.per_query(run, qrels, list(measures)) for key, run in runs.items()}
-    table = pd.DataFrame(
-        [{"loss": loss, "scoring": scoring, **per_query[(loss, scoring)].mean().to_dict()} for loss, scoring in runs]
-    )
-    for measure in measures:
-        named = {f"{loss} | {scoring}": frame[measure] for (loss, scoring), frame in per_query.items()}
-        tests = evaluation.significance(named, baseline=" | ".join(baseline)).set_index("system")
-        keys = [f"{loss} | {scoring}" for loss, scoring in runs]
-        table[f"p {measure}"] = [tests["p_bonferroni"].get(key, np.nan) for key in keys]
-        table[f"significant {measure}"] = [bool(tests["significant"].get(key, False)) for key in keys]
-    return table
-
-
-def alpha_sweep(
-    scores: TildeScores,
-    first_stage: Run,
-    qrels: Qrels,
-    alphas: Sequence[float],
-    measures: Sequence[str] = ("nDCG@10", "MAP"),
-) -> pd.DataFrame:
-    """Figure 2: each measure of TILDE-QDL at every α (eq. 6); long format ``alpha, measure, value``."""
-    if not alphas:
-        raise ValueError("parameter 'alphas' is empty")
-    rows = []
-    for alpha in alphas:
-        metrics = evaluation.evaluate(scores.rerank(first_stage, check_alpha(float(alpha))), qrels, list(measures))
-        rows += [{"alpha": float(alpha), "measure": measure, "value": metrics[measure]} for measure in measures]
-    return pd.DataFrame(rows)
 
 
 def index_size(bytes_per_passage: Mapping[str, float], passages: int) -> pd.DataFrame:
@@ -130,81 +64,14 @@ def loss_curves(trained: Mapping[str, TildeTrainingResult]) -> pd.DataFrame:
     )
 
 
-def effectiveness_table(
-    systems: Mapping[str, Mapping[str, Run]],
-    baseline_of: Mapping[str, Mapping[str, str]],
-    qrels: Mapping[str, Qrels],
-    measures: Sequence[str] = ("nDCG@10", "MAP"),
-) -> pd.DataFrame:
-    """Table 2: one row per system, columns ``(SET, measure)`` with the mean and ``(SET, "measure †")`` with
-    whether it differs significantly from its baseline (``baseline_of[set][system]``, the first stage it
-    re-ranks; paired t-test, Bonferroni over the systems of that baseline,
-    :func:`lib.evaluation.measures.significance`).
-
-    ``systems`` maps test sets to ``{system: run}``; a baseline with no other system has no test.
-    """
-    rows: dict[str, dict[tuple[str, str], float | bool]] = {}
-    for test_set, runs in systems.items():
-        per_query = {name: evaluation.per_query(run, qrels[test_set], list(measures)) for name, run in runs.items()}
-        for name, frame in per_query.items():
-            rows.setdefault(name, {})
-            for measure in measures:
-                rows[name][(test_set.upper(), measure)] = frame[measure].mean()
-        for baseline in set(baseline_of[test_set].values()):
-            group = [name for name in runs if baseline_of[test_set][name] == baseline]
-            if len(group) < 2:
-                continue
-            for measure in measures:
-                tests = evaluation.significance({n: per_query[n][measure] for n in group}, baseline)
-                for _, test in tests.iterrows():
-                    rows[test["system"]][(test_set.upper(), f"{measure} †")] = bool(test["significant"])
-    table = pd.DataFrame(rows).T
-    table.columns = pd.MultiIndex.from_tuples(table.columns)
-    return table
-
-
-#: The random order every TILDE re-ranking of BM25 is tested against (the issue's bar: better than chance).
-RANDOM_ROW = "BM25 in random order"
-
-
-def versus_random(
-    systems: Mapping[str, Mapping[str, Run]],
-    qrels: Mapping[str, Qrels],
-    tested: Sequence[str] = ("BM25 + TILDE-QL", "BM25 + TILDE-QDL"),
-    measure: str = "nDCG@10",
-) -> pd.DataFrame:
-    """Each ``tested`` system against BM25's candidates in random order, per test set: paired t-test on
-    ``measure``, Bonferroni over the tested systems (:func:`lib.evaluation.measures.significance`).
-
-    Returns one row per (set, system): the system's mean, the random order's, ``p`` and ``significant``.
-    """
-    rows = []
-    for test_set, runs in systems.items():
-        names = [name for name in (RANDOM_ROW, *tested) if name in runs]
-        if RANDOM_ROW not in runs or len(names) < 2:
-            continue
-        per_query = {name: evaluation.per_query(runs[name], qrels[test_set], [measure])[measure] for name in names}
-        for _, test in evaluation.significance(per_query, RANDOM_ROW).iterrows():
-            rows.append(
-                {
-                    "set": test_set.upper(),
-                    "system": test["system"],
-                    measure: test["mean"],
-                    "random order": test["baseline_mean"],
-                    "p (Bonferroni)": test["p_bonferroni"],
-                    "significant": bool(test["significant"]),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def mark(value: float, significant: object) -> str:
     """``value`` with three decimals, and " †" when ``significant`` is ``True``."""
     return f"{value:.3f}" + (" †" if significant is True else "")
 
 
 def marked_table2(table: pd.DataFrame, test_sets: Sequence[str], measures: Sequence[str]) -> pd.DataFrame:
-    """:func:`effectiveness_table` as shown: each measure's mean with a † where significant."""
+    """:func:`lib.experiments.tilde_comparisons.effectiveness_table` as shown: each measure's mean with a † where
+    significant."""
     return pd.DataFrame(
         {
             (test_set.upper(), measure): [
@@ -222,65 +89,24 @@ def marked_table2(table: pd.DataFrame, test_sets: Sequence[str], measures: Seque
 
 
 def table2_value(table: pd.DataFrame, system: str, test_set: str, measure: str = "nDCG@10") -> float:
-    """One mean of :func:`effectiveness_table`."""
+    """One mean of :func:`lib.experiments.tilde_comparisons.effectiveness_table`."""
     return float(table.loc[system, (test_set.upper(), measure)])
 
 
-def storage_precision(
-    scores: Mapping[str, Mapping[str, TildeScores]], first_stages: Mapping[str, Run], qrels: Mapping[str, Qrels]
-) -> pd.DataFrame:
-    """Per test set and index precision (``scores[set][precision]``, of ``first_stages[set]``'s candidates):
-    the share of candidates tied with another of the same query, and nDCG@10 of TILDE-QL."""
-    rows = []
-    for test_set, by_precision in scores.items():
-        for dtype, precision_scores in by_precision.items():
-            reranked = precision_scores.rerank(first_stages[test_set], 1.0)
-            rows.append(
-                {
-                    "test set": test_set.upper(),
-                    "index": dtype,
-                    "tied candidates": tied_share(precision_scores.ql),
-                    "TILDE-QL nDCG@10": evaluation.evaluate(reranked, qrels[test_set], ["nDCG@10"])["nDCG@10"],
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def marked_ablation(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFrame:
-    """:func:`ablation` as shown: loss, scoring, each measure with a † where significant, and the p-values."""
+    """:func:`lib.experiments.tilde_comparisons.ablation` as shown: loss, scoring, each measure with a † where
+    significant, and the p-values."""
     marked = {m: [mark(v, s) for v, s in zip(table[m], table[f"significant {m}"], strict=True)] for m in measures}
     return table.assign(**marked)[["loss", "scoring", *measures, *[f"p {m}" for m in measures]]]
 
 
-def best_alpha(sweeps: pd.DataFrame, measure: str = "nDCG@10") -> pd.DataFrame:
-    """Per ``set`` and ``first_stage`` of an :func:`alpha_sweep` frame: the α with the highest ``measure``
-    (the smallest α among equals)."""
-    best = (
-        sweeps[sweeps["measure"] == measure]
-        .sort_values(["set", "first_stage", "value", "alpha"], ascending=[True, True, False, True])
-        .groupby(["set", "first_stage"], sort=False)
-        .head(1)
-    )
-    return (
-        best.rename(columns={"alpha": "best α", "value": f"{measure} at best α"})
-        .drop(columns="measure")
-        .set_index(["set", "first_stage"])
-    )
-
-
 __all__ = [
     "MS_MARCO_PASSAGES",
-    "SEPARATE_LOSSES",
-    "ablation",
-    "alpha_sweep",
-    "best_alpha",
-    "effectiveness_table",
     "index_size",
     "loss_curves",
     "mark",
     "marked_ablation",
     "marked_table2",
-    "storage_precision",
     "table2_value",
     "training_data_table",
 ]

@@ -4,8 +4,8 @@ Source: Hofstätter, Zlabinger, Hanbury, *TU Wien @ TREC Deep Learning '19 – S
 for Re-ranking* (the TREC notebook): §3.2 and Table 1 (the runs), §3.3 and Table 2 (their results),
 Table 3 (the best and worst queries of TUW19-p3).
 
-- **TUW19-p1**: TK on GloVe, "best validation run of multiple inits" — :func:`best_init` picks, among
-  models trained from several seeds, the one with the best value of the measure early stopping
+- **TUW19-p1**: TK on GloVe, "best validation run of multiple inits" — :func:`lib.experiments.init_selection.best_init`
+  picks, among models trained from several seeds, the one with the best value of the measure early stopping
   watches (the profile's ``validation_metric``; MRR@10 in the notebook). The book's p1 is the TK chapter 2
   chose on validation (GloVe TK at book scale stays level with BM25; a deviation the book states).
 - **TUW19-p2**: TK on fastText vectors instead of GloVe (vectors trained on the book corpus; fastText's
@@ -13,28 +13,26 @@ Table 3 (the best and worst queries of TUW19-p3).
   claim is about the vectors, so the book compares it with TK-2 on GloVe (:data:`GLOVE_RUN`, chapter 2's
   TK-2: the same schedule and triples) whenever p1 is another TK.
 - **TUW19-p3**: "ensemble of multiple TUW19-p1 configurations". The notebook does not say how scores
-  are combined; :func:`ensemble` standardises each model's scores within a query (z-scores: TK's
-  scores live on an arbitrary scale that differs between inits) and averages them.
+  are combined; :func:`lib.reranking.fusion.ensemble` standardises each model's scores within a query
+  (z-scores: TK's scores live on an arbitrary scale that differs between inits) and averages them.
 
 Runs are written in TREC format with the tags of :data:`RUN_TAGS`. :func:`run_table` is the analogue of
 the notebook's Table 2 with the notebook's own numbers beside it (:data:`PAPER_RESULTS`),
-:func:`pairwise_tests` the paired t-tests between the runs, :func:`best_and_worst` Table 3, and
-:func:`verdicts` the measured verdict on each of the notebook's three claims.
+:func:`lib.evaluation.comparison.pairwise_tests` the paired t-tests between the runs, :func:`best_and_worst`
+Table 3 (:mod:`lib.analyses.query_types`), and :func:`verdicts` the measured verdict on each of the
+notebook's three claims.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
-from lib.core.types import Qrels, Run, query_order
-from lib.evaluation import measures as evaluation
+from lib.analyses import query_types
+from lib.core.types import Qrels, Run
+from lib.evaluation.comparison import compare
 
 #: The book's run tags, one per submitted passage run of the notebook (Table 1).
 RUN_TAGS: dict[str, str] = {"p1": "TUW19-p1-book", "p2": "TUW19-p2-book", "p3": "TUW19-p3-book"}
@@ -77,56 +75,6 @@ PAPER_WORST: dict[str, float] = {
     "207786": 0.0919,
     "489204": 0.0583,
 }
-#: Query types for the "no clear query type" claim: the first matching pattern names the type.
-QUERY_TYPES: tuple[tuple[str, str], ...] = (
-    ("definition", r"\b(define|definition|meaning)\b"),
-    ("what", r"^what\b"),
-    ("how", r"^how\b"),
-    ("why", r"^why\b"),
-    ("who / when / where / which", r"^(who|when|where|which)\b"),
-    ("yes / no", r"^(is|are|does|do|can|did|was|were|should)\b"),
-)
-#: The type of a query that matches none of :data:`QUERY_TYPES` (mostly keyword queries).
-OTHER_TYPE = "keywords"
-
-
-def best_init(validation: Mapping[str, float]) -> str:
-    """The init with the best validation value (the first on ties, in the mapping's order): TUW19-p1."""
-    if not validation:
-        raise ValueError("no init to choose from: parameter 'validation' is empty")
-    return max(validation, key=lambda name: (validation[name], -list(validation).index(name)))
-
-
-def standardised(scores: Mapping[str, float]) -> dict[str, float]:
-    """One query's scores as z-scores (mean 0, standard deviation 1); equal scores all become 0."""
-    values = np.array(list(scores.values()), dtype=np.float64)
-    spread = values.std()
-    centred = values - values.mean()
-    z = centred / spread if spread > 0 else np.zeros_like(values)
-    return dict(zip(scores, z.tolist(), strict=True))
-
-
-def ensemble(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
-    """TUW19-p3's combination: per query, the mean of each model's z-scored scores (module docstring).
-
-    Every run must score the same candidates of the same queries; a difference is a ``ValueError``
-    naming the query.
-    """
-    if not runs:
-        raise ValueError("an ensemble needs at least one run")
-    queries = set(runs[0])
-    for index, run in enumerate(runs[1:], start=2):
-        if set(run) != queries:
-            raise ValueError(f"run {index} scores other queries than run 1: {sorted(set(run) ^ queries)[:5]}")
-    combined: dict[str, dict[str, float]] = {}
-    for qid in sorted(queries, key=query_order):
-        candidates = set(runs[0][qid])
-        for index, run in enumerate(runs[1:], start=2):
-            if set(run[qid]) != candidates:
-                raise ValueError(f"query {qid!r}: run {index} scores other candidates than run 1")
-        parts = [standardised(run[qid]) for run in runs]
-        combined[qid] = {pid: float(np.mean([part[pid] for part in parts])) for pid in runs[0][qid]}
-    return combined
 
 
 def run_table(
@@ -140,9 +88,9 @@ def run_table(
     rows = []
     rerank = paper[paper["task"] == "ReRank"].set_index("run")
     for query_set in qrels:
-        for name, by_set in runs.items():
-            values = evaluation.evaluate(by_set[query_set], qrels[query_set], list(TABLE_MEASURES))
-            row: dict[str, object] = {"set": query_set, "run": name, **values}
+        means = compare({name: by_set[query_set] for name, by_set in runs.items()}, qrels[query_set], TABLE_MEASURES)
+        for name in runs:
+            row: dict[str, object] = {"set": query_set, "run": name, **means.loc[name].to_dict()}
             for measure in TABLE_MEASURES:
                 known = query_set == "dl19" and name in rerank.index
                 row[f"paper {measure}"] = float(rerank.loc[name, measure]) if known else math.nan
@@ -150,80 +98,12 @@ def run_table(
     return pd.DataFrame(rows)
 
 
-def pairwise_tests(per_query: Mapping[str, pd.Series], alpha: float = 0.05) -> pd.DataFrame:
-    """Paired two-tailed t-tests between every two runs on one measure, Bonferroni over all pairs.
-
-    ``per_query`` maps a run name to its per-query values (indexed by qid); the tests use the queries
-    every run shares. One row per pair (in the mapping's order): means, difference, p, corrected p.
-    """
-    names = list(per_query)
-    if len(names) < 2:
-        raise ValueError("pairwise tests need at least two runs")
-    shared = sorted(set.intersection(*(set(values.index) for values in per_query.values())), key=query_order)
-    if len(shared) < 2:
-        raise ValueError("a paired t-test needs at least two queries shared by all runs")
-    pairs = list(itertools.combinations(names, 2))
-    rows = []
-    for first, second in pairs:
-        pair = {first: per_query[first].loc[shared], second: per_query[second].loc[shared]}
-        test = evaluation.significance(pair, baseline=second, alpha=alpha).iloc[0]
-        corrected = min(1.0, float(test["p"]) * len(pairs))
-        rows.append({
-            "run": first, "against": second, "mean": test["mean"], "mean against": test["baseline_mean"],
-            "delta": test["delta"], "p": float(test["p"]), "p_bonferroni": corrected,
-            "significant": bool(corrected < alpha), "queries": len(shared),
-        })  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def query_type(text: str) -> str:
-    """The query's type by :data:`QUERY_TYPES` (lower-cased text; :data:`OTHER_TYPE` when nothing matches)."""
-    lowered = text.lower().strip()
-    for name, pattern in QUERY_TYPES:
-        if re.search(pattern, lowered):
-            return name
-    return OTHER_TYPE
-
-
-def best_and_worst(ap: pd.Series, baseline_ap: pd.Series, queries: Mapping[str, str], count: int = 5) -> pd.DataFrame:
-    """Table 3: the ``count`` best and worst queries by AP (ties by query order), with text, type and BM25's AP.
-
-    With fewer than ``2 · count`` queries, each list holds half of them (the lists never overlap).
-
-    Columns: ``group`` (best / worst), ``qid``, ``AP``, ``BM25 AP``, ``query``, ``type``, ``in notebook``
-    (the same query is in the notebook's best or worst list).
-    """
-    if count < 1:
-        raise ValueError(f"parameter 'count' must be >= 1, got {count}")
-    count = min(count, max(1, len(ap) // 2))
-    ordered = sorted(ap.index, key=lambda qid: (-ap[qid], query_order(qid)))
-    groups = [("best", ordered[:count]), ("worst", list(reversed(ordered[-count:])))]
+def best_and_worst(ap: pd.Series, bm25_ap: pd.Series, queries: Mapping[str, str], count: int = 5) -> pd.DataFrame:
+    """Table 3: :func:`lib.analyses.query_types.best_and_worst`, and ``in notebook``: the list (best / worst)
+    of the notebook's Table 3 that names the same query."""
     paper = {**{qid: "best" for qid in PAPER_BEST}, **{qid: "worst" for qid in PAPER_WORST}}
-    rows = [
-        {
-            "group": group, "qid": qid, "AP": float(ap[qid]), "BM25 AP": float(baseline_ap.get(qid, math.nan)),
-            "query": queries[qid], "type": query_type(queries[qid]), "in notebook": paper.get(qid, ""),
-        }
-        for group, qids in groups
-        for qid in qids
-    ]  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def type_test(ap: pd.Series, queries: Mapping[str, str]) -> dict[str, float]:
-    """Whether a query's type (:func:`query_type`) goes with its AP: Kruskal–Wallis over the types.
-
-    Types with fewer than two queries are left out; fewer than two types left gives p = 1.
-    Returns ``statistic``, ``p`` and ``types`` (the number tested).
-    """
-    by_type: dict[str, list[float]] = {}
-    for qid, value in ap.items():
-        by_type.setdefault(query_type(queries[str(qid)]), []).append(float(value))
-    groups = [values for values in by_type.values() if len(values) >= 2]
-    if len(groups) < 2 or len({value for values in groups for value in values}) < 2:
-        return {"statistic": 0.0, "p": 1.0, "types": float(len(groups))}
-    result = stats.kruskal(*groups)
-    return {"statistic": float(result.statistic), "p": float(result.pvalue), "types": float(len(groups))}
+    table = query_types.best_and_worst(ap, bm25_ap, queries, count)
+    return table.assign(**{"in notebook": [paper.get(qid, "") for qid in table["qid"]]})
 
 
 def verdicts(
@@ -231,16 +111,17 @@ def verdicts(
 ) -> list[str]:
     """One generated sentence per claim of the notebook (§3.3.1), each with its measured verdict.
 
-    ``table`` is :func:`run_table`'s frame, ``tests`` :func:`pairwise_tests` on nDCG@10 with a ``set``
-    column, ``type_tests`` :func:`type_test` per test set, ``glove_run`` the TK-2-on-GloVe run that p2's
-    fastText is compared with (p1 when p1 is that model, else :data:`GLOVE_RUN`).
+    ``table`` is :func:`run_table`'s frame, ``tests`` :func:`lib.evaluation.comparison.pairwise_tests` on
+    nDCG@10 with a ``set`` column, ``type_tests`` :func:`lib.analyses.query_types.type_test` per test set,
+    ``glove_run`` the TK-2-on-GloVe run that p2's fastText is compared with (p1 when p1 is that model, else
+    :data:`GLOVE_RUN`).
     """
 
     def mean(query_set: str, run: str, measure: str = "nDCG@10") -> float:
         return float(table[(table["set"] == query_set) & (table["run"] == run)][measure].iloc[0])
 
     def test(query_set: str, first: str, second: str) -> pd.Series:
-        """The test of the pair, in whichever order :func:`pairwise_tests` put it."""
+        """The test of the pair, in whichever order the pairwise tests put it."""
         pair = {first, second}
         rows = tests[(tests["set"] == query_set) & tests["run"].isin(pair) & tests["against"].isin(pair)]
         return rows.iloc[0]
@@ -285,22 +166,14 @@ def verdicts(
 
 
 __all__ = [
-    "OTHER_TYPE",
+    "GLOVE_RUN",
     "PAPER_BEST",
     "PAPER_RESULTS",
     "PAPER_WORST",
-    "GLOVE_RUN",
-    "QUERY_TYPES",
     "RUN_TAGS",
     "TABLE_MEASURES",
     "best_and_worst",
-    "best_init",
-    "ensemble",
-    "pairwise_tests",
-    "query_type",
     "run_descriptions",
     "run_table",
-    "standardised",
-    "type_test",
     "verdicts",
 ]

@@ -137,6 +137,12 @@ class SpeedSettings(_Replaceable):
     max_latency_seconds: float = 20.0
     #: Batches of similar passage lengths, each cut to its longest (as the book re-ranks); False: rank order.
     bucketed: bool = True
+    #: The autocast dtypes every architecture is timed in (``float32``: none), by name.
+    dtypes: tuple[str, ...] = ("float32",)
+    #: ``torch.compile`` each model before timing it (eager where it fails).
+    compile_model: bool = False
+    #: Measure the matmul peak of each dtype and each row's FLOPs against it (:mod:`lib.evaluation.roofline`).
+    roofline: bool = True
     architectures: tuple[str, ...] = (
         "knrm",
         "conv-knrm",

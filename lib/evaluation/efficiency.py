@@ -171,10 +171,7 @@ def score_batches(
 
 def measure_throughput(
     model: torch.nn.Module,
-    query_ids: torch.Tensor,
-    query_mask: torch.Tensor,
-    doc_ids: torch.Tensor,
-    doc_mask: torch.Tensor,
+    tensors: Tensors,
     batch_size: int = 256,
     repetitions: int = 5,
     warmup: int = 1,
@@ -182,7 +179,8 @@ def measure_throughput(
     bucketed: bool = True,
     documents: int | None = None,
 ) -> Throughput:
-    """Time ``model`` scoring the given (already tokenised) pairs.
+    """Time ``model`` scoring the (already tokenised) pairs of ``tensors`` (``query_ids, query_mask, doc_ids,
+    doc_mask``, as :func:`encode_pairs` gives them).
 
     All tensors must already be on the model's device. ``dtype`` (e.g. ``torch.bfloat16``) runs the
     scoring under autocast; ``None`` keeps the model's own precision. ``bucketed``: batches of similar
@@ -190,8 +188,8 @@ def measure_throughput(
     padded to the longest passage of all rows. ``documents``: time only whole batches holding about
     that many rows, spread evenly over all (:func:`spread_batches`); ``None``: every row.
     """
-    tensors = (query_ids, query_mask, doc_ids, doc_mask)
     batches = timed_batches(tensors, batch_size, bucketed, documents)
+    doc_ids = tensors[2]
     device = doc_ids.device
     rows = sum(int(indices.numel()) for indices, _ in batches)
     model.eval()

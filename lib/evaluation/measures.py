@@ -6,19 +6,17 @@
 - Means are taken over the queries that are both judged and in the run (trec_eval's default).
 - :func:`depth_sweep` gives every re-ranking depth N from one scoring pass: the model re-orders the
   first stage's top-N and the first stage's order is kept below N (TK paper §5.2, "re-ranking depth").
-- :func:`significance` is TILDE's protocol (§4.4): paired two-tailed t-test, Bonferroni correction.
+- Systems are compared (paired t-tests, Bonferroni) in :mod:`lib.evaluation.comparison`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import ir_measures
 import pandas as pd
 from ir_measures import AP, RR, P, R, nDCG
-from scipy import stats
 
 from lib.core.atomic import atomic_write
 from lib.core.types import Qrels, Run, query_order, ranking_from_run, run_from_rankings
@@ -65,45 +63,6 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> d
     if frame.empty:
         raise ValueError("no query of the run is judged in the qrels: nothing to evaluate")
     return {name: float(frame[name].mean()) for name in frame.columns}
-
-
-def significance(per_query_values: Mapping[str, pd.Series], baseline: str, alpha: float = 0.05) -> pd.DataFrame:
-    """Paired two-tailed t-tests of every system against ``baseline``, Bonferroni-corrected.
-
-    ``per_query_values`` maps a system name to its per-query values of one measure (a Series
-    indexed by qid). The tests use the queries all systems share; the correction multiplies each
-    p-value by the number of comparisons (capped at 1). Returns one row per compared system.
-    """
-    if baseline not in per_query_values:
-        raise KeyError(f"baseline {baseline!r} is not among the systems {list(per_query_values)}")
-    shared = sorted(set.intersection(*(set(values.index) for values in per_query_values.values())))
-    if len(shared) < 2:
-        raise ValueError("a paired t-test needs at least two queries shared by all systems")
-    base = per_query_values[baseline].loc[shared]
-    others = [name for name in per_query_values if name != baseline]
-    rows = []
-    for name in others:
-        values = per_query_values[name].loc[shared]
-        difference = values - base
-        if difference.abs().max() == 0:
-            t_value, p_value = 0.0, 1.0
-        else:
-            t_value, p_value = stats.ttest_rel(values, base)
-        corrected = min(1.0, float(p_value) * len(others))
-        rows.append(
-            {
-                "system": name,
-                "mean": float(values.mean()),
-                "baseline_mean": float(base.mean()),
-                "delta": float(difference.mean()),
-                "t": float(t_value),
-                "p": float(p_value),
-                "p_bonferroni": corrected,
-                "significant": bool(corrected < alpha and not math.isnan(corrected)),
-                "queries": len(shared),
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def cutoff_curve(run: Run, qrels: Qrels, cutoffs: Iterable[int], measure: str = "R") -> pd.Series:

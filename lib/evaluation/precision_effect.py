@@ -18,7 +18,7 @@ from torch import nn
 
 from lib.core.types import Qrels, Run
 from lib.evaluation.measures import evaluate
-from lib.reranking.scoring import rerank, score_candidates
+from lib.reranking.scoring import ScoringOptions, rerank, score_candidates
 
 
 def swapped_pairs(exact: Mapping[str, float], reduced: Mapping[str, float]) -> tuple[int, int]:
@@ -49,8 +49,10 @@ def precision_effect(
     spread of the float32 scores, for scale), ``swapped_fraction`` (candidate pairs of a query whose
     order flips) and ``<measure> (float32)`` / ``<measure> (bf16)`` of re-ranking the top ``depth``.
     """
-    exact = score_candidates(model, tokenizer, queries, texts, first_stage, depth, batch_size, amp=False)
-    reduced = score_candidates(model, tokenizer, queries, texts, first_stage, depth, batch_size, amp=True)
+    exact, reduced = (
+        score_candidates(model, tokenizer, queries, texts, first_stage, depth, ScoringOptions(batch_size, amp=amp))
+        for amp in (False, True)
+    )
     differences = np.array([abs(exact[qid][pid] - reduced[qid][pid]) for qid in exact for pid in exact[qid]])
     values = np.array([score for scores in exact.values() for score in scores.values()])
     if values.size == 0:

@@ -25,7 +25,7 @@ import math
 import platform
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -95,20 +95,32 @@ def _compiled_or_eager(model: torch.nn.Module, compile_model: bool, probe: Tenso
     return compiled, "compiled"
 
 
+@dataclass(frozen=True)
+class BenchmarkInputs:
+    """The real pairs a benchmark times: a first stage's candidates, in rank order, and the texts of their
+    queries and passages (:func:`lib.evaluation.efficiency.candidate_pairs`)."""
+
+    first_stage: Run
+    queries: Mapping[str, str]
+    texts: Mapping[str, str]
+
+    def pairs(self, count: int, qid: str | None = None) -> tuple[list[tuple[str, str]], bool]:
+        """:func:`lib.evaluation.efficiency.candidate_pairs` of these inputs."""
+        return candidate_pairs(self.first_stage, self.queries, self.texts, count, qid=qid)
+
+
 def time_architecture(
     name: str,
-    first_stage: Run,
-    queries: Mapping[str, str],
-    texts: Mapping[str, str],
+    inputs: BenchmarkInputs,
     tokenizers: Mapping[str, Any],
     device: torch.device,
     dtype: str = "float32",
     settings: SpeedSettings | None = None,
-    compile_model: bool = False,
     seed: int = 0,
     peak_gflops: float | None = None,
 ) -> dict[str, Any]:
-    """One row of the benchmark: architecture ``name``'s throughput and latencies (see the module docstring).
+    """One row of the benchmark: architecture ``name``'s throughput and latencies (see the module docstring),
+    compiled first if ``settings.compile_model``.
 
     ``tokenizers`` maps a tokenizer family (``word``, ``wordpiece``) to its tokenizer. With
     ``peak_gflops`` (the machine's matmul peak in ``dtype``, :func:`lib.evaluation.roofline.matmul_peak_gflops`)
@@ -124,15 +136,15 @@ def time_architecture(
     batch_size = settings.batch_sizes[spec.family]
     autocast_dtype = DTYPES[dtype]
 
-    pairs, _repeated = candidate_pairs(first_stage, queries, texts, settings.max_documents)
+    pairs, _repeated = inputs.pairs(settings.max_documents)
     tensors = encode_pairs(tokenizer, pairs, device)
     with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
         probe_batch = timed_batches(tensors, batch_size, settings.bucketed, settings.probe_documents)[0][1]
-        runnable, how = _compiled_or_eager(model, compile_model, probe_batch)
+        runnable, how = _compiled_or_eager(model, settings.compile_model, probe_batch)
 
     def throughput(documents: int):
         return measure_throughput(
-            runnable, *tensors, batch_size=batch_size, repetitions=settings.repetitions, warmup=settings.warmup,
+            runnable, tensors, batch_size=batch_size, repetitions=settings.repetitions, warmup=settings.warmup,
             dtype=autocast_dtype, bucketed=settings.bucketed, documents=documents,
         )  # fmt: skip
 
@@ -152,10 +164,10 @@ def time_architecture(
             model, timed_batches(tensors, batch_size, settings.bucketed, documents), autocast_dtype
         )
         row.update(roofline_row(flops, result.docs_per_ms, peak_gflops))
-    first_query = next(iter(first_stage))
+    first_query = next(iter(inputs.first_stage))
     timed_runs = settings.repetitions + settings.warmup
     for count in settings.latency_counts:
-        pairs, repeated = candidate_pairs(first_stage, queries, texts, count, qid=first_query)
+        pairs, repeated = inputs.pairs(count, qid=first_query)
         if count / result.docs_per_ms * timed_runs <= settings.max_latency_seconds * 1000.0:
             tensors = encode_pairs(tokenizer, pairs, device)
             latency = measure_latency(
@@ -176,27 +188,27 @@ def default_tokenizers(texts: Sequence[str]) -> dict[str, Any]:
     return {"word": Vocabulary.build(texts), "wordpiece": WordPieceTokenizer.from_vocab()}
 
 
+def timed_setting(row: Mapping[str, Any]) -> tuple[str, bool, str]:
+    """How a benchmark row was timed: ``(dtype, bucketed, execution)``. Rows without ``bucketed`` /
+    ``execution`` (older files) count as rank order and eager (or compiled, if ``compiled``)."""
+    execution = row.get("execution", "compiled" if row.get("compiled") else "eager")
+    return row["dtype"], bool(row.get("bucketed", False)), execution
+
+
 def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str = "bert-base") -> list[dict[str, Any]]:
-    """``fast``'s docs/ms over ``slow``'s for every setting (dtype, bucketing, execution) that timed both.
+    """``fast``'s docs/ms over ``slow``'s for every setting (:func:`timed_setting`) that timed both.
 
     TK paper §3.3: "TK with 2 layers [is] 40 times faster than BERT-Base" — measured here in one run.
     Rows of equal batch size are paired; a setting with one row per model pairs those two, whatever
     their batch sizes (each family has its own default: 256 word pairs, 32 BERT pairs). ``batch_size``
-    of a ratio is then ``"256/32"``. Rows without ``bucketed`` / ``execution`` (older files) count as
-    rank order and eager (or compiled, if ``compiled``).
+    of a ratio is then ``"256/32"``. Each ratio keeps both docs/ms (``fast_docs_per_ms``, ``slow_docs_per_ms``).
     """
-
-    def setting(row: Mapping[str, Any]) -> tuple:
-        execution = row.get("execution", "compiled" if row.get("compiled") else "eager")
-        return row["dtype"], bool(row.get("bucketed", False)), execution
-
     ratios = []
-    settings = dict.fromkeys(setting(row) for row in rows)
+    settings = dict.fromkeys(timed_setting(row) for row in rows)
     for key in settings:
+        alike = [row for row in rows if timed_setting(row) == key]
         by_model = {
-            model: {
-                row["batch_size"]: row["docs_per_ms"] for row in rows if row["model"] == model and setting(row) == key
-            }
+            model: {row["batch_size"]: row["docs_per_ms"] for row in alike if row["model"] == model}
             for model in (fast, slow)
         }
         shared = sorted(set(by_model[fast]) & set(by_model[slow]))
@@ -211,7 +223,8 @@ def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str
         dtype, bucketed, execution = key
         ratios.extend(
             {"fast": fast, "slow": slow, "dtype": dtype, "batch_size": size, "bucketed": bucketed,
-             "execution": execution, "ratio": fast_speed / slow_speed}
+             "execution": execution, "fast_docs_per_ms": fast_speed, "slow_docs_per_ms": slow_speed,
+             "ratio": fast_speed / slow_speed}
             for size, fast_speed, slow_speed in pairs
         )  # fmt: skip
     return ratios
@@ -219,56 +232,40 @@ def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str
 
 def run_benchmark(
     names: Sequence[str],
-    first_stage: Run,
-    queries: Mapping[str, str],
-    texts: Mapping[str, str],
+    inputs: BenchmarkInputs,
     device: torch.device,
-    dtypes: Sequence[str] = ("float32",),
     settings: SpeedSettings | None = None,
     batch_sizes: Sequence[int] | None = None,
-    compile_model: bool = False,
-    progress: bool = True,
     bucketings: Sequence[bool] | None = None,
-    roofline: bool = True,
+    progress: bool = True,
 ) -> dict[str, Any]:
-    """Time every architecture of ``names`` under every dtype (and batch size, when given for all families,
-    and bucketing of ``bucketings``, default the settings' own).
+    """Time every architecture of ``names`` on ``inputs`` under every dtype of ``settings.dtypes`` (and batch size
+    of ``batch_sizes``, one for every family, and bucketing of ``bucketings``; by default the settings' own).
 
     Returns ``{"environment", "device", "settings", "peak_gflops", "results": [row, …], "ratios"}``
-    (JSON-ready): with ``roofline``, the matmul peak of each dtype (:mod:`lib.evaluation.roofline`)
+    (JSON-ready): with ``settings.roofline``, the matmul peak of each dtype (:mod:`lib.evaluation.roofline`)
     and each row's fraction of it; ``ratios`` are TK-2 / BERT-Base where both were timed alike.
     """
     settings = settings or SpeedSettings()
     for name in names:
         architecture(name)
-    used = [pid for qid in first_stage for pid in first_stage[qid]]
-    tokenizers = default_tokenizers([texts[pid] for pid in used if pid in texts])
+    used = [pid for qid in inputs.first_stage for pid in inputs.first_stage[qid]]
+    tokenizers = default_tokenizers([inputs.texts[pid] for pid in used if pid in inputs.texts])
     sizes = (
         [dict(settings.batch_sizes)] if not batch_sizes else [{"word": size, "wordpiece": size} for size in batch_sizes]
     )
     variants = [
-        SpeedSettings(**{**asdict(settings), "batch_sizes": size, "bucketed": bucketed})
+        settings.replace(batch_sizes=size, bucketed=bucketed)
         for size in sizes
         for bucketed in (bucketings if bucketings is not None else [settings.bucketed])
     ]
-    peaks = {dtype: matmul_peak_gflops(device, DTYPES[dtype]) for dtype in dtypes} if roofline else {}
+    dtypes = settings.dtypes
+    peaks = {dtype: matmul_peak_gflops(device, DTYPES[dtype]) for dtype in dtypes} if settings.roofline else {}
     jobs = [(name, dtype, variant) for variant in variants for dtype in dtypes for name in names]
-    rows = []
-    for name, dtype, variant in tqdm(jobs, desc="timing", disable=not progress):
-        rows.append(
-            time_architecture(
-                name,
-                first_stage,
-                queries,
-                texts,
-                tokenizers,
-                device,
-                dtype,
-                variant,
-                compile_model=compile_model,
-                peak_gflops=peaks.get(dtype),
-            )  # fmt: skip
-        )
+    rows = [
+        time_architecture(name, inputs, tokenizers, device, dtype, variant, peak_gflops=peaks.get(dtype))
+        for name, dtype, variant in tqdm(jobs, desc="timing", disable=not progress)
+    ]
     return {
         "environment": environment(),
         "device": device_name(device),

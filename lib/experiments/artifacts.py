@@ -178,7 +178,7 @@ def trained_model(profile: Profile, name: str, device: str | torch.device = "cpu
     return TrainedModel(name=name, model=model, tokenizer=tokenizer, path=path)
 
 
-#: Chapter 2's record of the TK chosen on validation (:func:`lib.chapters.pretraining_ladder.write_choice`).
+#: Chapter 2's record of the TK chosen on validation (:func:`lib.experiments.tk_choice.write_choice`).
 CHOSEN_TK_FILE = "chosen_tk.json"
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from lib.core.profiles import Profile
 from lib.data import held_runs, load_run
 from lib.evaluation import measures as evaluation
+from lib.evaluation.comparison import compare_per_query, significance_table
 from lib.experiments.distillation_protocol import Protocol
 from lib.experiments.first_stage_runs import SYSTEM, bm25_run
 from lib.experiments.model_runs import ModelResult
@@ -49,14 +50,14 @@ def significance_against_bm25(
 ) -> pd.DataFrame:
     """Paired t-tests on nDCG@10 of each of ``models`` against BM25, Bonferroni-corrected over ``models``, for
     every test year and every depth of :data:`SIGNIFICANCE_DEPTHS` (columns ``set`` and ``depth`` first, then
-    :func:`lib.evaluation.measures.significance`'s). ``results`` maps ``(test year, model)`` to its result."""
+    :func:`lib.evaluation.comparison.significance_table`'s). ``results`` maps ``(test year, model)`` to its result."""
     tables = []
     for fold, data in protocol.tests.items():
         bm25 = {qid: run for qid, run in bm25_run(profile, fold).items() if qid in data.queries}
         for depth, attribute in SIGNIFICANCE_DEPTHS.items():
-            per_query = {"bm25": evaluation.per_query(bm25, data.qrels)["nDCG@10"]}
-            per_query.update({name: getattr(results[(fold, name)], attribute)["nDCG@10"] for name in models})
-            frame = evaluation.significance(per_query, baseline="bm25")
+            per_query = {"bm25": evaluation.per_query(bm25, data.qrels, ["nDCG@10"])}
+            per_query.update({name: getattr(results[(fold, name)], attribute)[["nDCG@10"]] for name in models})
+            frame = significance_table(compare_per_query(per_query, baseline="bm25"), "nDCG@10")
             frame.insert(0, "depth", depth)
             frame.insert(0, "set", fold)
             tables.append(frame)

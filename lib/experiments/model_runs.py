@@ -37,7 +37,7 @@ from lib.models.bi_encoder import BiEncoder
 from lib.models.registry import model_spec
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking import dense
-from lib.reranking.scoring import rerank, score_candidates
+from lib.reranking.scoring import ScoringOptions, rerank, score_candidates
 from lib.training.distillation import Group, teacher_groups
 from lib.training.pairwise import TrainingConfig, TrainingResult, train
 
@@ -172,9 +172,8 @@ def run_model(
                 known=protocol.distillation.passages,
             )  # fmt: skip
         return score_candidates(
-            model, tokenizer, queries, protocol.texts, run, depth=None, batch_size=config.eval_batch_size,
-            max_query_length=QUERY_MAX_LENGTH, max_doc_length=DOC_MAX_LENGTH,
-        )  # fmt: skip
+            model, tokenizer, queries, protocol.texts, run, depth=None, options=ScoringOptions(config.eval_batch_size)
+        )
 
     validation = protocol.validation
     validation_scores = scores_of(validation.queries, validation.run)
@@ -275,10 +274,7 @@ def held_out_margins(model: torch.nn.Module, tokenizer: Any, protocol: Protocol,
     for qid, positive, negative in triples:
         run.setdefault(qid, {}).update({positive: 0.0, negative: 0.0})
     queries = {qid: protocol.queries[qid] for qid in run}
-    scores = score_candidates(
-        model, tokenizer, queries, protocol.texts, run, depth=None,
-        max_query_length=QUERY_MAX_LENGTH, max_doc_length=DOC_MAX_LENGTH,
-    )  # fmt: skip
+    scores = score_candidates(model, tokenizer, queries, protocol.texts, run, depth=None)
     return pd.DataFrame(
         {
             "teacher": protocol.held_out_margins[:limit],
@@ -304,4 +300,4 @@ def _throughput(
     doc_ids, doc_mask = tokenizer.encode([d for _, d in pairs], DOC_MAX_LENGTH)
     tensors = [t.to(device) for t in (query_ids, query_mask, doc_ids, doc_mask)]
     batch_size = model_spec(name).score_batch_size
-    return measure_throughput(model, *tensors, batch_size=batch_size, repetitions=3, warmup=1).docs_per_ms
+    return measure_throughput(model, tensors, batch_size=batch_size, repetitions=3, warmup=1).docs_per_ms

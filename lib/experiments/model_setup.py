@@ -31,6 +31,7 @@ from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50
 from lib.representations.text import DOC_MAX_LENGTH, PAPER_MIN_COUNT, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import (
     Coverage,
+    WordVectorSettings,
     coverage,
     embedding_matrix,
     load_matrix,
@@ -100,10 +101,8 @@ def word_embeddings(
         else:
             vectors = train_word_vectors(
                 list(book_texts().values()),
-                method=method,
-                dim=BOOK_VECTOR_DIM,
+                WordVectorSettings(method=method, dim=BOOK_VECTOR_DIM, epochs=settings.embedding_epochs),
                 seed=seed,
-                epochs=settings.embedding_epochs,
             )
         embeddings = embedding_matrix(vocabulary, vectors, seed=seed)
         filled = coverage(vocabulary, vectors)

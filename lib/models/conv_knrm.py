@@ -30,6 +30,7 @@ Named choices:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -49,7 +50,7 @@ from lib.models.kernels import (
 from lib.models.knrm import KernelFeatureScorer
 from lib.models.tk import embed, embedding_layer
 
-__all__ = ["ConvKNRM", "ngram_mask"]
+__all__ = ["ConvKNRM", "ConvKNRMConfig", "ngram_mask"]
 
 NgramMask = Literal["complete", "start"]
 
@@ -64,49 +65,68 @@ def ngram_mask(mask: torch.Tensor, size: int, mode: NgramMask = "complete") -> t
     return F.pad(mask, (0, size - 1), value=False).unfold(-1, size, 1).all(dim=-1)
 
 
+@dataclass(frozen=True)
+class ConvKNRMConfig:
+    """Conv-KNRM's hyper-parameters, the TK paper's baseline by default (§4.3; Dai et al. 2018)."""
+
+    #: Largest n-gram size ``h``: one convolution per size 1..``max_ngram`` (the TK paper's 3, §4.3).
+    max_ngram: int = 3
+    #: Filters of each convolution (the TK paper's 128 CNN features, §4.3).
+    n_filters: int = 128
+    #: Match every query n-gram size with every document size (Dai et al.'s cross-matching), else equal sizes.
+    cross_match: bool = True
+    #: Which n-grams count: ``"complete"`` (all real tokens) or ``"start"`` (module docstring).
+    ngram_mask: NgramMask = "complete"
+    #: Kernels per match matrix, the first the exact-match one (KNRM's 11, TK paper §4.3).
+    n_kernels: int = N_KERNELS
+    #: Width σ of the soft-match kernels.
+    kernel_sigma: float = KERNEL_SIGMA
+    #: Width σ of the exact-match kernel at μ = 1.
+    exact_match_sigma: float = EXACT_MATCH_SIGMA
+    #: Base of the log-sum pooling (Dai et al.: the natural logarithm).
+    log_base: float = math.e
+    #: Clamp before the logarithm.
+    log_clamp: float = LOG_CLAMP
+    #: Factor on the kernel features before the final layer (the authors' code).
+    feature_scale: float = 0.01
+    #: A bias in the final layer ``tanh(wᵀ φ + b)`` (Dai et al.).
+    bias: bool = True
+    #: The ``tanh`` of the final layer (Dai et al.).
+    use_tanh: bool = True
+
+
 class ConvKNRM(KernelFeatureScorer):
-    """Conv-KNRM (Dai et al. 2018); the module docstring names every choice."""
+    """Conv-KNRM (Dai et al. 2018); the module docstring names every choice, :class:`ConvKNRMConfig` its settings."""
 
     def __init__(
-        self,
-        embeddings: torch.Tensor,
-        freeze_embeddings: bool = False,
-        *,
-        max_ngram: int = 3,
-        n_filters: int = 128,
-        cross_match: bool = True,
-        ngram_mask: NgramMask = "complete",
-        n_kernels: int = N_KERNELS,
-        kernel_sigma: float = KERNEL_SIGMA,
-        exact_match_sigma: float = EXACT_MATCH_SIGMA,
-        log_base: float = math.e,
-        log_clamp: float = LOG_CLAMP,
-        feature_scale: float = 0.01,
-        bias: bool = True,
-        use_tanh: bool = True,
+        self, embeddings: torch.Tensor, freeze_embeddings: bool = False, config: ConvKNRMConfig | None = None
     ) -> None:
         super().__init__()
-        if max_ngram < 1:
-            raise ValueError(f"parameter 'max_ngram' must be >= 1, got {max_ngram}")
-        if ngram_mask not in ("complete", "start"):
-            raise ValueError(f"parameter 'ngram_mask' must be 'complete' or 'start', got {ngram_mask!r}")
+        config = config or ConvKNRMConfig()
+        if config.max_ngram < 1:
+            raise ValueError(f"parameter 'max_ngram' must be >= 1, got {config.max_ngram}")
+        if config.ngram_mask not in ("complete", "start"):
+            raise ValueError(f"parameter 'ngram_mask' must be 'complete' or 'start', got {config.ngram_mask!r}")
         self.embedding = embedding_layer(embeddings, freeze_embeddings)
         dim = self.embedding.embedding_dim
-        self.convs = nn.ModuleList(nn.Conv1d(dim, n_filters, size) for size in range(1, max_ngram + 1))
-        self.ngram_mode = ngram_mask
-        sizes = range(max_ngram)
-        self.pairs = [(q, d) for q in sizes for d in sizes] if cross_match else [(h, h) for h in sizes]
+        self.convs = nn.ModuleList(nn.Conv1d(dim, config.n_filters, size) for size in range(1, config.max_ngram + 1))
+        self.ngram_mode = config.ngram_mask
+        sizes = range(config.max_ngram)
+        self.pairs = [(q, d) for q in sizes for d in sizes] if config.cross_match else [(h, h) for h in sizes]
+        n_kernels = config.n_kernels
         self.kernel_pooling = KernelPooling(
             kernel_mus(n_kernels, exact_match=True),
-            kernel_sigmas(n_kernels, exact_match=True, sigma=kernel_sigma, exact_match_sigma=exact_match_sigma),
-            log_base=log_base,
-            log_clamp=log_clamp,
+            kernel_sigmas(
+                n_kernels, exact_match=True, sigma=config.kernel_sigma, exact_match_sigma=config.exact_match_sigma
+            ),
+            log_base=config.log_base,
+            log_clamp=config.log_clamp,
         )
-        self.feature_scale = float(feature_scale)
-        self.use_tanh = bool(use_tanh)
-        self.dense = nn.Linear(len(self.pairs) * n_kernels, 1, bias=bias)
+        self.feature_scale = float(config.feature_scale)
+        self.use_tanh = bool(config.use_tanh)
+        self.dense = nn.Linear(len(self.pairs) * n_kernels, 1, bias=config.bias)
         nn.init.uniform_(self.dense.weight, -0.014, 0.014)
-        if bias:
+        if config.bias:
             nn.init.zeros_(self.dense.bias)
 
     def ngrams(self, ids: torch.Tensor, mask: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -31,10 +31,10 @@ from torch import nn
 from lib.models.bert_cat import BertCat
 from lib.models.bi_encoder import BiEncoder
 from lib.models.colbert import ColBERT
-from lib.models.conv_knrm import ConvKNRM
+from lib.models.conv_knrm import ConvKNRM, ConvKNRMConfig
 from lib.models.knrm import KNRM
 from lib.models.prettr import PreTTR
-from lib.models.tk import TK, width_for
+from lib.models.tk import TK, TKConfig, width_for
 from lib.models.tk_bert import TKBert
 from lib.models.tk_sparse import TKSparse
 from lib.representations.pretrained import minilm_folder
@@ -74,7 +74,7 @@ class ModelSpec:
 
 def _tk(num_layers: int) -> Callable[[torch.Tensor], TK]:
     """TK with ``num_layers`` layers, its width following the embedding matrix (:func:`lib.models.tk.width_for`)."""
-    return lambda embeddings: TK(embeddings, num_layers=num_layers, **width_for(embeddings.shape[1]))
+    return lambda embeddings: TK(embeddings, config=TKConfig(num_layers=num_layers, **width_for(embeddings.shape[1])))
 
 
 def _tk_bert(depth: int) -> Callable[..., TKBert]:
@@ -85,7 +85,7 @@ def _tk_bert(depth: int) -> Callable[..., TKBert]:
 
 def _tk_sparse(embeddings: torch.Tensor) -> TKSparse:
     """TK-Sparse on TK-2 (two layers, the width following the embedding matrix), λ its module default."""
-    return TKSparse(embeddings, num_layers=2, **width_for(embeddings.shape[1]))
+    return TKSparse(embeddings, config=TKConfig(num_layers=2, **width_for(embeddings.shape[1])))
 
 
 def _knrm(embeddings: torch.Tensor) -> KNRM:
@@ -99,7 +99,7 @@ def _knrm(embeddings: torch.Tensor) -> KNRM:
 
 def _conv_knrm(embeddings: torch.Tensor) -> ConvKNRM:
     """Conv-KNRM without tanh and bias on the score, for the same reason as :func:`_knrm`."""
-    return ConvKNRM(embeddings, use_tanh=False, bias=False)
+    return ConvKNRM(embeddings, config=ConvKNRMConfig(use_tanh=False, bias=False))
 
 
 def _minilm_bi_encoder(_folder: Path | None = None, num_layers: int | None = None) -> BiEncoder:

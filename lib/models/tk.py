@@ -12,7 +12,7 @@ dimension of 100 (:func:`width_for` scales heads and feed-forward to narrower ve
 Adam with lr 1e-4 for the word embeddings and the Transformer layers, 1e-3 for everything else
 (:data:`EMBEDDING_LR`, :data:`OTHER_LR`, :meth:`TK.optimizer_groups`).
 
-Named choices where the paper leaves a detail open (constructor flags where an alternative is plausible):
+Named choices where the paper leaves a detail open (fields of :class:`TKConfig` where an alternative is plausible):
 
 - **Attention size** (eq. 3): 16 heads of size 32, i.e. Q/K/V projections of 300 → 512 and
   ``W^O``: 512 → 300 (with biases); the scale is ``1/√d_k = 1/√32``. ``nn.TransformerEncoderLayer``
@@ -90,8 +90,52 @@ POSITION_TABLE = 512
 PAPER_WIDTH = 300
 
 
+@dataclass(frozen=True)
+class TKConfig:
+    """TK's hyper-parameters, the paper's by default (§4.3); the module docstring names each choice.
+
+    :func:`width_for` gives the attention and feed-forward sizes for narrower word vectors:
+    ``TKConfig(num_layers=2, **width_for(dim))``.
+    """
+
+    #: Transformer layers of ``context(·)`` (eq. 1–2): 1–3 in the paper, 2 for its TREC runs and time budgets.
+    num_layers: int = 2
+    #: Attention heads ``h`` of eq. 3.
+    num_heads: int = 16
+    #: Size ``d_k`` of one head (eq. 3; the scale ``1/√d_k``).
+    head_dim: int = 32
+    #: Inner width of the feed-forward ``FF`` of eq. 2.
+    ff_dim: int = 100
+    #: Dropout on the sub-layer outputs and attention weights of eq. 2–3 (0: the authors' setting).
+    dropout: float = 0.0
+    #: Eq. 2's order of the sub-layers: ``"ff_first"`` as written, or Vaswani's ``"attention_first"``.
+    block_order: BlockOrder = "ff_first"
+    #: Layer normalisation around eq. 2's sub-layers: ``"post"``, ``"pre"`` or ``"none"``.
+    norm: NormPosition = "post"
+    #: A residual connection around eq. 2's ``FF`` (not written in eq. 2, in every Transformer layer).
+    ff_residual: bool = True
+    #: Start of the mixer α of eq. 1.
+    alpha_init: float = 0.5
+    #: Number of RBF kernels of eq. 5 (μ from 1 to −0.9).
+    n_kernels: int = N_KERNELS
+    #: Width σ of every kernel of eq. 5.
+    kernel_sigma: float = KERNEL_SIGMA
+    #: Base of the logarithm of eq. 7.
+    log_base: float = 2.0
+    #: Clamp before the logarithm of eq. 7.
+    log_clamp: float = LOG_CLAMP
+    #: Eq. 8 divides by ``d_len + 1`` (the authors' code) instead of the true length ``d_len``.
+    length_plus_one: bool = False
+    #: Start of β, the weight of ``s_log`` in eq. 10.
+    beta_init: float = 1.0
+    #: Start of γ, the weight of ``s_len`` in eq. 10.
+    gamma_init: float = 1.0
+    #: The authors' learned scalar (init 0.01) multiplying both kernel feature vectors before eq. 9.
+    feature_scaler: bool = False
+
+
 def width_for(dim: int) -> dict[str, int]:
-    """TK's attention and feed-forward sizes for ``dim``-d word vectors: keyword arguments of :class:`TK`.
+    """TK's attention and feed-forward sizes for ``dim``-d word vectors: fields of :class:`TKConfig`.
 
     ``dim >= 300`` (the paper, §4.3): 16 heads of 32 and FF 100. Narrower vectors (GloVe 6B 50-d, the
     book's default) get ``dim // 10`` heads of 10 — an attention width equal to the model width, as in
@@ -311,84 +355,43 @@ class TK(nn.Module):
     """
 
     def __init__(
-        self,
-        embeddings: torch.Tensor,
-        freeze_embeddings: bool = False,
-        *,
-        num_layers: int = 2,
-        num_heads: int = 16,
-        head_dim: int = 32,
-        ff_dim: int = 100,
-        dropout: float = 0.0,
-        block_order: BlockOrder = "ff_first",
-        norm: NormPosition = "post",
-        ff_residual: bool = True,
-        alpha_init: float = 0.5,
-        n_kernels: int = N_KERNELS,
-        kernel_sigma: float = KERNEL_SIGMA,
-        log_base: float = 2.0,
-        log_clamp: float = LOG_CLAMP,
-        length_plus_one: bool = False,
-        beta_init: float = 1.0,
-        gamma_init: float = 1.0,
-        feature_scaler: bool = False,
+        self, embeddings: torch.Tensor, freeze_embeddings: bool = False, config: TKConfig | None = None
     ) -> None:
         super().__init__()
+        config = config or TKConfig()
         self.embedding = embedding_layer(embeddings, freeze_embeddings)
-        dim = self.embedding.embedding_dim
         self.contextualiser = Contextualiser(
-            dim,
-            num_layers,
-            norm=norm,
-            num_heads=num_heads,
-            head_dim=head_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            block_order=block_order,
-            ff_residual=ff_residual,
+            self.embedding.embedding_dim,
+            config.num_layers,
+            norm=config.norm,
+            num_heads=config.num_heads,
+            head_dim=config.head_dim,
+            ff_dim=config.ff_dim,
+            dropout=config.dropout,
+            block_order=config.block_order,
+            ff_residual=config.ff_residual,
         )
-        self.init_scoring(
-            alpha_init=alpha_init,
-            n_kernels=n_kernels,
-            kernel_sigma=kernel_sigma,
-            log_base=log_base,
-            log_clamp=log_clamp,
-            length_plus_one=length_plus_one,
-            beta_init=beta_init,
-            gamma_init=gamma_init,
-            feature_scaler=feature_scaler,
-        )
+        self.init_scoring(config)
 
-    def init_scoring(
-        self,
-        *,
-        alpha_init: float = 0.5,
-        n_kernels: int = N_KERNELS,
-        kernel_sigma: float = KERNEL_SIGMA,
-        log_base: float = 2.0,
-        log_clamp: float = LOG_CLAMP,
-        length_plus_one: bool = False,
-        beta_init: float = 1.0,
-        gamma_init: float = 1.0,
-        feature_scaler: bool = False,
-    ) -> None:
-        """The layers after the contextualisation: the mixer α (eq. 1), the kernels (eq. 5–8), ``W_log``,
-        ``W_len`` (eq. 9), β and γ (eq. 10) and the optional feature scaler (module docstring)."""
-        self.alpha = nn.Parameter(torch.tensor(float(alpha_init)))
+    def init_scoring(self, config: TKConfig) -> None:
+        """The layers after the contextualisation, from ``config``'s eq. 1 and 5–10 fields: the mixer α (eq. 1),
+        the kernels (eq. 5–8), ``W_log``, ``W_len`` (eq. 9), β and γ (eq. 10) and the optional feature scaler
+        (module docstring)."""
+        self.alpha = nn.Parameter(torch.tensor(float(config.alpha_init)))
         self.kernel_pooling = KernelPooling(
-            kernel_mus(n_kernels),
-            kernel_sigmas(n_kernels, sigma=kernel_sigma),
-            log_base=log_base,
-            log_clamp=log_clamp,
-            length_plus_one=length_plus_one,
+            kernel_mus(config.n_kernels),
+            kernel_sigmas(config.n_kernels, sigma=config.kernel_sigma),
+            log_base=config.log_base,
+            log_clamp=config.log_clamp,
+            length_plus_one=config.length_plus_one,
         )
-        self.w_log = nn.Linear(n_kernels, 1, bias=False)
-        self.w_len = nn.Linear(n_kernels, 1, bias=False)
+        self.w_log = nn.Linear(config.n_kernels, 1, bias=False)
+        self.w_len = nn.Linear(config.n_kernels, 1, bias=False)
         nn.init.uniform_(self.w_log.weight, -0.014, 0.014)
         nn.init.uniform_(self.w_len.weight, -0.014, 0.014)
-        self.beta = nn.Parameter(torch.tensor(float(beta_init)))
-        self.gamma = nn.Parameter(torch.tensor(float(gamma_init)))
-        self.scaler = nn.Parameter(torch.tensor(0.01)) if feature_scaler else None
+        self.beta = nn.Parameter(torch.tensor(float(config.beta_init)))
+        self.gamma = nn.Parameter(torch.tensor(float(config.gamma_init)))
+        self.scaler = nn.Parameter(torch.tensor(0.01)) if config.feature_scaler else None
 
     def contextualise(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Eq. 1 for one side: ``t̂ = α·t + (1−α)·context(t)``, ``[B, L, D]``, 0 at padding."""

@@ -40,7 +40,7 @@ from transformers import BertModel
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
 from lib.models.bert_layers import run_layers, starting_bert
 from lib.models.bi_encoder import wrap
-from lib.models.tk import TK
+from lib.models.tk import TK, TKConfig
 
 
 class BertContext(nn.Module):
@@ -62,7 +62,8 @@ class TKBert(TK):
         bert: a ``BertModel``, or a folder for :func:`lib.representations.bert.load_bert`.
         num_layers: how many of the BERT's first layers contextualise (1 ≤ N ≤ its layers).
         bert_lr, head_lr: the default Adam rates of the pre-trained part and of the scoring layers.
-        scoring: keyword arguments of :meth:`lib.models.tk.TK.init_scoring` (α's start, kernels, …).
+        config: α's start, the kernels and the scoring (the eq. 1, 5–10 fields of :class:`lib.models.tk.TKConfig`;
+            its Transformer fields do not apply: the BERT is the contextualiser).
     """
 
     def __init__(
@@ -72,7 +73,7 @@ class TKBert(TK):
         *,
         bert_lr: float = BOOK_BERT_LR,
         head_lr: float = HEAD_LR,
-        **scoring,
+        config: TKConfig | None = None,
     ) -> None:
         nn.Module.__init__(self)
         bert = starting_bert(bert, num_layers)
@@ -80,7 +81,7 @@ class TKBert(TK):
         self.contextualiser = BertContext(bert.encoder.layer)
         self.num_layers = num_layers
         self.bert_lr, self.head_lr = bert_lr, head_lr
-        self.init_scoring(**scoring)
+        self.init_scoring(config or TKConfig())
 
     def embed_and_context(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``t`` and ``context(t)`` of the real pieces, ``[B, L, H]`` each, 0 at padding: the BERT reads

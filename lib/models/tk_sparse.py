@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.models.kernels import cosine_match_matrix, full_precision
-from lib.models.tk import TK, distinct_queries
+from lib.models.tk import TK, TKConfig, distinct_queries
 
 #: The book's weight λ of the gates' L1 penalty (per real passage term).
 SPARSITY_WEIGHT = 0.5
@@ -42,13 +42,20 @@ GATE_WIDTH = 100
 class TKSparse(TK):
     """TK (eq. 1–10) with a learned stopword gate on the passage terms; see the module docstring.
 
-    Takes TK's arguments and ``sparsity_weight`` (λ). ``forward`` scores as TK does with the gate on
-    the kernels; in training mode it keeps the batch's gates for :meth:`regularisation`.
-    :meth:`encode_passages` stores only the kept terms.
+    Takes TK's arguments (its settings a :class:`lib.models.tk.TKConfig`) and ``sparsity_weight`` (λ). ``forward``
+    scores as TK does with the gate on the kernels; in training mode it keeps the batch's gates for
+    :meth:`regularisation`. :meth:`encode_passages` stores only the kept terms.
     """
 
-    def __init__(self, embeddings: torch.Tensor, *, sparsity_weight: float = SPARSITY_WEIGHT, **tk_settings) -> None:
-        super().__init__(embeddings, **tk_settings)
+    def __init__(
+        self,
+        embeddings: torch.Tensor,
+        freeze_embeddings: bool = False,
+        config: TKConfig | None = None,
+        *,
+        sparsity_weight: float = SPARSITY_WEIGHT,
+    ) -> None:
+        super().__init__(embeddings, freeze_embeddings, config)
         if sparsity_weight < 0:
             raise ValueError(f"parameter 'sparsity_weight' must be >= 0, got {sparsity_weight}")
         dim = self.embedding.embedding_dim

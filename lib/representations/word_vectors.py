@@ -60,26 +60,14 @@ class _Sentences:
             yield tokenize(item) if isinstance(item, str) else list(item)
 
 
-def train_word_vectors(
-    sentences: Iterable[str | Sequence[str]],
-    method: str = "word2vec",
-    dim: int = PAPER_DIM,
-    seed: int = 0,
-    epochs: int = 5,
-    workers: int = 1,
-    min_count: int = PAPER_MIN_COUNT,
-    window: int = 5,
-    negative: int = 5,
-    sg: bool = False,
-    bucket: int = 2_000_000,
-) -> KeyedVectors:
-    """Train gensim word vectors on ``sentences``: texts (by :func:`lib.representations.text.tokenize`) or tokens.
+@dataclass(frozen=True)
+class WordVectorSettings:
+    """How :func:`train_word_vectors` trains (gensim's settings; the papers' 300 dimensions and vocabulary threshold).
 
-    Args:
-        method: ``"word2vec"`` or ``"fasttext"`` (character 3–6-grams, 2M hash buckets; its vectors
-            also give a vector to a word never seen in training).
+    Attributes:
+        method: ``"word2vec"`` or ``"fasttext"`` (character 3–6-grams; its vectors also give a vector to a word
+            never seen in training).
         dim: vector size (300 as GloVe in the papers; small in tests).
-        seed: gensim's seed; with ``workers=1`` the result is deterministic.
         epochs: passes over the corpus.
         workers: training threads; more than 1 is faster but not deterministic.
         min_count: gensim's vocabulary threshold (the paper's 5).
@@ -87,31 +75,52 @@ def train_word_vectors(
             (default CBOW, gensim's default and the cheaper one).
         bucket: fastText's hash buckets for character n-grams (fastText's default 2M takes
             2M × ``dim`` floats, 2.4 GB at 300-d; fewer buckets share more n-grams).
-
-    Returns:
-        the trained ``KeyedVectors`` (``FastTextKeyedVectors`` for fastText).
     """
-    if method not in METHODS:
-        raise ValueError(f"parameter 'method' must be one of {METHODS}, got {method!r}")
-    for name, value in (("dim", dim), ("epochs", epochs), ("workers", workers), ("min_count", min_count)):
-        if value < 1:
-            raise ValueError(f"parameter {name!r} must be at least 1, got {value}")
+
+    method: str = "word2vec"
+    dim: int = PAPER_DIM
+    epochs: int = 5
+    workers: int = 1
+    min_count: int = PAPER_MIN_COUNT
+    window: int = 5
+    negative: int = 5
+    sg: bool = False
+    bucket: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"parameter 'method' must be one of {METHODS}, got {self.method!r}")
+        for name in ("dim", "epochs", "workers", "min_count"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"parameter {name!r} must be at least 1, got {getattr(self, name)}")
+
+
+def train_word_vectors(
+    sentences: Iterable[str | Sequence[str]], settings: WordVectorSettings | None = None, seed: int = 0
+) -> KeyedVectors:
+    """Train gensim word vectors on ``sentences``: texts (by :func:`lib.representations.text.tokenize`) or tokens.
+
+    ``settings`` (:class:`WordVectorSettings`) say which method and sizes; ``seed`` is gensim's, and with
+    ``workers=1`` the result is deterministic. Returns the trained ``KeyedVectors``
+    (``FastTextKeyedVectors`` for fastText).
+    """
+    settings = settings or WordVectorSettings()
     corpus = _Sentences(sentences)
     common = dict(
-        vector_size=dim,
-        window=window,
-        min_count=min_count,
-        negative=negative,
-        sg=int(sg),
+        vector_size=settings.dim,
+        window=settings.window,
+        min_count=settings.min_count,
+        negative=settings.negative,
+        sg=int(settings.sg),
         seed=seed,
-        workers=workers,
-        epochs=epochs,
+        workers=settings.workers,
+        epochs=settings.epochs,
     )
-    model = Word2Vec(**common) if method == "word2vec" else FastText(bucket=bucket, **common)
+    model = Word2Vec(**common) if settings.method == "word2vec" else FastText(bucket=settings.bucket, **common)
     model.build_vocab(corpus)
     if len(model.wv) == 0:
-        raise ValueError(f"no word occurs at least min_count={min_count} times in the training sentences")
-    model.train(corpus, total_examples=model.corpus_count, epochs=epochs)
+        raise ValueError(f"no word occurs at least min_count={settings.min_count} times in the training sentences")
+    model.train(corpus, total_examples=model.corpus_count, epochs=settings.epochs)
     return model.wv
 
 
@@ -303,4 +312,5 @@ __all__ = [
     "load_matrix",
     "save_matrix",
     "train_word_vectors",
+    "WordVectorSettings",
 ]

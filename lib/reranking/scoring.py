@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from tqdm import tqdm
 
 from lib.core.device import autocast, resolve_device
 from lib.core.types import Run, query_order, ranking_from_run, run_from_rankings
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 
 
 def _model_device(model: nn.Module) -> torch.device:
@@ -28,6 +30,23 @@ def _model_device(model: nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
+@dataclass(frozen=True)
+class ScoringOptions:
+    """How :func:`score_candidates` runs a model: pairs per batch, the token caps of queries and passages
+    (the TK paper's 30 and 200, §4.3), bf16 autocast as :func:`lib.core.device.autocast` decides for ``amp``,
+    and a progress bar."""
+
+    batch_size: int = 256
+    max_query_length: int = QUERY_MAX_LENGTH
+    max_doc_length: int = DOC_MAX_LENGTH
+    amp: bool | str = "auto"
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"parameter 'batch_size' must be >= 1, got {self.batch_size}")
+
+
 def score_candidates(
     model: nn.Module,
     tokenizer: Any,
@@ -35,29 +54,24 @@ def score_candidates(
     texts: Mapping[str, str],
     run: Run,
     depth: int | None = 100,
-    batch_size: int = 256,
-    max_query_length: int = 30,
-    max_doc_length: int = 200,
+    options: ScoringOptions | None = None,
     device: str | torch.device | None = None,
-    amp: bool | str = "auto",
-    progress: bool = False,
 ) -> dict[str, dict[str, float]]:
     """The model's score for each query's first-stage top ``depth`` candidates: ``{qid: {pid: score}}``.
 
     Candidates are taken in first-stage order (:func:`lib.core.types.ranking_from_run`); ``depth``
     ``None`` scores all of them, 0 none. The (query, passage) rows of all queries, sorted by passage
-    length (less padding), are cut into batches of ``batch_size``; the model runs in eval mode under
-    ``torch.inference_mode()`` (its training mode is restored afterwards), with bf16 autocast as
-    :func:`lib.training.pairwise.autocast` decides for ``amp``. ``device`` ``None`` keeps the model where it
-    is; otherwise the model is moved there. Every query of ``run`` is a key of the result.
+    length (less padding), are cut into batches of ``options.batch_size`` (:class:`ScoringOptions`); the model
+    runs in eval mode under ``torch.inference_mode()`` (its training mode is restored afterwards), with bf16
+    autocast as ``options.amp`` asks. ``device`` ``None`` keeps the model where it is; otherwise the model is
+    moved there. Every query of ``run`` is a key of the result.
 
     A query missing from ``queries``, or a candidate missing from ``texts``, is a ``KeyError``
     naming the query and the passage, raised before any scoring.
     """
+    options = options or ScoringOptions()
     if depth is not None and depth < 0:
         raise ValueError(f"parameter 'depth' must be >= 0 or None, got {depth}")
-    if batch_size < 1:
-        raise ValueError(f"parameter 'batch_size' must be >= 1, got {batch_size}")
     if device is None:
         target = _model_device(model)
     else:
@@ -85,12 +99,12 @@ def score_candidates(
     was_training = model.training
     model.eval()
     try:
-        starts = range(0, len(rows), batch_size)
-        with torch.inference_mode(), autocast(target, amp):
-            for start in tqdm(starts, desc="score", unit="batch", disable=not progress):
-                batch = rows[start : start + batch_size]
-                query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _ in batch], max_query_length)
-                doc_ids, doc_mask = tokenizer.encode([texts[pid] for _, pid in batch], max_doc_length)
+        starts = range(0, len(rows), options.batch_size)
+        with torch.inference_mode(), autocast(target, options.amp):
+            for start in tqdm(starts, desc="score", unit="batch", disable=not options.progress):
+                batch = rows[start : start + options.batch_size]
+                query_ids, query_mask = tokenizer.encode([queries[qid] for qid, _ in batch], options.max_query_length)
+                doc_ids, doc_mask = tokenizer.encode([texts[pid] for _, pid in batch], options.max_doc_length)
                 output = model(
                     query_ids.to(target, non_blocking=True),
                     query_mask.to(target, non_blocking=True),
@@ -147,4 +161,4 @@ def scored_depth(first_stage: Run, scores: Run) -> int:
     return longest if limit is None else limit
 
 
-__all__ = ["rerank", "rerank_at_depth", "score_candidates", "scored_depth"]
+__all__ = ["ScoringOptions", "rerank", "rerank_at_depth", "score_candidates", "scored_depth"]

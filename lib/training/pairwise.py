@@ -37,7 +37,7 @@ from lib.core.atomic import atomic_write, write_csv
 from lib.core.device import amp_enabled, autocast, resolve_device
 from lib.core.types import JudgedSet, query_order
 from lib.evaluation.measures import MEASURES, evaluate
-from lib.reranking.scoring import rerank, score_candidates
+from lib.reranking.scoring import ScoringOptions, rerank, score_candidates
 from lib.training.distillation import Group, listwise_kl, margin_mse
 from lib.training.loop import CHECKPOINT_NAME, LoopSettings, LoopState, run_loop
 
@@ -439,11 +439,8 @@ class _Validator:
             self.texts,
             self.validation.run,
             depth=config.rerank_depth,
-            batch_size=config.eval_batch_size,
-            max_query_length=config.max_query_length,
-            max_doc_length=config.max_doc_length,
+            options=ScoringOptions(config.eval_batch_size, config.max_query_length, config.max_doc_length, config.amp),
             device=self.device,
-            amp=config.amp,
         )
         return evaluate(
             rerank(self.validation.run, scores, config.rerank_depth), self.validation.qrels, config.measures

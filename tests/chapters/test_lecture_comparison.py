@@ -1,4 +1,4 @@
-"""Chapter 8's comparison (``lib.chapters.lecture_comparison``): the table, the figure, latencies, stopwords."""
+"""Chapter 8's comparison (``lib.chapters.lecture_comparison``): the table, the figure, the readings."""
 
 from __future__ import annotations
 
@@ -10,21 +10,18 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-import torch
 
 from lib.chapters import lecture_comparison
 from lib.core.profiles import get_profile
-from lib.models.tk_sparse import TKSparse
-from lib.representations.text import Vocabulary
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_comparison_table_has_one_row_per_model_in_label_order() -> None:
-    effectiveness = pd.DataFrame(
-        [("bm25", "dl19", 0.5), ("tk2", "dl19", 0.45), ("tk2", "dl20", 0.4), ("colbert", "dl19", 0.55)],
-        columns=["model", "set", "nDCG@10"],
-    )
+    effectiveness = {
+        "dl19": pd.DataFrame({"nDCG@10": [0.5, 0.45, 0.55]}, index=["bm25", "tk2", "colbert"]),
+        "dl20": pd.DataFrame({"nDCG@10": [0.4]}, index=["tk2"]),
+    }
     latency = pd.DataFrame([("tk2", 100, 12.0), ("tk2", 1000, 90.0)], columns=["model", "candidates", "ms"])
     table = lecture_comparison.comparison_table(
         effectiveness, latency, {"tk2": 6000.0}, {"bm25": "BM25", "tk2": "TK-2", "colbert": "ColBERT"}
@@ -46,65 +43,6 @@ def test_tradeoff_figure_leaves_out_models_without_latency_and_refuses_an_empty_
     assert axis.get_xscale() == "log"
     with pytest.raises(ValueError, match="no model has both"):
         lecture_comparison.plot_tradeoff(table.iloc[:1], "DL19 nDCG@10", "ms for 1000", [], "t")
-
-
-def test_latencies_time_both_modes_for_a_model_with_a_passage_side() -> None:
-    vocabulary = Vocabulary.build(["the cat sat on the mat", "a dog ran in the park", "cats and dogs"], min_count=1)
-    torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
-    run = {"q1": {"p1": 3.0, "p2": 2.0}}
-    texts = {"p1": "the cat sat on the mat", "p2": "a dog ran in the park"}
-    frame = lecture_comparison.latencies(model, vocabulary, run, {"q1": "cat mat"}, texts, [2, 5], ["q1"], 4, 1)
-    assert sorted(zip(frame["candidates"], frame["mode"], strict=True)) == [
-        (2, "passages stored"), (2, "whole at query time"), (5, "passages stored"), (5, "whole at query time"),
-    ]  # fmt: skip
-    assert (frame["ms"] > 0).all()
-    assert lecture_comparison.storage(model, vocabulary, list(texts.values()), 200) > 0
-
-
-def test_latencies_warm_up_once_per_count_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    vocabulary = Vocabulary.build(["the cat sat on the mat", "a dog ran in the park"], min_count=1)
-    torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
-    warmups: list[tuple[str, int]] = []
-    real_whole, real_stored = lecture_comparison.measure_latency, lecture_comparison.measure_stored_latency
-
-    def whole(*args, **kwargs):
-        warmups.append(("whole", args[4]))
-        return real_whole(*args, **kwargs)
-
-    def stored(*args, **kwargs):
-        warmups.append(("stored", args[4]))
-        return real_stored(*args, **kwargs)
-
-    monkeypatch.setattr(lecture_comparison, "measure_latency", whole)
-    monkeypatch.setattr(lecture_comparison, "measure_stored_latency", stored)
-    run = {"q1": {"p1": 3.0, "p2": 2.0}, "q2": {"p2": 1.0}, "q3": {"p1": 1.0}}
-    texts = {"p1": "the cat sat on the mat", "p2": "a dog ran in the park"}
-    queries = {"q1": "cat mat", "q2": "dog park", "q3": "cat"}
-    lecture_comparison.latencies(model, vocabulary, run, queries, texts, [2, 4], ["q1", "q2", "q3"], 4, 2)
-    assert warmups == [("whole", 1), ("stored", 1), ("whole", 0), ("stored", 0), ("whole", 0), ("stored", 0)] * 2
-
-
-def test_gate_occurrences_and_the_stopword_tables() -> None:
-    texts = ["the cat sat on the mat", "the dog and the zebu"]
-    vocabulary = Vocabulary.build(texts, min_count=2)  # "cat", "zebu" … map to [UNK] but keep their word
-    torch.manual_seed(0)
-    model = TKSparse(torch.randn(len(vocabulary), 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
-    with torch.no_grad():
-        model.gate_out.weight.zero_()
-        model.gate_out.bias.fill_(1.0)  # every gate 1: nothing removed
-    occurrences = lecture_comparison.gate_occurrences(model, vocabulary, texts, 200, batch_size=1)
-    assert occurrences["term"].tolist() == "the cat sat on the mat the dog and the zebu".split()
-    assert not occurrences["removed"].any()
-    occurrences["removed"] = occurrences["term"].isin({"the", "zebu"})
-    table = lecture_comparison.stopword_table(occurrences, top=2)
-    assert table.index.tolist() == ["the", "zebu"]
-    assert table.loc["the", "share removed"] == 1.0 and table.loc["the", "NLTK stopword"]
-    overlap = lecture_comparison.stopword_overlap(occurrences)
-    assert overlap["removed"] == pytest.approx(5 / 11)
-    assert overlap["removed that are NLTK stopwords"] == pytest.approx(4 / 5)
-    assert overlap["NLTK stopwords removed"] == pytest.approx(4 / 6)
 
 
 def test_the_prettr_dial_is_drawn_on_the_models_axes() -> None:

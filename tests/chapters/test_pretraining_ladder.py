@@ -1,4 +1,4 @@
-"""Chapter 2's ladder of pre-training depth (``lib.chapters.pretraining_ladder``): rungs, table, reading, choice."""
+"""Chapter 2's ladder of pre-training depth (``lib.chapters.pretraining_ladder``): rungs, table, figure, reading."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ def test_every_model_sits_on_its_rung() -> None:
         "all of BERT, fine-tuned", "word vectors", "static pieces", "BERT's first layers", "teacher (zero-shot)",
         "word vectors",
     ]  # fmt: skip
-    assert [name for name in MODELS if ladder.is_tk(name)] == ["tk2", "tk2-pieces", "tk-bert2"]
 
 
 def _inputs(all_100: dict[str, tuple[float, float]], significant: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -77,11 +76,3 @@ def test_the_reading_names_the_first_rung_above_bm25_and_the_speed_against_bert_
     rows = ladder.ladder_table(table, tests, MODELS, {})
     rows.loc[rows["model"] == "tk-bert2", "docs/ms"] = rows.loc[rows["model"] == "bert-cat", "docs/ms"].iloc[0] * 10
     assert ladder.ladder_reading(rows).endswith("(at least 5×: it misses on effectiveness, not on speed).")
-
-
-def test_the_chosen_tk_is_the_best_tk_on_validation_never_another_model() -> None:
-    validation = {"bert-cat": 0.9, "tk2": 0.44, "tk2-pieces": 0.49, "tk-bert2": 0.47, "knrm": 0.6, "bi-encoder": 0.7}
-    assert ladder.choose_tk(validation) == "tk2-pieces"
-    assert ladder.choose_tk({**validation, "tk2-pieces": math.nan}) == "tk-bert2"
-    with pytest.raises(ValueError, match="no trained TK among"):
-        ladder.choose_tk({"bert-cat": 0.9})

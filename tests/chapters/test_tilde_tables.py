@@ -1,88 +1,25 @@
-"""Chapter 6's TILDE tables (``lib.chapters.tilde_tables``): Table 2, ablation, α sweep, storage, index size."""
+"""Chapter 6's TILDE tables as shown (``lib.chapters.tilde_tables``): the marks, training data, index size."""
 
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from lib.chapters.tilde_tables import (
     MS_MARCO_PASSAGES,
-    SEPARATE_LOSSES,
-    ablation,
-    alpha_sweep,
-    best_alpha,
-    effectiveness_table,
     index_size,
     loss_curves,
     mark,
     marked_ablation,
     marked_table2,
-    storage_precision,
     table2_value,
     training_data_table,
-    versus_random,
 )
 from lib.evaluation import measures as evaluation
-from lib.reranking.tilde_scoring import TildeScores
+from lib.experiments.tilde_comparisons import ablation, effectiveness_table
 from lib.training.tilde_variants import VARIANTS
-
-FIRST_STAGE = {q: {"a": 3.0, "b": 2.0, "c": 1.0} for q in ("q1", "q2", "q3")}
-QRELS = {"q1": {"c": 3}, "q2": {"b": 2, "c": 1}, "q3": {"a": 2}}
-
-
-def scores(ql: list[float], dl: list[float]) -> TildeScores:
-    """The same QL / DL candidate scores for a, b, c on every query, shifted per query."""
-    return TildeScores(
-        {q: dict(zip("abc", np.add(ql, i).tolist(), strict=True)) for i, q in enumerate(FIRST_STAGE)},
-        {q: dict(zip("abc", np.add(dl, -i).tolist(), strict=True)) for i, q in enumerate(FIRST_STAGE)},
-    )
-
-
-def test_ablation_has_a_row_per_loss_and_scoring_tested_against_biqdl_qdl() -> None:
-    main = scores([-3, -2, -1], [-1, -5, -4])
-    variants = {"biqdl": main, "ql": scores([-1, -2, -3], [-1, -5, -4]), "dl": scores([-1, -1, -1], [-6, -2, -4])}
-    table = ablation(variants, FIRST_STAGE, QRELS, ["nDCG@10"])
-    assert len(table) == 3 * 3 + 1
-    assert set(zip(table["loss"], table["scoring"], strict=True)) >= {
-        ("L_BiQDL", "TILDE-QDL"),
-        ("L_QL", "TILDE-QL"),
-        ("L_DL", "TILDE-DL"),
-        (SEPARATE_LOSSES, "TILDE-QDL"),
-    }
-    rows = table.set_index(["loss", "scoring"])
-    assert math.isnan(rows.loc[("L_BiQDL", "TILDE-QDL"), "p nDCG@10"])
-    # the L_QL model was given BiQDL's DL scores, so their TILDE-DL rows agree
-    assert rows.loc[("L_QL", "TILDE-DL"), "nDCG@10"] == rows.loc[("L_BiQDL", "TILDE-DL"), "nDCG@10"]
-    mixed = TildeScores(variants["ql"].ql, variants["dl"].dl).rerank(FIRST_STAGE, 0.5)
-    expected = evaluation.evaluate(mixed, QRELS, ["nDCG@10"])["nDCG@10"]
-    assert rows.loc[(SEPARATE_LOSSES, "TILDE-QDL"), "nDCG@10"] == pytest.approx(expected)
-    p_values = table["p nDCG@10"].dropna()
-    assert len(p_values) == len(table) - 1 and p_values.between(0, 1).all()
-    with pytest.raises(KeyError, match="'biqdl'"):
-        ablation({"ql": main}, FIRST_STAGE, QRELS)
-
-
-def test_a_row_identical_to_the_baseline_has_p_one() -> None:
-    main = scores([-3, -2, -1], [-1, -5, -4])
-    table = ablation({"biqdl": main, "ql": main}, FIRST_STAGE, QRELS, ["nDCG@10"]).set_index(["loss", "scoring"])
-    assert table.loc[("L_QL", "TILDE-QDL"), "p nDCG@10"] == 1.0
-    assert not table.loc[("L_QL", "TILDE-QDL"), "significant nDCG@10"]
-
-
-def test_alpha_sweep_evaluates_eq6_at_every_alpha() -> None:
-    main = scores([-3, -2, -1], [-1, -5, -4])
-    sweep = alpha_sweep(main, FIRST_STAGE, QRELS, [0.0, 0.5, 1.0], ["nDCG@10", "MAP"])
-    assert len(sweep) == 6 and list(sweep.columns) == ["alpha", "measure", "value"]
-    at_one = sweep[(sweep["alpha"] == 1.0) & (sweep["measure"] == "nDCG@10")]["value"].item()
-    assert at_one == pytest.approx(evaluation.evaluate(main.rerank(FIRST_STAGE, 1.0), QRELS, ["nDCG@10"])["nDCG@10"])
-    with pytest.raises(ValueError, match="alpha"):
-        alpha_sweep(main, FIRST_STAGE, QRELS, [1.5])
-    with pytest.raises(ValueError, match="'alphas' is empty"):
-        alpha_sweep(main, FIRST_STAGE, QRELS, [])
+from tests.experiments.test_tilde_scorings import FIRST_STAGE, QRELS, scores
 
 
 def test_index_size_scales_bytes_per_passage_to_ms_marco() -> None:
@@ -94,51 +31,9 @@ def test_index_size_scales_bytes_per_passage_to_ms_marco() -> None:
         index_size({"TILDE": -1.0}, 1)
 
 
-def test_effectiveness_table_tests_each_system_against_the_first_stage_it_reranks() -> None:
-    qrels = {"dl19": QRELS}
-    good = {q: {"c": 3.0, "b": 2.0, "a": 1.0} for q in FIRST_STAGE}  # q1's relevant passage first
-    systems = {"dl19": {"BM25": FIRST_STAGE, "BM25 + X": good, "Other": FIRST_STAGE}}
-    baseline_of = {"dl19": {"BM25": "BM25", "BM25 + X": "BM25", "Other": "Other"}}
-    table = effectiveness_table(systems, baseline_of, qrels, ["nDCG@10"])
-    assert table.index.tolist() == ["BM25", "BM25 + X", "Other"]
-    want = evaluation.evaluate(good, QRELS, ["nDCG@10"])["nDCG@10"]
-    assert table.loc["BM25 + X", ("DL19", "nDCG@10")] == pytest.approx(want)
-    assert table.loc["BM25 + X", ("DL19", "nDCG@10 †")] is False  # three queries: no significance
-    assert pd.isna(table.loc["Other", ("DL19", "nDCG@10 †")]), "a first stage alone has no test"
-    shown = marked_table2(table.fillna({("DL19", "nDCG@10 †"): True}), ["dl19"], ["nDCG@10"])
-    assert shown.loc["BM25 + X", ("DL19", "nDCG@10")] == f"{want:.3f}"
-    assert shown.loc["Other", ("DL19", "nDCG@10")].endswith(" †")
-    assert table2_value(table, "BM25 + X", "dl19") == pytest.approx(want)
-
-
 def test_mark_adds_a_dagger_only_for_true() -> None:
     assert mark(0.12345, True) == "0.123 †"
     assert mark(0.12345, False) == mark(0.12345, float("nan")) == "0.123"
-
-
-def test_storage_precision_counts_ties_and_evaluates_ql_per_precision() -> None:
-    tied = TildeScores({q: {"a": -1.0, "b": -1.0, "c": -2.0} for q in FIRST_STAGE}, None)
-    exact = TildeScores({q: {"a": -3.0, "b": -2.0, "c": -1.0} for q in FIRST_STAGE}, None)
-    table = storage_precision({"dl19": {"float16": tied, "float32": exact}}, {"dl19": FIRST_STAGE}, {"dl19": QRELS})
-    assert table[["test set", "index"]].values.tolist() == [["DL19", "float16"], ["DL19", "float32"]]
-    assert table["tied candidates"].tolist() == pytest.approx([2 / 3, 0.0])
-    want = evaluation.evaluate(exact.rerank(FIRST_STAGE, 1.0), QRELS, ["nDCG@10"])["nDCG@10"]
-    assert table["TILDE-QL nDCG@10"].iloc[1] == pytest.approx(want)
-
-
-def test_best_alpha_takes_the_highest_value_and_the_smallest_alpha_among_equals() -> None:
-    sweeps = pd.DataFrame(
-        {
-            "alpha": [0.0, 0.5, 1.0, 0.0, 0.5],
-            "measure": ["nDCG@10"] * 5,
-            "value": [0.2, 0.4, 0.4, 0.3, 0.1],
-            "set": ["dl19"] * 3 + ["dl20"] * 2,
-            "first_stage": ["BM25"] * 5,
-        }
-    )
-    best = best_alpha(sweeps)
-    assert best.loc[("dl19", "BM25"), "best α"] == 0.5 and best.loc[("dl20", "BM25"), "best α"] == 0.0
-    assert best.loc[("dl19", "BM25"), "nDCG@10 at best α"] == 0.4
 
 
 def test_marked_ablation_shows_marks_and_p_values() -> None:
@@ -161,14 +56,14 @@ def test_training_data_table_and_loss_curves() -> None:
     assert curves.values.tolist() == [[VARIANTS["biqdl"].label, 1, 3.0], [VARIANTS["biqdl"].label, 2, 2.0]]
 
 
-def test_versus_random_tests_tilde_against_the_random_order_per_set() -> None:
-    qrels = {"dl19": {f"q{i}": {"good": 2} for i in range(6)}}
-    good = {f"q{i}": {"good": 2.0, "bad": 1.0} for i in range(6)}
-    shuffled = {f"q{i}": ({"good": 2.0, "bad": 1.0} if i % 3 == 0 else {"bad": 2.0, "good": 1.0}) for i in range(6)}
-    systems = {"dl19": {"BM25 in random order": shuffled, "BM25 + TILDE-QL": good, "BM25 + TILDE-QDL": shuffled}}
-    table = versus_random(systems, qrels).set_index("system")
-    assert list(table.index) == ["BM25 + TILDE-QL", "BM25 + TILDE-QDL"] and set(table["set"]) == {"DL19"}
-    assert table.loc["BM25 + TILDE-QL", "nDCG@10"] == 1.0
-    assert table.loc["BM25 + TILDE-QL", "nDCG@10"] > table.loc["BM25 + TILDE-QL", "random order"]
-    assert table.loc["BM25 + TILDE-QDL", "p (Bonferroni)"] == 1.0 and not table.loc["BM25 + TILDE-QDL", "significant"]
-    assert versus_random({"dl19": {"BM25 + TILDE-QL": good}}, qrels).empty  # no random order, no test
+def test_marked_table2_marks_the_significant_means() -> None:
+    good = {q: {"c": 3.0, "b": 2.0, "a": 1.0} for q in FIRST_STAGE}
+    systems = {"dl19": {"BM25": FIRST_STAGE, "BM25 + X": good, "Other": FIRST_STAGE}}
+    table = effectiveness_table(
+        systems, {"dl19": {"BM25": "BM25", "BM25 + X": "BM25", "Other": "Other"}}, {"dl19": QRELS}
+    )
+    want = evaluation.evaluate(good, QRELS, ["nDCG@10"])["nDCG@10"]
+    shown = marked_table2(table.fillna({("DL19", "nDCG@10 †"): True}), ["dl19"], ["nDCG@10"])
+    assert shown.loc["BM25 + X", ("DL19", "nDCG@10")] == f"{want:.3f}"
+    assert shown.loc["Other", ("DL19", "nDCG@10")].endswith(" †")
+    assert table2_value(table, "BM25 + X", "dl19") == pytest.approx(want)

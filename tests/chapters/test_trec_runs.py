@@ -1,4 +1,4 @@
-"""Chapter 7's TREC runs (``lib.chapters.trec_runs``): p1's choice, p3's ensemble, the tables, the verdicts."""
+"""Chapter 7's TREC runs (``lib.chapters.trec_runs``): the tables, the run files, the verdicts."""
 
 from __future__ import annotations
 
@@ -9,24 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
-from scipy import stats
 
 from lib.chapters.trec_runs import (
     GLOVE_RUN,
-    OTHER_TYPE,
     PAPER_BEST,
     PAPER_RESULTS,
     PAPER_WORST,
     RUN_TAGS,
     best_and_worst,
-    best_init,
-    ensemble,
-    pairwise_tests,
-    query_type,
     run_descriptions,
     run_table,
-    standardised,
-    type_test,
     verdicts,
 )
 from lib.core.types import ranking_from_run
@@ -34,44 +26,6 @@ from lib.data import load_queries, read_qrels, read_run
 from lib.evaluation import measures as evaluation
 
 QRELS = {"q1": {"a": 2, "b": 0}, "q2": {"c": 3, "a": 1}}
-
-
-def test_best_init_takes_the_best_validation_value_and_the_first_on_ties() -> None:
-    assert best_init({1: 0.30, 2: 0.41, 3: 0.35}) == 2
-    assert best_init({7: 0.5, 3: 0.5}) == 7
-    with pytest.raises(ValueError, match="empty"):
-        best_init({})
-
-
-def test_standardised_scores_have_mean_zero_and_unit_spread() -> None:
-    z = standardised({"a": 1.0, "b": 2.0, "c": 6.0})
-    values = np.array(list(z.values()))
-    assert values.mean() == pytest.approx(0.0, abs=1e-12)
-    assert values.std() == pytest.approx(1.0)
-    assert z["c"] > z["b"] > z["a"]
-    assert standardised({"a": 4.0, "b": 4.0}) == {"a": 0.0, "b": 0.0}
-
-
-def test_ensemble_averages_z_scores_whatever_each_model_s_scale() -> None:
-    small = {"q": {"a": 0.1, "b": 0.2, "c": 0.3}}
-    large = {"q": {"a": 300.0, "b": 100.0, "c": 200.0}}
-    combined = ensemble([small, large])
-    # z of small: a -1.2247, b 0, c 1.2247; z of large: a 1.2247, b -1.2247, c 0
-    assert combined["q"]["a"] == pytest.approx(0.0)
-    assert combined["q"]["b"] == pytest.approx(-0.6124, abs=1e-4)
-    assert combined["q"]["c"] == pytest.approx(0.6124, abs=1e-4)
-    # scaling a model changes nothing
-    scaled = {"q": {pid: 1000 * score for pid, score in large["q"].items()}}
-    assert ensemble([small, scaled])["q"] == pytest.approx(combined["q"])
-
-
-def test_ensemble_refuses_runs_over_other_candidates() -> None:
-    with pytest.raises(ValueError, match="'q'"):
-        ensemble([{"q": {"a": 1.0, "b": 2.0}}, {"q": {"a": 1.0, "c": 2.0}}])
-    with pytest.raises(ValueError, match="other queries"):
-        ensemble([{"q": {"a": 1.0}}, {"r": {"a": 1.0}}])
-    with pytest.raises(ValueError, match="at least one"):
-        ensemble([])
 
 
 def test_run_table_evaluates_each_run_and_puts_the_notebook_beside_dl19() -> None:
@@ -87,50 +41,6 @@ def test_run_table_evaluates_each_run_and_puts_the_notebook_beside_dl19() -> Non
     paper = PAPER_RESULTS.set_index(["run", "task"])
     assert table.loc["p1", "paper nDCG@10"] == paper.loc[("p1", "ReRank"), "nDCG@10"] == 0.640
     assert math.isnan(table.loc["BM25", "paper MAP"])
-
-
-def test_pairwise_tests_are_paired_t_tests_corrected_over_every_pair() -> None:
-    index = pd.Index(["1", "2", "3", "4"])
-    values = {
-        "a": pd.Series([0.1, 0.4, 0.3, 0.9], index=index),
-        "b": pd.Series([0.2, 0.6, 0.35, 0.95], index=index),
-        "c": pd.Series([0.1, 0.4, 0.3, 0.9], index=index),
-    }
-    tests = pairwise_tests(values).set_index(["run", "against"])
-    assert len(tests) == 3
-    p = stats.ttest_rel(values["a"], values["b"]).pvalue
-    assert tests.loc[("a", "b"), "p"] == pytest.approx(p)
-    assert tests.loc[("a", "b"), "p_bonferroni"] == pytest.approx(min(1.0, 3 * p))
-    assert tests.loc[("a", "c"), "p"] == 1.0 and not tests.loc[("a", "c"), "significant"]
-    assert tests.loc[("a", "b"), "delta"] == pytest.approx(-0.1)
-    with pytest.raises(ValueError, match="two runs"):
-        pairwise_tests({"a": values["a"]})
-
-
-@pytest.mark.parametrize(
-    ("text", "kind"),
-    [
-        ("define visceral?", "definition"),
-        ("anthropological definition of environment", "definition"),
-        ("what is wifi vs bluetooth", "what"),
-        ("how are some sharks warm blooded", "how"),
-        ("why did the us volunterilay enter ww1", "why"),
-        ("who is robert gray", "who / when / where / which"),
-        ("do goldfish grow", "yes / no"),
-        ("right pelvic pain causes", OTHER_TYPE),
-    ],
-)
-def test_query_types_come_from_the_first_words(text: str, kind: str) -> None:
-    assert query_type(text) == kind
-
-
-def test_type_test_finds_a_type_that_goes_with_ap_and_not_a_lone_type() -> None:
-    queries = {str(i): ("what is x" if i < 10 else "how to y") for i in range(20)}
-    separated = pd.Series([0.9 + 0.001 * i for i in range(10)] + [0.1 + 0.001 * i for i in range(10)],
-                          index=[str(i) for i in range(20)])  # fmt: skip
-    assert type_test(separated, queries)["p"] < 0.01
-    same = {str(i): "what is x" for i in range(20)}
-    assert type_test(separated, same) == {"statistic": 0.0, "p": 1.0, "types": 1.0}
 
 
 def test_verdicts_follow_the_numbers() -> None:
@@ -182,21 +92,13 @@ def test_run_descriptions_name_the_tk_of_p1_and_p3() -> None:
     assert "fastText" in described["p2"] and "pieces" not in described["p2"]
 
 
-def test_best_and_worst_on_real_dl19_bm25(converted: Path) -> None:
+def test_best_and_worst_names_the_notebooks_list_of_each_query(converted: Path) -> None:
     run = read_run(converted / "runs" / "dl19__bm25.trec")
     qrels = read_qrels(converted / "qrels.dl19.txt")
     ap = evaluation.per_query(run, qrels, ["MAP"])["MAP"]
-    queries = load_queries("dl19")
-    table = best_and_worst(ap, ap, queries, count=5)
-    best, worst = table[table["group"] == "best"], table[table["group"] == "worst"]
-    assert len(best) == len(worst) == 5
-    assert list(best["AP"]) == sorted(best["AP"], reverse=True)
-    assert list(worst["AP"]) == sorted(worst["AP"])
-    assert best["AP"].min() >= worst["AP"].max()
-    assert best["AP"].iloc[0] == pytest.approx(ap.max()) and worst["AP"].iloc[0] == pytest.approx(ap.min())
-    assert not set(best["qid"]) & set(worst["qid"])
+    table = best_and_worst(ap, ap, load_queries("dl19"), count=5)
+    assert table.columns[-1] == "in notebook" and len(table) == 10
     for _, row in table.iterrows():
-        assert row["query"] == queries[row["qid"]]
         noted = "best" if row["qid"] in PAPER_BEST else "worst" if row["qid"] in PAPER_WORST else ""
         assert row["in notebook"] == noted
     # every query of the notebook's lists is a judged DL19 query: the comparison is possible

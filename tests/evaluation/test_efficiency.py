@@ -55,7 +55,7 @@ def _ragged_inputs(rows: int):
 
 
 def test_bucketed_batches_are_cut_to_their_longest_and_give_the_rank_order_scores():
-    from lib.models.tk import TK
+    from lib.models.tk import TK, TKConfig
 
     tensors = _ragged_inputs(29)
     bucketed = scoring_batches(tensors, batch_size=8, bucketed=True)
@@ -71,7 +71,7 @@ def test_bucketed_batches_are_cut_to_their_longest_and_give_the_rank_order_score
     torch.manual_seed(0)
     embeddings = torch.randn(50, 8)
     embeddings[0] = 0
-    model = TK(embeddings, num_heads=2, head_dim=4, ff_dim=8).eval()
+    model = TK(embeddings, config=TKConfig(num_heads=2, head_dim=4, ff_dim=8)).eval()
     scores = score_batches(model, bucketed)
     assert torch.allclose(scores, score_batches(model, rank_order), rtol=1e-5, atol=1e-6)
     with torch.no_grad():
@@ -87,7 +87,7 @@ def test_spread_batches_sample_the_whole_length_range_and_throughput_counts_the_
     with pytest.raises(ValueError, match="documents"):
         spread_batches(batches, 0)
     model = CountingScorer()
-    result = measure_throughput(model, *tensors, batch_size=8, repetitions=1, warmup=0, documents=20)
+    result = measure_throughput(model, tensors, batch_size=8, repetitions=1, warmup=0, documents=20)
     assert (result.documents, result.sampled_from, model.seen) == (24, 80, 24)
     rows = torch.cat([rows for rows, _ in sample]).sort().values
     with torch.no_grad():
@@ -96,7 +96,7 @@ def test_spread_batches_sample_the_whole_length_range_and_throughput_counts_the_
 
 def test_throughput_is_positive_and_finite_and_scores_every_document_per_pass():
     model = CountingScorer()
-    result = measure_throughput(model, *_inputs(37), batch_size=8, repetitions=3, warmup=1)
+    result = measure_throughput(model, _inputs(37), batch_size=8, repetitions=3, warmup=1)
     assert result.docs_per_ms > 0 and math.isfinite(result.docs_per_ms)
     assert result.milliseconds_per_batch > 0
     assert result.documents == 37 and result.batch_size == 8 and result.repetitions == 3
@@ -106,13 +106,13 @@ def test_throughput_is_positive_and_finite_and_scores_every_document_per_pass():
 
 
 def test_autocast_dtype_is_recorded():
-    result = measure_throughput(CountingScorer(), *_inputs(4), batch_size=4, repetitions=1, dtype=torch.bfloat16)
+    result = measure_throughput(CountingScorer(), _inputs(4), batch_size=4, repetitions=1, dtype=torch.bfloat16)
     assert result.dtype == "bfloat16"
 
 
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="batch_size"):
-        measure_throughput(CountingScorer(), *_inputs(4), batch_size=0)
+        measure_throughput(CountingScorer(), _inputs(4), batch_size=0)
 
 
 def test_latency_scores_every_candidate_and_is_positive() -> None:
@@ -126,7 +126,7 @@ def test_latency_scores_every_candidate_and_is_positive() -> None:
 
 
 def test_estimated_latency_is_candidates_over_throughput() -> None:
-    throughput = measure_throughput(CountingScorer(), *_inputs(8), batch_size=8, repetitions=1)
+    throughput = measure_throughput(CountingScorer(), _inputs(8), batch_size=8, repetitions=1)
     latency = estimated_latency(1000, throughput)
     assert not latency.measured
     assert latency.milliseconds == pytest.approx(1000 / throughput.docs_per_ms)

@@ -1,4 +1,4 @@
-"""Evaluation with trec_eval semantics, the depth sweep, significance tests and run files."""
+"""Evaluation with trec_eval semantics, the depth sweep and run files."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
 from lib.core.types import ranking_from_run, run_from_rankings
 from lib.data import read_qrels, read_run
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import depth_sweep
-from lib.evaluation.measures import evaluate, per_query, significance, write_trec_run
+from lib.evaluation.measures import evaluate, per_query, write_trec_run
 from lib.reranking.scoring import rerank_at_depth
 
 # --- the published first-stage numbers ---------------------------------------------------------
@@ -215,62 +214,6 @@ def test_depth_sweep_default_depths_cover_zero_to_the_deepest() -> None:
     assert sorted(set(sweep["depth"])) == [0, 1, 2, 3, 4, 5]
     assert len(sweep) == 6 * 2
     assert list(sweep.columns) == ["depth", "qid", "nDCG@10"]
-
-
-# --- significance ------------------------------------------------------------------------------
-
-QIDS = ["1", "2", "3", "4", "5", "6"]
-BASE = pd.Series([0.10, 0.20, 0.30, 0.40, 0.50, 0.60], index=QIDS)
-BETTER = BASE + pd.Series([0.30, 0.25, 0.35, 0.28, 0.32, 0.30], index=QIDS)
-NOISE = BASE + pd.Series([0.01, -0.02, 0.015, -0.01, 0.005, -0.005], index=QIDS)
-
-
-def test_significance_against_scipy_with_bonferroni() -> None:
-    extra = pd.concat([NOISE, pd.Series([0.99], index=["7"])])  # query 7 is not shared: ignored
-    table = significance({"base": BASE, "better": BETTER, "noise": extra, "same": BASE.copy()}, "base")
-    assert list(table["system"]) == ["better", "noise", "same"]
-    comparisons = 3
-    for row, values in zip(table.itertuples(), [BETTER, NOISE, BASE], strict=True):
-        assert row.queries == 6
-        assert row.mean == pytest.approx(values.mean())
-        assert row.baseline_mean == pytest.approx(BASE.mean())
-        assert row.delta == pytest.approx((values - BASE).mean())
-    t_better, p_better = stats.ttest_rel(BETTER.to_numpy(), BASE.to_numpy())
-    t_noise, p_noise = stats.ttest_rel(NOISE.to_numpy(), BASE.to_numpy())
-    better, noise, same = table.to_dict("records")
-    assert better["t"] == pytest.approx(t_better) and better["p"] == pytest.approx(p_better)
-    assert better["p_bonferroni"] == pytest.approx(p_better * comparisons)
-    assert better["significant"] is True
-    assert noise["t"] == pytest.approx(t_noise) and noise["p"] == pytest.approx(p_noise)
-    assert p_noise * comparisons > 1  # so the corrected value is capped
-    assert noise["p_bonferroni"] == 1.0
-    assert noise["significant"] is False
-    assert (same["t"], same["p"], same["p_bonferroni"], same["significant"]) == (0.0, 1.0, 1.0, False)
-
-
-def test_significance_near_the_threshold_depends_on_the_correction() -> None:
-    """A p-value under alpha alone but over it once multiplied by the number of comparisons."""
-    rng = np.random.default_rng(0)
-    qids = [str(i) for i in range(30)]
-    base = pd.Series(rng.normal(0.5, 0.1, 30), index=qids)
-    for shift in np.linspace(0.0, 0.05, 501):
-        candidate = base + shift + pd.Series(rng.normal(0, 0.05, 30), index=qids)
-        p = stats.ttest_rel(candidate, base).pvalue
-        if 0.02 < p < 0.04:
-            break
-    else:
-        pytest.fail("no candidate p-value in (0.02, 0.04)")
-    single = significance({"base": base, "candidate": candidate}, "base").iloc[0]
-    assert single["p_bonferroni"] == pytest.approx(p) and bool(single["significant"])
-    double = significance({"base": base, "candidate": candidate, "other": base * 0.5}, "base").iloc[0]
-    assert double["p_bonferroni"] == pytest.approx(2 * p) and not bool(double["significant"])
-
-
-def test_significance_errors() -> None:
-    with pytest.raises(KeyError, match="baseline"):
-        significance({"a": BASE, "b": BETTER}, "c")
-    with pytest.raises(ValueError, match="two queries"):
-        significance({"a": BASE.iloc[:1], "b": BETTER.iloc[:1]}, "a")
 
 
 # --- run files ---------------------------------------------------------------------------------

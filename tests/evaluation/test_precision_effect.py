@@ -7,7 +7,7 @@ import torch
 
 from lib import data
 from lib.evaluation.precision_effect import precision_effect, swapped_pairs
-from lib.models.tk import TK
+from lib.models.tk import TK, TKConfig
 from lib.representations.text import Vocabulary
 
 
@@ -25,7 +25,7 @@ def test_precision_effect_on_a_slice_of_dl19(converted) -> None:
     queries = data.load_queries("dl19")
     vocabulary = Vocabulary.build([texts[pid] for qid in first_stage for pid in first_stage[qid]])
     torch.manual_seed(0)
-    model = TK(torch.randn(len(vocabulary), 16), num_heads=2, head_dim=8, ff_dim=16).eval()
+    model = TK(torch.randn(len(vocabulary), 16), config=TKConfig(num_heads=2, head_dim=8, ff_dim=16)).eval()
     effect = precision_effect(model, vocabulary, queries, texts, first_stage, data.load_qrels("dl19"), depth=20)
     assert set(effect) == {"max_abs_difference", "mean_abs_difference", "score_range", "swapped_fraction",
                            "nDCG@10 (float32)", "nDCG@10 (bf16)"}  # fmt: skip

@@ -10,7 +10,7 @@ import torch
 from lib import data
 from lib.core.profiles import SpeedSettings
 from lib.evaluation import speed_benchmark
-from lib.evaluation.speed_benchmark import run_benchmark, speed_ratios
+from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark, speed_ratios, timed_setting
 
 TINY = SpeedSettings(
     probe_documents=2, min_documents=2, max_documents=8, target_seconds=0.01, repetitions=1, warmup=0,
@@ -19,16 +19,15 @@ TINY = SpeedSettings(
 
 
 @pytest.fixture(scope="module")
-def slice_of_dl19(converted) -> tuple[dict, dict, dict]:
+def slice_of_dl19(converted) -> BenchmarkInputs:
     run = data.load_run("dl19", "bm25")
     first_stage = {qid: run[qid] for qid in list(run)[:2]}
-    return first_stage, data.load_queries("dl19"), data.load_collection("v1")
+    return BenchmarkInputs(first_stage, data.load_queries("dl19"), data.load_collection("v1"))
 
 
 def test_rows_are_complete_positive_and_finite(slice_of_dl19) -> None:
-    first_stage, queries, texts = slice_of_dl19
-    result = run_benchmark(["knrm", "bert-cat-book"], first_stage, queries, texts, torch.device("cpu"),
-                           settings=TINY, progress=False)  # fmt: skip
+    inputs = slice_of_dl19
+    result = run_benchmark(["knrm", "bert-cat-book"], inputs, torch.device("cpu"), TINY, progress=False)
     assert set(result) == {"environment", "device", "settings", "peak_gflops", "results", "ratios"}
     assert result["peak_gflops"]["float32"] > 0 and result["ratios"] == []
     assert result["environment"]["torch"] == torch.__version__ and "CPU" in result["device"]
@@ -46,10 +45,9 @@ def test_rows_are_complete_positive_and_finite(slice_of_dl19) -> None:
 
 
 def test_too_slow_latencies_are_estimated_and_batch_sizes_apply(slice_of_dl19) -> None:
-    first_stage, queries, texts = slice_of_dl19
-    settings = SpeedSettings(**{**TINY.__dict__, "max_latency_seconds": 0.0})
-    result = run_benchmark(["tk1"], first_stage, queries, texts, torch.device("cpu"), settings=settings,
-                           batch_sizes=[4, 8], progress=False)  # fmt: skip
+    inputs = slice_of_dl19
+    settings = TINY.replace(max_latency_seconds=0.0)
+    result = run_benchmark(["tk1"], inputs, torch.device("cpu"), settings, batch_sizes=[4, 8], progress=False)
     rows = result["results"]
     assert [row["batch_size"] for row in rows] == [4, 8]
     for row in rows:
@@ -62,15 +60,15 @@ def test_bad_settings_and_names_are_refused(slice_of_dl19) -> None:
         SpeedSettings(min_documents=10, max_documents=5)
     with pytest.raises(ValueError, match="batch_sizes"):
         SpeedSettings(batch_sizes={"word": 0, "wordpiece": 1})
-    first_stage, queries, texts = slice_of_dl19
+    inputs = slice_of_dl19
     with pytest.raises(ValueError, match="unknown architecture"):
-        run_benchmark(["bert-huge"], first_stage, queries, texts, torch.device("cpu"), progress=False)
+        run_benchmark(["bert-huge"], inputs, torch.device("cpu"), progress=False)
 
 
 def test_rank_order_and_bucketed_rows_and_the_tk2_bert_base_ratio(slice_of_dl19) -> None:
-    first_stage, queries, texts = slice_of_dl19
-    result = run_benchmark(["tk2", "bert-base"], first_stage, queries, texts, torch.device("cpu"), settings=TINY,
-                           batch_sizes=[4], bucketings=[False, True], roofline=False, progress=False)  # fmt: skip
+    inputs = slice_of_dl19
+    result = run_benchmark(["tk2", "bert-base"], inputs, torch.device("cpu"), TINY.replace(roofline=False),
+                           batch_sizes=[4], bucketings=[False, True], progress=False)  # fmt: skip
     assert [(row["model"], row["bucketed"]) for row in result["results"]] == [
         ("tk2", False),
         ("bert-base", False),
@@ -92,6 +90,7 @@ def test_ratios_pair_only_rows_timed_alike() -> None:
 
     rows = [row("tk2", "float32", 4.0), row("bert-base", "float32", 0.1), row("tk2", "bfloat16", 8.0)]
     assert [(ratio["dtype"], ratio["ratio"]) for ratio in speed_ratios(rows)] == [("float32", pytest.approx(40.0))]
+    assert (speed_ratios(rows)[0]["fast_docs_per_ms"], speed_ratios(rows)[0]["slow_docs_per_ms"]) == (4.0, 0.1)
     defaults = [{**rows[0], "batch_size": 256}, {**rows[1], "batch_size": 32}]  # each family's default batch
     assert [(ratio["batch_size"], ratio["ratio"]) for ratio in speed_ratios(defaults)] == [("256/32", 40.0)]
     sweep = [{**rows[0], "batch_size": size} for size in (64, 256)] + [{**rows[1], "batch_size": 64}]
@@ -111,3 +110,9 @@ def test_a_compiler_failure_falls_back_to_eager(monkeypatch) -> None:
     runnable, how = speed_benchmark._compiled_or_eager(model, True, probe)
     assert runnable is model and how == "eager (compile failed: RuntimeError)"
     assert speed_benchmark._compiled_or_eager(model, False, probe) == (model, "eager")
+
+
+def test_rows_of_older_files_count_as_rank_order_and_eager_or_compiled() -> None:
+    assert timed_setting({"dtype": "float32"}) == ("float32", False, "eager")
+    assert timed_setting({"dtype": "float32", "compiled": True}) == ("float32", False, "compiled")
+    assert timed_setting({"dtype": "bfloat16", "bucketed": True, "execution": "eager"}) == ("bfloat16", True, "eager")

@@ -11,7 +11,7 @@ from lib.evaluation import split_sweep
 from lib.evaluation.measures import evaluate
 from lib.models.prettr import PreTTR
 from lib.representations.bert import WordPieceTokenizer
-from lib.reranking.scoring import rerank, score_candidates
+from lib.reranking.scoring import ScoringOptions, rerank, score_candidates
 from tests.models.test_split_models import tiny_bert
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -52,7 +52,7 @@ def test_split_scores_equal_the_model_at_each_split(tokenizer: WordPieceTokenize
     swept = split_sweep.split_scores(model, tokenizer, queries, TEXTS, candidates, [0, 2, 3], batch_size=3)
     for split in (0, 2, 3):
         model.split = split
-        expected = score_candidates(model, tokenizer, queries, TEXTS, run, depth=None, batch_size=2)
+        expected = score_candidates(model, tokenizer, queries, TEXTS, run, None, ScoringOptions(batch_size=2))
         for qid in run:
             assert swept[split][qid] == pytest.approx(expected[qid], abs=1e-5), (split, qid)
 

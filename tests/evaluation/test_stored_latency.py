@@ -13,14 +13,14 @@ from lib.evaluation.stored_latency import (
     store_passages,
 )
 from lib.models.knrm import KNRM
-from lib.models.tk import TK
+from lib.models.tk import TK, TKConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tk() -> TK:
     torch.manual_seed(0)
-    return TK(torch.randn(100, 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8).eval()
+    return TK(torch.randn(100, 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8)).eval()
 
 
 def tensors(count: int = 7):

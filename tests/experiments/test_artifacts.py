@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.chapters import pretraining_ladder
 from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, model_runs, model_setup
+from lib.experiments import artifacts, model_runs, model_setup, tk_choice
 from lib.experiments.artifacts import checkpoint_path, trained_model
 from lib.models.bert_cat import BertCat
 from lib.representations.pretrained import minilm_folder
@@ -197,8 +196,7 @@ def test_the_chosen_tk_names_chapter_2_when_missing_and_reads_back_its_record(ar
     with pytest.raises(FileNotFoundError, match=r"chosen_tk\.json: missing .*chapter 2 \(02_training\)"):
         artifacts.chosen_tk(get_profile("smoke"))
     folder = paths.chapter_dir("smoke", "02_training")
-    pretraining_ladder.write_choice(folder / artifacts.CHOSEN_TK_FILE, "tk-bert2", {"tk-bert2": 0.5, "bert-cat": 0.6},
-                                    "nDCG@10")  # fmt: skip
+    tk_choice.write_choice(folder / artifacts.CHOSEN_TK_FILE, "tk-bert2", {"tk-bert2": 0.5, "bert-cat": 0.6}, "nDCG@10")
     assert artifacts.chosen_tk(get_profile("smoke")) == "tk-bert2"
     record = json.loads((folder / artifacts.CHOSEN_TK_FILE).read_text())
     assert record == {"model": "tk-bert2", "metric": "nDCG@10", "validation": {"tk-bert2": 0.5}}

@@ -1,14 +1,17 @@
-"""Chapter 2's comparisons (``lib.experiments.comparison_tables``): Table 2's first-stage rows, the variant tables."""
+"""Chapter 2's comparisons (``lib.experiments.comparison_tables``): Table 2's first-stage rows, t-tests, variants."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from lib.core import paths
 from lib.core.profiles import get_profile
+from lib.core.types import JudgedSet
 from lib.data import load_run
 from lib.evaluation import measures as evaluation
 from lib.experiments import comparison_tables, model_runs
@@ -69,3 +72,24 @@ def test_variant_comparison_has_one_row_per_year_and_variant_in_order() -> None:
     assert table["nDCG@10 (all)"].tolist() == [0.4, 0.2, 0.35, 0.15]
     assert table["depth"].tolist() == [12, 5, 12, 5]
     assert comparison_tables.variant_comparison("source", {}, "nDCG@10").empty
+
+
+def test_significance_against_bm25_tests_every_model_at_every_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels = {f"q{i}": {"good": 2} for i in range(4)}
+    bm25 = {f"q{i}": {"bad": 2.0, "good": 1.0} for i in range(5)}  # q4 is not a test query: left out
+    monkeypatch.setattr(comparison_tables, "bm25_run", lambda profile, fold: bm25)
+    protocol = SimpleNamespace(tests={"dl19": JudgedSet("dl19", {qid: "text" for qid in qrels}, qrels, bm25)})
+    values = pd.DataFrame({"nDCG@10": [1.0, 1.0, 1.0, 0.63]}, index=list(qrels))
+    mixed = pd.DataFrame({"nDCG@10": [0.5, 0.7, 0.6, 0.9]}, index=list(qrels))
+    result = SimpleNamespace(per_query=values, per_query_all=values, per_query_interpolated=mixed)
+    table = comparison_tables.significance_against_bm25(
+        get_profile("smoke"), protocol, {("dl19", "tk2"): result}, ["tk2"]
+    )
+    assert table.columns.tolist() == [
+        "set", "depth", "system", "mean", "baseline_mean", "delta", "t", "p", "p_bonferroni", "significant", "queries"
+    ]  # fmt: skip
+    assert table["depth"].tolist() == list(comparison_tables.SIGNIFICANCE_DEPTHS) and set(table["queries"]) == {4}
+    bm25_ndcg = evaluation.per_query(bm25, qrels, ["nDCG@10"])["nDCG@10"]
+    assert table["baseline_mean"].tolist() == pytest.approx([bm25_ndcg.mean()] * 3)
+    p = stats.ttest_rel(values["nDCG@10"], bm25_ndcg).pvalue
+    assert table.loc[0, "p_bonferroni"] == pytest.approx(p)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lib.models import tk
-from lib.models.conv_knrm import ConvKNRM, ngram_mask
+from lib.models.conv_knrm import ConvKNRM, ConvKNRMConfig, ngram_mask
 from tests.models.helpers import pad, random_pairs
 
 VOCAB, DIM, FILTERS = 40, 16, 8
@@ -21,7 +21,7 @@ def embeddings(vocab: int = VOCAB, dim: int = DIM, seed: int = 0) -> torch.Tenso
 
 def make_model(seed: int = 0, **settings) -> ConvKNRM:
     torch.manual_seed(seed)
-    return ConvKNRM(embeddings(), **{"n_filters": FILTERS, **settings}).eval()
+    return ConvKNRM(embeddings(), config=ConvKNRMConfig(**{"n_filters": FILTERS, **settings})).eval()
 
 
 def test_ngram_masks() -> None:
@@ -71,7 +71,7 @@ def test_batch_invariance(mode: str) -> None:
 
 @pytest.mark.parametrize("freeze", [False, True])
 def test_optimizer_groups_cover_every_parameter_once(freeze: bool) -> None:
-    model = ConvKNRM(embeddings(), freeze_embeddings=freeze, n_filters=FILTERS)
+    model = ConvKNRM(embeddings(), freeze_embeddings=freeze, config=ConvKNRMConfig(n_filters=FILTERS))
     groups = model.optimizer_groups()
     assert [group["name"] for group in groups] == (["other"] if freeze else ["embeddings", "other"])
     grouped = [id(param) for group in groups for param in group["params"]]

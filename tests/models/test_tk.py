@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lib.models import kernels, tk
-from lib.models.tk import TK, sinusoidal_encoding
+from lib.models.tk import TK, TKConfig, sinusoidal_encoding
 from tests.models.helpers import pad, random_pairs
 
 VOCAB, DIM = 40, 16
@@ -22,7 +22,7 @@ def embeddings(vocab: int = VOCAB, dim: int = DIM, seed: int = 0) -> torch.Tenso
 
 def make_model(seed: int = 0, **settings) -> TK:
     torch.manual_seed(seed)
-    return TK(embeddings(dim=settings.pop("dim", DIM)), **{**TINY, **settings}).eval()
+    return TK(embeddings(dim=settings.pop("dim", DIM)), config=TKConfig(**{**TINY, **settings})).eval()
 
 
 LENGTHS = [(3, 7), (1, 12), (5, 2)]
@@ -81,7 +81,7 @@ def test_batch_invariance(settings: dict) -> None:
 def test_paper_sizes_run(num_layers: int) -> None:
     """The paper's settings: 300-d, 16 heads of 32, FF 100, 1–3 layers."""
     torch.manual_seed(0)
-    model = TK(embeddings(dim=300), num_layers=num_layers).eval()
+    model = TK(embeddings(dim=300), config=TKConfig(num_layers=num_layers)).eval()
     assert len(model.contextualiser.layers) == num_layers
     attention = model.contextualiser.layers[0].attention
     assert attention.qkv.weight.shape == (3 * 16 * 32, 300) and attention.out.weight.shape == (300, 512)
@@ -208,7 +208,7 @@ def test_gradients_reach_alpha_and_the_scalars() -> None:
 
 @pytest.mark.parametrize("freeze", [False, True])
 def test_optimizer_groups_cover_every_parameter_once(freeze: bool) -> None:
-    model = TK(embeddings(), freeze_embeddings=freeze, feature_scaler=True, **TINY)
+    model = TK(embeddings(), freeze_embeddings=freeze, config=TKConfig(feature_scaler=True, **TINY))
     groups = model.optimizer_groups()
     names = [group["name"] for group in groups]
     expected = ["contextualisation", "other"] if freeze else ["embeddings", "contextualisation", "other"]
@@ -231,12 +231,12 @@ def test_optimizer_groups_cover_every_parameter_once(freeze: bool) -> None:
 
 def test_embeddings_are_copied() -> None:
     matrix = embeddings()
-    model = TK(matrix, **TINY)
+    model = TK(matrix, config=TKConfig(**TINY))
     with torch.no_grad():
         model.embedding.weight.add_(1.0)
     assert (matrix[0] == 0).all()
     with pytest.raises(ValueError):
-        TK(torch.zeros(3), **TINY)
+        TK(torch.zeros(3), config=TKConfig(**TINY))
 
 
 def test_device_and_cpu_autocast() -> None:

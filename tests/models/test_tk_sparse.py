@@ -6,11 +6,14 @@ import pytest
 import torch
 
 from lib.models.kernels import kernel_mus, kernel_sigmas, kernel_sums
-from lib.models.tk import TK
+from lib.models.tk import TK, TKConfig
 from lib.models.tk_sparse import SPARSITY_WEIGHT, TKSparse
 from lib.training.pairwise import regularisation
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+#: A one-layer TK small enough for these tests.
+TINY = TKConfig(num_layers=1, num_heads=2, head_dim=8, ff_dim=8)
 
 
 def embeddings() -> torch.Tensor:
@@ -40,9 +43,9 @@ def test_a_weight_of_zero_removes_a_term_from_the_kernel_sums() -> None:
 def test_with_every_gate_at_one_tk_sparse_is_tk() -> None:
     """The gate starts at b₂ = 1; with the hidden layer's output zeroed every gate is exactly 1."""
     torch.manual_seed(3)
-    sparse = TKSparse(embeddings(), num_layers=1, num_heads=2, head_dim=8, ff_dim=8).eval()
+    sparse = TKSparse(embeddings(), config=TINY).eval()
     torch.nn.init.zeros_(sparse.gate_out.weight)
-    tk = TK(embeddings(), num_layers=1, num_heads=2, head_dim=8, ff_dim=8).eval()
+    tk = TK(embeddings(), config=TINY).eval()
     tk.load_state_dict({k: v for k, v in sparse.state_dict().items() if k in tk.state_dict()})
     with torch.no_grad():
         assert torch.allclose(sparse(*batch()), tk(*batch()), atol=1e-5)
@@ -50,7 +53,7 @@ def test_with_every_gate_at_one_tk_sparse_is_tk() -> None:
 
 def test_stored_passages_keep_only_gated_terms_and_score_as_forward() -> None:
     torch.manual_seed(1)
-    model = TKSparse(embeddings(), num_layers=1, num_heads=2, head_dim=8, ff_dim=8).eval()
+    model = TKSparse(embeddings(), config=TINY).eval()
     with torch.no_grad():
         model.gate_out.bias.fill_(-0.2)  # some gates at 0
         q_ids, q_mask, d_ids, d_mask = batch()
@@ -65,13 +68,13 @@ def test_stored_passages_keep_only_gated_terms_and_score_as_forward() -> None:
 
 
 def test_the_l1_penalty_is_the_mean_gate_over_real_terms_and_is_added_to_the_loss() -> None:
-    model = TKSparse(embeddings(), num_layers=1, num_heads=2, head_dim=8, ff_dim=8, sparsity_weight=0.3).train()
+    model = TKSparse(embeddings(), config=TINY, sparsity_weight=0.3).train()
     q_ids, q_mask, d_ids, d_mask = batch()
     model(q_ids, q_mask, d_ids, d_mask)
     _, gate = model.gates(d_ids, d_mask)
     expected = 0.3 * gate[d_mask].mean()
     assert torch.allclose(regularisation(model), expected, atol=1e-6)
-    assert regularisation(TK(embeddings(), num_layers=1)) == 0.0
+    assert regularisation(TK(embeddings(), config=TKConfig(num_layers=1))) == 0.0
     with pytest.raises(RuntimeError, match="forward pass"):
         model.regularisation()  # consumed by the first call
     with pytest.raises(ValueError, match="sparsity_weight"):
@@ -81,7 +84,7 @@ def test_the_l1_penalty_is_the_mean_gate_over_real_terms_and_is_added_to_the_los
 
 def test_the_penalty_drives_gates_down() -> None:
     torch.manual_seed(2)
-    model = TKSparse(embeddings(), num_layers=1, num_heads=2, head_dim=8, ff_dim=8, sparsity_weight=5.0).train()
+    model = TKSparse(embeddings(), config=TINY, sparsity_weight=5.0).train()
     optimizer = torch.optim.Adam(model.optimizer_groups(1e-2, 1e-2))
     q_ids, q_mask, d_ids, d_mask = batch()
     _, start = model.gates(d_ids, d_mask)

@@ -16,6 +16,7 @@ from lib import data
 from lib.core.paths import REPO_ROOT
 from lib.representations.text import Vocabulary
 from lib.representations.word_vectors import (
+    WordVectorSettings,
     coverage,
     embedding_matrix,
     load_glove_text,
@@ -44,7 +45,7 @@ def vocabulary(passages: list[str]) -> Vocabulary:
 def test_trained_vectors_give_a_matrix_with_a_zero_padding_row(
     method: str, passages: list[str], vocabulary: Vocabulary
 ) -> None:
-    vectors = train_word_vectors(passages, method=method, dim=16, epochs=1, seed=3, bucket=50_000)
+    vectors = train_word_vectors(passages, WordVectorSettings(method=method, dim=16, epochs=1, bucket=50_000), seed=3)
     matrix = embedding_matrix(vocabulary, vectors, seed=0)
     assert matrix.shape == (len(vocabulary), 16) and matrix.dtype == torch.float32
     assert torch.count_nonzero(matrix[0]) == 0
@@ -58,20 +59,22 @@ def test_trained_vectors_give_a_matrix_with_a_zero_padding_row(
 
 
 def test_fasttext_gives_subword_vectors_to_words_it_never_saw(passages: list[str]) -> None:
-    vectors = train_word_vectors(passages, method="fasttext", dim=16, epochs=1, seed=3, bucket=50_000)
+    vectors = train_word_vectors(
+        passages, WordVectorSettings(method="fasttext", dim=16, epochs=1, bucket=50_000), seed=3
+    )
     unseen = Vocabulary(["[PAD]", "[UNK]", "the", "unpassageable"])
     report = coverage(unseen, vectors)
     assert (report.found, report.subword, report.random) == (1, 1, 0)
-    w2v = train_word_vectors(passages, method="word2vec", dim=16, epochs=1, seed=3)
+    w2v = train_word_vectors(passages, WordVectorSettings(method="word2vec", dim=16, epochs=1), seed=3)
     assert (coverage(unseen, w2v).found, coverage(unseen, w2v).random) == (1, 1)
 
 
 def test_training_is_deterministic_with_one_worker(passages: list[str], vocabulary: Vocabulary) -> None:
     slice_ = passages[:500]
-    first = train_word_vectors(slice_, dim=16, epochs=1, seed=7, min_count=2)
-    second = train_word_vectors(slice_, dim=16, epochs=1, seed=7, min_count=2)
+    first = train_word_vectors(slice_, WordVectorSettings(dim=16, epochs=1, min_count=2), seed=7)
+    second = train_word_vectors(slice_, WordVectorSettings(dim=16, epochs=1, min_count=2), seed=7)
     assert np.array_equal(first.vectors, second.vectors)
-    other_seed = train_word_vectors(slice_, dim=16, epochs=1, seed=8, min_count=2)
+    other_seed = train_word_vectors(slice_, WordVectorSettings(dim=16, epochs=1, min_count=2), seed=8)
     assert not np.array_equal(first.vectors, other_seed.vectors)
     assert torch.equal(embedding_matrix(vocabulary, first, seed=1), embedding_matrix(vocabulary, second, seed=1))
 
@@ -80,11 +83,12 @@ def test_training_does_not_depend_on_the_python_hash_seed() -> None:
     """gensim ≥ 4 seeds from ``seed`` only: a process with another PYTHONHASHSEED gives the same vectors."""
     corpus = ["the cat sat on the mat", "the dog sat on the log"] * 20
     script = (
-        "import hashlib; from lib.representations.word_vectors import train_word_vectors as t; "
-        f"v = t({corpus!r}, dim=8, epochs=2, seed=5, min_count=1); "
+        "import hashlib; "
+        "from lib.representations.word_vectors import WordVectorSettings as S, train_word_vectors as t; "
+        f"v = t({corpus!r}, S(dim=8, epochs=2, min_count=1), seed=5); "
         "print(hashlib.sha256(v.vectors.tobytes()).hexdigest(), ','.join(v.index_to_key))"
     )
-    here = train_word_vectors(corpus, dim=8, epochs=2, seed=5, min_count=1)
+    here = train_word_vectors(corpus, WordVectorSettings(dim=8, epochs=2, min_count=1), seed=5)
     expected = f"{hashlib.sha256(here.vectors.tobytes()).hexdigest()} {','.join(here.index_to_key)}"
     hash_seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}

@@ -9,7 +9,7 @@ from lib import data
 from lib.core.types import query_order, ranking_from_run
 from lib.evaluation.depths import depth_sweep, tune_depth
 from lib.evaluation.measures import evaluate
-from lib.reranking.scoring import rerank, rerank_at_depth, score_candidates, scored_depth
+from lib.reranking.scoring import ScoringOptions, rerank, rerank_at_depth, score_candidates, scored_depth
 from tests.training.test_pairwise import BagModel, HashTokenizer
 
 
@@ -36,8 +36,11 @@ def model() -> BagModel:
     return BagModel(dropout=0.5)  # dropout: scoring must happen in eval mode to be repeatable
 
 
-def score(dl19: dict, model: BagModel, **kwargs) -> dict:
-    return score_candidates(model, HashTokenizer(), dl19["queries"], dl19["texts"], dl19["run"], **kwargs)
+def score(dl19: dict, model: BagModel, depth: int | None, device: str | None = None, **options) -> dict:
+    """The model's scores of DL19's top ``depth``, ``options`` those of :class:`ScoringOptions`."""
+    return score_candidates(
+        model, HashTokenizer(), dl19["queries"], dl19["texts"], dl19["run"], depth, ScoringOptions(**options), device
+    )
 
 
 # --- scoring -----------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from torch import nn
 from lib.core import distributed
 from lib.core.types import JudgedSet
 from lib.models.tilde_vocabulary import TargetVocabulary
-from lib.models.tk import TK
+from lib.models.tk import TK, TKConfig
 from lib.representations.bert import WordPieceTokenizer
 from lib.reranking import dense, tilde_index, tilde_v2_index
 from lib.training import pairwise
@@ -94,7 +94,7 @@ def synthetic_data() -> tuple[list[tuple[str, str, str]], dict, dict, JudgedSet]
 
 def tiny_tk() -> TK:
     torch.manual_seed(0)
-    return TK(torch.randn(VOCAB, 8), num_layers=1, num_heads=2, head_dim=4, ff_dim=8)
+    return TK(torch.randn(VOCAB, 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8))
 
 
 CONFIG = pairwise.TrainingConfig(
