@@ -384,9 +384,7 @@ results = {}
 timings = []
 for name in all_models:
     start = time.perf_counter()
-    for query_set, result in model_runs.run_model(
-        name, protocol, representations, settings, chapter
-    ).items():
+    for query_set, result in model_runs.run_model(name, protocol, representations, settings, chapter).items():
         results[(query_set, name)] = result
         print(f"{query_set} {name}: {result.row()}")
     timings.append({"model": name, "seconds": time.perf_counter() - start})
@@ -410,9 +408,7 @@ if compare_embeddings and compare_embeddings != settings.embedding_method and "t
     other_run = model_runs.RunVariant(compare_embeddings)
     embedding_runs = {
         settings.embedding_method: {fold: results[(fold, "tk2")] for fold in test_sets},
-        compare_embeddings: model_runs.run_model(
-            "tk2", protocol, other, other_settings, chapter, variant=other_run
-        ),
+        compare_embeddings: model_runs.run_model("tk2", protocol, other, other_settings, chapter, variant=other_run),
     }
 embedding_comparison = comparison_tables.variant_comparison("vectors", embedding_runs, validation_metric)
 write_csv(out / "embedding_comparison.csv", embedding_comparison)

@@ -68,7 +68,8 @@ from lib.models.registry import MODELS
 
 # %% tags=["hide-input"]
 speed_overrides = {
-    "target_seconds": speed_target_seconds and float(speed_target_seconds), "architectures": architectures or None
+    "target_seconds": speed_target_seconds and float(speed_target_seconds),
+    "architectures": architectures or None,
 }
 chapter = start_chapter(
     "03_time_budget", profile, seed, device, section="speed", overrides=speed_overrides, precision=4

@@ -268,7 +268,12 @@ MEASURES = ["nDCG@10", "MAP"]
 systems, baseline_of = {}, {}
 for test_set, year in years.items():
     systems[test_set], baseline_of[test_set], left_out = tilde_protocol.table2_systems(
-        year, main_scores[test_set]["float16"], STAGE_LABELS, chapter.profile, chapter.seed, depth,
+        year,
+        main_scores[test_set]["float16"],
+        STAGE_LABELS,
+        chapter.profile,
+        chapter.seed,
+        depth,
         {"TILDEv2": v2_scores[test_set]},
     )
     # this chapter's rankings, as TREC run files

@@ -156,9 +156,7 @@ inits_table
 # %%
 start = time.perf_counter()
 fast_settings = settings.replace(embedding_method=trec.p2_vectors)
-fast = model_setup.prepare_representations(
-    chapter, fast_settings, min_count=trec.p2_min_count, with_small_bert=False
-)
+fast = model_setup.prepare_representations(chapter, fast_settings, min_count=trec.p2_min_count, with_small_bert=False)
 p2_results = model_runs.run_model(
     "tk2", protocol, fast, fast_settings, chapter,
     variant=model_runs.RunVariant(trec.p2_vectors),

@@ -80,9 +80,7 @@ lecture
 # %%
 start = time.perf_counter()
 settings, protocol_seed, protocol = artifacts.training_protocol(chapter.profile)
-representations = model_setup.prepare_representations(
-    chapter.with_seed(protocol_seed), settings, with_small_bert=False
-)
+representations = model_setup.prepare_representations(chapter.with_seed(protocol_seed), settings, with_small_bert=False)
 print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf_counter() - start:.0f} s")
 layers = PreTTR(representations.bert_path, num_layers=settings.bert_cat_layers).bert.config.num_hidden_layers
 glue("bert_layers", f"{layers}", display=False)
@@ -211,9 +209,7 @@ start_model = PreTTR(representations.bert_path, num_layers=layers, split=prettr_
 start_model.load_state_dict(bert_cat.model.state_dict())
 begin = time.perf_counter()
 prettr_start = model_runs.RunVariant(start=(start_model, f"bert-cat {sha256_of(bert_cat.path)[:16]}, split {prettr_k}"))
-trained["prettr"] = model_runs.run_model(
-    "prettr", protocol, representations, settings, chapter, variant=prettr_start
-)
+trained["prettr"] = model_runs.run_model("prettr", protocol, representations, settings, chapter, variant=prettr_start)
 seconds["prettr"] = time.perf_counter() - begin
 display(
     Markdown(
