@@ -209,7 +209,8 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
 
     ``settings.word_learning_rate`` (when set) replaces both of a word model's Adam rates, the
     embeddings' 10⁻⁴ and the rest's 10⁻³ (TK paper §4.3): a deviation the book states where it uses it.
-    ``settings.bert_cat_lr`` (when set) replaces a BERT model's fine-tuning rate, and
+    ``settings.bert_cat_lr`` (when set) replaces a BERT model's fine-tuning rate, ``settings.bert_lr_by_model``
+    that of the models it names, and
     ``settings.bert_cat_warmup`` gives the BERT models a warm-up-and-decay schedule
     (:func:`lib.training.pairwise.warmup_decay`).
     """
@@ -227,18 +228,20 @@ def training_config(name: str, settings: TrainingSettings, seed: int, device: st
         device=device,
         rerank_depth=settings.validation_depth,
         eval_batch_size=spec.eval_batch_size,
-        learning_rates=_learning_rates(spec.family, settings),
+        learning_rates=_learning_rates(name, spec.family, settings),
         warmup_steps=settings.bert_cat_warmup if bert else 0,
         bucket_batches=settings.bucket_batches,
         mismatch="retrain",
     )
 
 
-def _learning_rates(family: str, settings: TrainingSettings) -> dict[str, float]:
+def _learning_rates(name: str, family: str, settings: TrainingSettings) -> dict[str, float]:
     """The keyword arguments of ``model.optimizer_groups`` that ``settings`` override (:func:`training_config`):
-    a BERT model's fine-tuning rate, a word model's one rate, a pieces model's rate for its piece vectors."""
+    a BERT model's fine-tuning rate (its own, or every BERT model's), a word model's one rate, a pieces model's
+    rate for its piece vectors."""
     if family == "wordpiece":
-        return {} if settings.bert_cat_lr is None else {"bert_lr": settings.bert_cat_lr}
+        rate = settings.bert_lr_by_model.get(name, settings.bert_cat_lr)
+        return {} if rate is None else {"bert_lr": rate}
     rate = settings.word_learning_rate
     rates = {} if rate is None else {"embedding_lr": rate, "other_lr": rate}
     if family == "pieces" and settings.piece_embedding_lr is not None:

@@ -35,6 +35,16 @@ def test_word_models_take_one_learning_rate_when_the_profile_sets_one() -> None:
     assert paper.learning_rates == {}, "None keeps the paper's groups"
 
 
+def test_a_bert_model_named_in_bert_lr_by_model_takes_its_own_rate() -> None:
+    settings = TrainingSettings(bert_cat_lr=1e-4, bert_lr_by_model={"tk-bert6": 3e-5})
+    assert model_setup.training_config("tk-bert6", settings, 1, "cpu").learning_rates == {"bert_lr": 3e-5}
+    assert model_setup.training_config("tk-bert1", settings, 1, "cpu").learning_rates == {"bert_lr": 1e-4}
+    assert model_setup.training_config("bert-cat", settings, 1, "cpu").learning_rates == {"bert_lr": 1e-4}
+    alone = TrainingSettings(bert_lr_by_model={"tk-bert6": 3e-5})
+    assert model_setup.training_config("bert-cat", alone, 1, "cpu").learning_rates == {}, "None: the model's own"
+    assert model_setup.training_config("tk-bert6", alone, 1, "cpu").learning_rates == {"bert_lr": 3e-5}
+
+
 def test_the_bert_models_take_their_own_patience_when_the_profile_sets_one() -> None:
     book = get_profile("book").training
     assert model_setup.training_config("bert-cat", book, 1, "cpu").patience == book.bert_cat_patience == 2
