@@ -382,9 +382,9 @@ PROFILES: dict[str, Profile] = {
         # on both years (Bonferroni over two systems p 0.001 / 0.007), the first TK that is; adopted, and in the
         # book's ladder (validated every 40 steps, it still validates its step 80). TK-BERT-1 and TK-BERT-2 at
         # 3e-5 fell below their 1e-4 runs (0.437 at step 40; 0.453 at step 220): not adopted. BERT patience 2
-        # (not 4): in the chapter-2 build, BERT-cat's validation peaked at step 240 of 400 and TK-BERT-1's at 200 of 360; patience 4 ran four
-        # validations past each peak (BERT-cat about 10 minutes), patience 2 stops two validations after it with
-        # the same best step.
+        # (not 4): in the chapter-2 build, BERT-cat's validation peaked at step 240 of 400 and TK-BERT-1's at 200
+        # of 360; patience 4 ran four validations past each peak (BERT-cat about 10 minutes), patience 2 stops two
+        # validations after it with the same best step.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
             bert_cat_lr=1e-4, bert_lr_by_model={"tk-bert6": 3e-5}, bert_cat_warmup=30, bert_cat_max_steps=500,
