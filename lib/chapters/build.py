@@ -9,11 +9,11 @@ executed chapters into ``book/chapters/``, where Jupyter Book reads them, right 
 that profile's HTML into ``_build/<profile>/``.
 
 A chapter is re-executed only when its *fingerprint* changed: the sha256 of its source, of the
-``lib/`` modules it imports (transitively, read with :mod:`ast`, with the ``__init__`` files of their
-packages and the data files beside them), of the ``manifest.json`` of the profile's data folder
-(:func:`lib.core.paths.converted_dir`: the converted book subset, or the ``paper`` profile's MS MARCO
-export; a chapter reads the same folder, :func:`lib.chapters.prologue.start_chapter`), of its
-parameters, and of the fingerprints of the chapters before it (later chapters read earlier chapters'
+``lib/`` modules it imports (:func:`lib.core.dependencies.library_fingerprint`: transitively, read with
+:mod:`ast`, with the ``__init__`` files of their packages and the data files beside them), of the
+``manifest.json`` of the profile's data folder (:func:`lib.core.paths.converted_dir`: the converted book
+subset, or the ``paper`` profile's MS MARCO export; a chapter reads the same folder,
+:func:`lib.chapters.prologue.start_chapter`), of its parameters, and of the fingerprints of the chapters before it (later chapters read earlier chapters'
 artifacts). Editing a module that only chapter 6 imports therefore re-executes chapter 6 alone. The
 fingerprint is stored beside the output (``.NN_topic.stamp.json``) once the chapter succeeded; the
 executed notebook is written to a temporary file first and renamed, so an interrupted run never
@@ -24,7 +24,6 @@ chapter and the cell; its partly executed notebook is kept as ``NN_topic.failed.
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import json
 import os
@@ -39,6 +38,7 @@ import yaml
 
 from lib.core import paths
 from lib.core.atomic import write_json, write_text
+from lib.core.dependencies import library_fingerprint
 from lib.core.profiles import get_profile
 from lib.data import fill_command
 
@@ -110,66 +110,6 @@ def chapters_in_toc(profile_name: str = "book", root: Path = paths.REPO_ROOT) ->
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _imported_names(path: Path, root: Path) -> set[str]:
-    """The dotted names of every module ``path`` imports (relative imports resolved), anywhere in the file."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except SyntaxError as error:
-        raise ChapterError(f"{path}:{error.lineno}: cannot parse its imports: {error.msg}") from None
-    package = list(path.relative_to(root).with_suffix("").parts) if path.is_relative_to(root) else []
-    if path.name != "__init__.py":
-        package = package[:-1]
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join(base + ([node.module] if node.module else []))
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)  # `from package import module`
-    return names
-
-
-def _files_of(name: str, root: Path) -> list[Path]:
-    """The files of ``lib`` module ``name``: the ``__init__.py`` of every package on the way, then its own."""
-    parts = name.split(".")
-    if parts[0] != "lib":
-        return []
-    files = []
-    for depth in range(1, len(parts) + 1):
-        folder = root.joinpath(*parts[:depth])
-        if (folder / "__init__.py").is_file():
-            files.append(folder / "__init__.py")
-        elif depth == len(parts) and folder.with_suffix(".py").is_file():
-            files.append(folder.with_suffix(".py"))
-    return files
-
-
-def library_files(source: Path, root: Path = paths.REPO_ROOT) -> list[Path]:
-    """The ``lib/`` files chapter ``source`` depends on: the modules it imports, transitively, with the
-    ``__init__`` files of their packages and the data files (not Python, not caches) beside them."""
-    seen: set[Path] = set()
-    pending = [source]
-    while pending:
-        for name in _imported_names(pending.pop(), root):
-            for path in _files_of(name, root):
-                if path not in seen:
-                    seen.add(path)
-                    pending.append(path)
-    data = {path for module in seen for path in module.parent.iterdir() if path.is_file() and path.suffix != ".py"}
-    return sorted(seen | data)
-
-
-def library_fingerprint(source: Path, root: Path = paths.REPO_ROOT) -> str:
-    """The sha256 over :func:`library_files` of chapter ``source`` (path and content)."""
-    digest = hashlib.sha256()
-    for path in library_files(source, root):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def data_fingerprint(profile_name: str) -> str:

@@ -55,64 +55,6 @@ def _write(path, text: str = "") -> None:
     path.write_text(text, encoding="utf-8")
 
 
-@pytest.fixture
-def tiny_repo(tmp_path):
-    """A repository with lib/ packages: chapter 1 imports lib.core.units, chapter 6 lib.chapters.six, which
-    imports lib.models.deep (``from lib.models import deep``), which imports lib.core.units relatively."""
-    for package in ("lib", "lib/core", "lib/models", "lib/chapters"):
-        _write(tmp_path / package / "__init__.py", '"""package"""\n')
-    _write(tmp_path / "lib/core/units.py", "SCALE = 1\n")
-    _write(tmp_path / "lib/core/table.txt", "a data file beside a module\n")
-    _write(tmp_path / "lib/models/deep.py", "from ..core.units import SCALE\n")
-    _write(tmp_path / "lib/models/unused.py", "X = 1\n")
-    _write(tmp_path / "lib/chapters/six.py", "def run():\n    from lib.models import deep\n    return deep\n")
-    _write(tmp_path / "notebooks/01_one.py", "# %%\nimport numpy\nfrom lib.core.units import SCALE\n")
-    _write(tmp_path / "notebooks/06_six.py", "# %%\nfrom lib.chapters import six\n")
-    return tmp_path
-
-
-def test_library_files_are_the_imports_transitively_with_package_inits_and_data_files(tiny_repo):
-    def names(chapter: str) -> list[str]:
-        return [str(p.relative_to(tiny_repo)) for p in chapters.library_files(tiny_repo / chapter, tiny_repo)]
-
-    assert names("notebooks/01_one.py") == [
-        "lib/__init__.py", "lib/core/__init__.py", "lib/core/table.txt", "lib/core/units.py"
-    ]  # fmt: skip
-    assert names("notebooks/06_six.py") == [
-        "lib/__init__.py", "lib/chapters/__init__.py", "lib/chapters/six.py", "lib/core/__init__.py",
-        "lib/core/table.txt", "lib/core/units.py", "lib/models/__init__.py", "lib/models/deep.py",
-    ]  # fmt: skip
-
-
-def test_editing_a_module_of_chapter_6_only_changes_chapter_6s_library_fingerprint(tiny_repo):
-    one, six = tiny_repo / "notebooks/01_one.py", tiny_repo / "notebooks/06_six.py"
-    before = chapters.library_fingerprint(one, tiny_repo), chapters.library_fingerprint(six, tiny_repo)
-    _write(tiny_repo / "lib/models/deep.py", "from ..core.units import SCALE\nDEPTH = 2 * SCALE\n")
-    after = chapters.library_fingerprint(one, tiny_repo), chapters.library_fingerprint(six, tiny_repo)
-    assert after[0] == before[0], "chapter 1 does not import lib.models.deep"
-    assert after[1] != before[1], "chapter 6 imports lib.models.deep through lib.chapters.six"
-    _write(tiny_repo / "lib/models/unused.py", "X = 2\n")
-    assert chapters.library_fingerprint(six, tiny_repo) == after[1], "a module nobody imports does not count"
-    _write(tiny_repo / "lib/core/units.py", "SCALE = 3\n")
-    assert chapters.library_fingerprint(one, tiny_repo) != after[0]
-    assert chapters.library_fingerprint(six, tiny_repo) != after[1], "a module imported transitively counts"
-
-
-def test_the_books_chapter_6_helpers_are_not_part_of_chapter_1s_library():
-    toc = {chapter.name: chapter for chapter in chapters.chapters_in_toc()}
-    first = chapters.library_files(toc["01_data_and_first_stage"].source)
-    sixth = chapters.library_files(toc["06_tilde"].source)
-    tilde_tables = chapters.paths.REPO_ROOT / "lib" / "chapters" / "tilde_tables.py"
-    assert tilde_tables in sixth and tilde_tables not in first
-    assert chapters.paths.REPO_ROOT / "lib" / "__init__.py" in first
-
-
-def test_a_chapter_that_does_not_parse_is_an_error_naming_file_and_line(tmp_path):
-    _write(tmp_path / "notebooks/01_bad.py", "# %%\nimport (\n")
-    with pytest.raises(ChapterError, match=r"01_bad\.py:2"):
-        chapters.library_files(tmp_path / "notebooks/01_bad.py", tmp_path)
-
-
 def test_execute_writes_the_output_with_injected_parameters(tmp_path):
     chapter = _tiny_chapter(tmp_path, "print('value is', value * 2)")
     chapters.execute(chapter, {"profile": "smoke", "value": 21})
