@@ -13,12 +13,13 @@ A chapter is re-executed only when its *fingerprint* changed: the sha256 of its 
 :mod:`ast`, with the ``__init__`` files of their packages and the data files beside them), of the
 ``manifest.json`` of the profile's data folder (:func:`lib.core.paths.converted_dir`: the converted book
 subset, or the ``paper`` profile's MS MARCO export; a chapter reads the same folder,
-:func:`lib.chapters.prologue.start_chapter`), of its parameters, and of the fingerprints of the chapters before it (later chapters read earlier chapters'
-artifacts). Editing a module that only chapter 6 imports therefore re-executes chapter 6 alone. The
-fingerprint is stored beside the output (``.NN_topic.stamp.json``) once the chapter succeeded; the
-executed notebook is written to a temporary file first and renamed, so an interrupted run never
-leaves a chapter that looks complete. A chapter that raises stops the build with an error naming the
-chapter and the cell; its partly executed notebook is kept as ``NN_topic.failed.ipynb``.
+:func:`lib.chapters.prologue.start_chapter`), of its parameters, and of the fingerprints of the chapters
+before it (later chapters read earlier chapters' artifacts). Editing a module that only chapter 6 imports
+therefore re-executes chapter 6 alone. The fingerprint is stored beside the output
+(``.NN_topic.stamp.json``) once the chapter succeeded; the executed notebook is written to a temporary
+file first and renamed, so an interrupted run never leaves a chapter that looks complete. A chapter that
+raises stops the build with an error naming the chapter and the cell; its partly executed notebook is
+kept as ``NN_topic.failed.ipynb``.
 """
 
 from __future__ import annotations
