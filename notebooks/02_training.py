@@ -84,6 +84,7 @@ from lib.experiments import (
 )
 
 # %% tags=["hide-input"]
+from lib.experiments.pretraining_ladder import ladder_table, rung
 from lib.models.kernels import kernel_mus, kernel_sigmas
 from lib.models.registry import model_spec
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
@@ -527,7 +528,7 @@ validation_best = {
     for name in all_models
     if not model_spec(name).zero_shot
 }
-ladder = pretraining_ladder.ladder_table(every_model_table, ladder_significance, all_models, validation_best)
+ladder = ladder_table(every_model_table, ladder_significance, all_models, validation_best)
 glue("ladder_members", ", ".join(model_spec(name).label for name in ladder["model"].drop_duplicates()), display=False)
 write_csv(out / "pretraining_ladder.csv", ladder)
 bm25_by_year = table[table["model"] == "BM25"].set_index("set")["nDCG@10"].to_dict()
@@ -546,7 +547,7 @@ ladder.pivot(index=["rung", "label"], columns="set", values=["nDCG@10 (all)", "p
 ladder_trained = [name for name in all_models if not model_spec(name).zero_shot]
 ladder_curves = pd.concat(
     [
-        results[(test_sets[0], name)].history.assign(model=model_spec(name).label, rung=pretraining_ladder.rung(name))
+        results[(test_sets[0], name)].history.assign(model=model_spec(name).label, rung=rung(name))
         for name in ladder_trained
     ],
     ignore_index=True,

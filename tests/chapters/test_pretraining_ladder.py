@@ -1,78 +1,38 @@
-"""Chapter 2's ladder of pre-training depth (``lib.chapters.pretraining_ladder``): rungs, table, figure, reading."""
+"""Chapter 2's ladder of pre-training depth (``lib.chapters.pretraining_ladder``): figure and reading."""
 
 from __future__ import annotations
 
-import math
-
 import matplotlib
-import pandas as pd
-import pytest
 
 from lib.chapters import pretraining_ladder as ladder
+from lib.experiments.pretraining_ladder import ladder_table
+from tests.experiments.test_pretraining_ladder import MODELS, SCORES, _inputs
 
 matplotlib.use("Agg")
 
-MODELS = ["bert-cat", "tk2", "tk2-pieces", "tk-bert2", "bi-encoder", "knrm"]
 
-
-def test_every_model_sits_on_its_rung() -> None:
-    assert [ladder.rung(name) for name in MODELS] == [
-        "all of BERT, fine-tuned", "word vectors", "static pieces", "BERT's first layers", "teacher (zero-shot)",
-        "word vectors",
-    ]  # fmt: skip
-
-
-def _inputs(all_100: dict[str, tuple[float, float]], significant: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 2 and t-test rows for two years: BM25 at 0.5, each model's nDCG@10 (all) per year, its speed."""
-    speeds = {"bert-cat": 1.0, "tk2": 300.0, "tk2-pieces": 200.0, "tk-bert2": 4.0, "bi-encoder": 5.0, "knrm": 900.0}
-    table, tests = [], []
-    for year, fold in enumerate(("dl19", "dl20")):
-        table.append({"set": fold, "model": "BM25", "nDCG@10": 0.5})
-        for name in MODELS:
-            value = all_100[name][year]
-            table.append({"set": fold, "model": name, "nDCG@10": value, "depth": 50, "nDCG@10 (all)": value,
-                          "docs/ms": speeds[name]})  # fmt: skip
-            for depth in ("all", "tuned"):
-                tests.append({"set": fold, "depth": depth, "system": name, "p_bonferroni": 0.01 if name in
-                              significant else 0.4, "significant": name in significant})  # fmt: skip
-    return pd.DataFrame(table), pd.DataFrame(tests)
-
-
-SCORES = {
-    "bert-cat": (0.60, 0.56), "tk2": (0.49, 0.49), "tk2-pieces": (0.55, 0.52), "tk-bert2": (0.58, 0.55),
-    "bi-encoder": (0.64, 0.61), "knrm": (0.30, 0.28),
-}  # fmt: skip
-
-
-def test_the_table_orders_models_by_rung_and_reads_each_years_numbers() -> None:
+def test_the_figure_has_a_panel_per_test_year() -> None:
     table, tests = _inputs(SCORES, {"bert-cat", "tk-bert2", "bi-encoder", "knrm"})
-    rows = ladder.ladder_table(table, tests, MODELS, {"tk2": 0.45, "tk-bert2": 0.50})
-    assert list(rows["model"].iloc[:6]) == ["tk2", "knrm", "tk2-pieces", "tk-bert2", "bert-cat", "bi-encoder"]
-    dl20 = rows[rows["set"] == "dl20"].set_index("model")
-    assert dl20.loc["tk-bert2", "nDCG@10 (all)"] == 0.55 and dl20.loc["tk-bert2", "Δ BM25 (all)"] == pytest.approx(0.05)
-    assert dl20.loc["tk-bert2", "significant (all)"] and not dl20.loc["tk2-pieces", "significant (all)"]
-    assert dl20.loc["tk2", "validation"] == 0.45 and math.isnan(dl20.loc["bert-cat", "validation"])
-    assert ladder.beats_bm25_everywhere(rows) == ["tk-bert2", "bert-cat", "bi-encoder"], "knrm is below BM25"
-    figure = ladder.ladder_figure(rows, {"dl19": 0.5, "dl20": 0.5})
+    figure = ladder.ladder_figure(ladder_table(table, tests, MODELS, {}), {"dl19": 0.5, "dl20": 0.5})
     assert [axis.get_title() for axis in figure.axes] == ["DL19", "DL20"]
 
 
 def test_the_reading_names_the_first_rung_above_bm25_and_the_speed_against_bert_cat() -> None:
     table, tests = _inputs(SCORES, {"bert-cat", "tk-bert2", "tk2-pieces"})
-    text = ladder.ladder_reading(ladder.ladder_table(table, tests, MODELS, {}))
+    text = ladder.ladder_reading(ladder_table(table, tests, MODELS, {}))
     assert "*word vectors*: no model significantly above BM25" in text
     assert "*static pieces*: TK-2 (pieces) significantly above BM25 on every test year" in text
     assert "cheapest kernel model above BM25 everywhere is TK-2 (pieces), at 200.0× BERT-cat's" in text
     slow = {**SCORES}
     table, tests = _inputs(slow, {"bert-cat", "tk-bert2"})
-    text = ladder.ladder_reading(ladder.ladder_table(table, tests, MODELS, {}))
+    text = ladder.ladder_reading(ladder_table(table, tests, MODELS, {}))
     assert "TK-BERT-2, at 4.0× BERT-cat's documents per ms (1.2× short of the 5×" in text
     table, tests = _inputs(slow, {"bert-cat"})
-    text = ladder.ladder_reading(ladder.ladder_table(table, tests, MODELS, {}))
+    text = ladder.ladder_reading(ladder_table(table, tests, MODELS, {}))
     assert "No kernel model beats BM25 significantly on every test year; the closest is TK-BERT-2" in text
     assert text.endswith("at 4.0× BERT-cat's documents per ms (1.2× short of the 5× that would make it worth having).")
     fast = {**SCORES, "tk-bert2": (0.58, 0.55)}
     table, tests = _inputs(fast, {"bert-cat"})
-    rows = ladder.ladder_table(table, tests, MODELS, {})
+    rows = ladder_table(table, tests, MODELS, {})
     rows.loc[rows["model"] == "tk-bert2", "docs/ms"] = rows.loc[rows["model"] == "bert-cat", "docs/ms"].iloc[0] * 10
     assert ladder.ladder_reading(rows).endswith("(at least 5×: it misses on effectiveness, not on speed).")
