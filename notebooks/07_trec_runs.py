@@ -63,7 +63,7 @@ from lib.core.plotting import save_figure
 from lib.data import book_texts, read_run
 from lib.evaluation import comparison
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, model_runs, model_setup
+from lib.experiments import artifacts, model_runs, model_setup, tuw19_runs
 from lib.experiments.init_selection import best_init
 from lib.models.registry import model_spec
 from lib.representations.text import tokenize
@@ -99,7 +99,7 @@ glue("trec_tk", tk_label, display=False)
 print(f"{len(protocol.triples):,} training triples, {len(protocol.queries):,} teacher-labelled queries")
 print(f"protocol ready in {time.perf_counter() - start:.0f} s")
 pd.DataFrame(
-    [{"run": trec_runs.RUN_TAGS[name], "what": what} for name, what in trec_runs.run_descriptions(tk_label).items()]
+    [{"run": tuw19_runs.RUN_TAGS[name], "what": what} for name, what in trec_runs.run_descriptions(tk_label).items()]
 ).set_index("run")
 
 # %% [markdown]
@@ -199,7 +199,7 @@ scores = {
     "p2": {name: read_run(model_runs.scores_path(chapter.profile, CHAPTER, name, p2_name)) for name in test_sets},
     "p3": {name: fusion.ensemble([init_scores[init][name] for init in trec.inits]) for name in test_sets},
 }
-glove_run = "p1" if tk_name == "tk2" else trec_runs.GLOVE_RUN
+glove_run = "p1" if tk_name == "tk2" else tuw19_runs.GLOVE_RUN
 if glove_run != "p1":
     scores[glove_run] = {name: artifacts.candidate_scores(chapter.profile, name, "tk2") for name in test_sets}
 runs = {"BM25": {name: test.run for name, test in protocol.tests.items()}}
@@ -207,11 +207,11 @@ for run_name, by_set in scores.items():
     runs[run_name] = {
         name: rerank(test.run, by_set[name], settings.candidate_depth) for name, test in protocol.tests.items()
     }
-for run_name, tag in trec_runs.RUN_TAGS.items():
+for run_name, tag in tuw19_runs.RUN_TAGS.items():
     for name in test_sets:
         evaluation.write_trec_run(runs[run_name][name], chapter.run_path(name, tag), tag=tag)
 print("run files:", ", ".join(paths.shown(chapter.run_path(name, tag)) for name in test_sets
-                              for tag in trec_runs.RUN_TAGS.values()))  # fmt: skip
+                              for tag in tuw19_runs.RUN_TAGS.values()))  # fmt: skip
 
 # %% [markdown]
 # ## The runs against the judgments
@@ -224,7 +224,7 @@ print("run files:", ", ".join(paths.shown(chapter.run_path(name, tag)) for name 
 
 # %%
 qrels = {name: test.qrels for name, test in protocol.tests.items()}
-table = trec_runs.run_table(runs, qrels)
+table = tuw19_runs.run_table(runs, qrels)
 write_csv(out / "runs_table.csv", table)
 table.set_index(["set", "run"])
 
@@ -261,7 +261,7 @@ tests[["set", "run", "against", "mean", "mean against", "delta", "p_bonferroni",
 queries = {name: test.queries for name, test in protocol.tests.items()}
 best_worst = pd.concat(
     [
-        trec_runs.best_and_worst(per_query[name]["p3"]["MAP"], per_query[name]["BM25"]["MAP"], queries[name]).assign(
+        tuw19_runs.best_and_worst(per_query[name]["p3"]["MAP"], per_query[name]["BM25"]["MAP"], queries[name]).assign(
             set=name
         )
         for name in test_sets
