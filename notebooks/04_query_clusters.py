@@ -270,8 +270,8 @@ table3.style.format({s: "{:g}" for s in systems}).background_gradient(subset=sys
 # %%
 overall = table3.loc["all", systems]
 per_cluster = table3.drop(index="all")
-definition_cluster = query_clusters_reading.cluster_most(queries, described.index, query_clusters_reading.is_definition)
-what_is_cluster = query_clusters_reading.cluster_most(queries, described.index, query_clusters_reading.is_what_is)
+definition_cluster = query_clusters.cluster_most(queries, described.index, query_clusters.is_definition)
+what_is_cluster = query_clusters.cluster_most(queries, described.index, query_clusters.is_what_is)
 display(Markdown(query_clusters_reading.table3_reading(table3, TK2, BERT_CAT, definition_cluster, what_is_cluster)))
 glue("median_bm25", f"{overall['BM25']:g}", display=False)
 glue("median_tk2", f"{overall[TK2]:g}", display=False)

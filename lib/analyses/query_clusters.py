@@ -18,6 +18,9 @@ information need by hand. This module does the parts that code can do, determini
   score: lift** = (share of the cluster's queries that contain the term) / (share of all queries that
   contain the term), over terms contained in at least ``min_count`` of the cluster's queries (ties:
   more containing queries first, then the term); terms are :func:`lib.representations.text.tokenize` tokens.
+- :func:`cluster_most` — the cluster whose queries most often pass a test of their words, e.g.
+  :func:`is_definition` (a definition word, the paper's "meaning/definition" clusters) or :func:`is_what_is`
+  (a "what is / what are" opening): the two clusters the paper's §5.3 singles out, found without naming.
 - :func:`pca_map` — 2-D coordinates of the queries (PCA, scikit-learn's full SVD with its
   deterministic sign convention) for the cluster map (:func:`lib.chapters.analysis_plots.plot_query_map`).
 """
@@ -25,7 +28,7 @@ information need by hand. This module does the parts that code can do, determini
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -243,3 +246,28 @@ def pca_map(vectors: np.ndarray) -> QueryMap:
         raise ValueError(f"parameter 'vectors' needs at least 2 rows and 2 columns for a 2-D map, got {vectors.shape}")
     pca = PCA(n_components=2, svd_solver="full").fit(vectors)
     return QueryMap(points=pca.transform(vectors), explained_variance_ratio=pca.explained_variance_ratio_)
+
+
+#: The words that make a query definition-like (the paper's "meaning/definition" clusters).
+DEFINITION_WORDS = frozenset({"define", "definition", "meaning", "means", "mean", "defined"})
+
+
+def is_definition(tokens: Sequence[str]) -> bool:
+    """Whether a tokenised query holds one of :data:`DEFINITION_WORDS`."""
+    return bool(DEFINITION_WORDS & set(tokens))
+
+
+def is_what_is(tokens: Sequence[str]) -> bool:
+    """Whether a tokenised query opens with "what is" or "what are"."""
+    return list(tokens[:2]) in (["what", "is"], ["what", "are"])
+
+
+def cluster_most(queries: pd.DataFrame, clusters: Iterable[int], test: Callable[[Sequence[str]], bool]) -> int:
+    """The cluster (of ``clusters``, the first on a tie) whose queries (``queries``: columns "cluster", "text")
+    most often pass ``test`` once tokenised."""
+
+    def share(cluster: int) -> float:
+        members = queries[queries["cluster"] == cluster]["text"]
+        return float(np.mean([test(tokenize(text)) for text in members]))
+
+    return max(clusters, key=share)

@@ -3,41 +3,14 @@
 The sentences follow the paper's Table 3 analogue (median rank of the first relevant passage per
 system, over all queries and per cluster): how many clusters the TK improves over BM25, and the two
 clusters the paper singles out, found here by their queries' words ("what is / what are" openings,
-definition words).
+definition words: :func:`lib.analyses.query_clusters.cluster_most`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-
-import numpy as np
 import pandas as pd
 
-from lib.representations.text import tokenize
-
-#: The words that make a query definition-like (the paper's "meaning/definition" clusters).
-DEFINITION_WORDS = frozenset({"define", "definition", "meaning", "means", "mean", "defined"})
-
-
-def is_definition(tokens: Sequence[str]) -> bool:
-    """Whether a tokenised query holds one of :data:`DEFINITION_WORDS`."""
-    return bool(DEFINITION_WORDS & set(tokens))
-
-
-def is_what_is(tokens: Sequence[str]) -> bool:
-    """Whether a tokenised query opens with "what is" or "what are"."""
-    return list(tokens[:2]) in (["what", "is"], ["what", "are"])
-
-
-def cluster_most(queries: pd.DataFrame, clusters: Iterable[int], test: Callable[[Sequence[str]], bool]) -> int:
-    """The cluster (of ``clusters``, the first on a tie) whose queries (``queries``: columns "cluster", "text")
-    most often pass ``test`` once tokenised."""
-
-    def share(cluster: int) -> float:
-        members = queries[queries["cluster"] == cluster]["text"]
-        return float(np.mean([test(tokenize(text)) for text in members]))
-
-    return max(clusters, key=share)
+from lib.analyses.query_clusters import DEFINITION_WORDS
 
 
 def example_query_reading(example: pd.DataFrame, described: pd.DataFrame) -> str:

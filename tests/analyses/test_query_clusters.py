@@ -11,10 +11,13 @@ from lib.analyses.first_relevant import ALL, first_relevant_ranks, median_rank_t
 from lib.analyses.query_clusters import (
     CLUSTER_QUERY_SETS,
     characteristic_terms,
+    cluster_most,
     cluster_queries,
     describe_clusters,
     elbow,
     inertia_curve,
+    is_definition,
+    is_what_is,
     load_cluster_queries,
     pca_map,
 )
@@ -199,3 +202,19 @@ def test_clustering_runs_end_to_end_on_real_queries() -> None:
     medians = median_rank_table(ranks, dict(zip(sample["qid"], clusters.labels, strict=True)))
     assert medians.loc[ALL, "queries"] == 43 == medians["queries"].drop(ALL).sum()
     assert ((medians[["BM25", "BM25+RM3"]] >= 1) & (medians[["BM25", "BM25+RM3"]] <= 101)).all().all()
+
+
+# --- the clusters the paper singles out, by their words ---------------------------------------------
+
+WORDED_QUERIES = pd.DataFrame(
+    {
+        "cluster": [0, 0, 1, 1, 2],
+        "text": ["what is a cat", "what are dogs", "define cat", "cat meaning", "cost of a flight"],
+    }
+)
+
+
+def test_the_named_clusters_are_found_by_their_words() -> None:
+    assert cluster_most(WORDED_QUERIES, [0, 1, 2], is_definition) == 1
+    assert cluster_most(WORDED_QUERIES, [0, 1, 2], is_what_is) == 0
+    assert cluster_most(WORDED_QUERIES, [2, 0], is_definition) == 2  # a tie: the first cluster given

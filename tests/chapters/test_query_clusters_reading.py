@@ -4,26 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lib.chapters.query_clusters_reading import (
-    cluster_most,
-    example_query_reading,
-    is_definition,
-    is_what_is,
-    table3_reading,
-)
-
-QUERIES = pd.DataFrame(
-    {
-        "cluster": [0, 0, 1, 1, 2],
-        "text": ["what is a cat", "what are dogs", "define cat", "cat meaning", "cost of a flight"],
-    }
-)
-
-
-def test_the_named_clusters_are_found_by_their_words() -> None:
-    assert cluster_most(QUERIES, [0, 1, 2], is_definition) == 1
-    assert cluster_most(QUERIES, [0, 1, 2], is_what_is) == 0
-    assert cluster_most(QUERIES, [2, 0], is_definition) == 2  # a tie: the first cluster given
+from lib.chapters.query_clusters_reading import example_query_reading, table3_reading
 
 
 def test_table3_reading_counts_clusters_the_tk_improves() -> None:
