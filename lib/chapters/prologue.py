@@ -12,7 +12,6 @@ the minutes it took and gives back the "This chapter ran in N minutes" line the 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,11 +26,8 @@ from lib.core import paths
 from lib.core.atomic import write_json
 from lib.core.device import resolve_device
 from lib.core.plotting import set_style
-from lib.core.profiles import Profile, get_profile
+from lib.core.profiles import get_profile, with_overrides
 from lib.core.run_context import RunContext
-
-#: The sections of a :class:`~lib.core.profiles.Profile` a chapter may take as its own settings.
-SECTIONS: tuple[str, ...] = ("training", "speed", "clusters", "tilde", "trec", "lecture")
 
 
 @dataclass(frozen=True)
@@ -61,23 +57,6 @@ class ChapterRun(RunContext):
         return Markdown(f"This chapter ran in {minutes:.1f} minutes on `{self.device}` ({self.profile.name} profile).")
 
 
-def with_overrides(profile: Profile, section: str, overrides: Mapping[str, Any]) -> Profile:
-    """``profile`` with the parameters cell's ``overrides`` applied to its section ``section`` (:data:`SECTIONS`).
-
-    ``None`` keeps the profile's value; a list becomes a tuple (papermill passes lists). An unknown section, or an
-    override that is not a field of the section, is a ``ValueError`` naming the parameter.
-    """
-    if section not in SECTIONS:
-        raise ValueError(f"parameter 'section' is {section!r}; expected one of {SECTIONS}")
-    settings = getattr(profile, section)
-    known = {item.name for item in dataclasses.fields(settings)}
-    for name in overrides:
-        if name not in known:
-            raise ValueError(f"parameter {name!r} is not a setting of the profile's section {section!r}")
-    changes = {name: tuple(value) if isinstance(value, list) else value for name, value in overrides.items()}
-    return dataclasses.replace(profile, **{section: settings.replace(**changes)})
-
-
 def start_chapter(
     name: str,
     profile_name: str,
@@ -89,12 +68,12 @@ def start_chapter(
 ) -> ChapterRun:
     """Start chapter ``name`` (``NN_topic``) under the profile called ``profile_name`` (see the module doc).
 
-    ``section``: the profile's section that is the chapter's own settings (:data:`SECTIONS`; ``None``: none);
-    ``overrides``: the parameters cell's values of its knobs, by field name (:func:`with_overrides`; ``None``
-    keeps the profile's value). ``seed`` seeds torch's generator, ``device`` is resolved by
-    :func:`lib.core.device.resolve_device` (``"auto"``: CUDA when available), ``precision`` is the decimals pandas
-    shows. From here on the loaders of :mod:`lib.data` read the profile's data folder. An unknown profile is a
-    ``ValueError`` naming the parameter, and so is an override without a section.
+    ``section``: the profile's section that is the chapter's own settings (:data:`lib.core.profiles.SECTIONS`;
+    ``None``: none); ``overrides``: the parameters cell's values of its knobs, by field name
+    (:func:`lib.core.profiles.with_overrides`; ``None`` keeps the profile's value). ``seed`` seeds torch's
+    generator, ``device`` is resolved by :func:`lib.core.device.resolve_device` (``"auto"``: CUDA when available),
+    ``precision`` is the decimals pandas shows. From here on the loaders of :mod:`lib.data` read the profile's data
+    folder. An unknown profile is a ``ValueError`` naming the parameter, and so is an override without a section.
     """
     profile = get_profile(profile_name)
     if section is not None:

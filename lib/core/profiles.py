@@ -5,8 +5,8 @@ default) and ``paper`` (full MS MARCO on a GPU). A chapter's papermill ``paramet
 profile and may override a knob; ``None`` in a parameters cell means "the profile's default", which
 the chapter reads from its section here: ``training`` (chapter 2), ``speed`` (chapter 3), ``clusters``
 (chapter 4), ``tilde`` (chapter 6), ``trec`` (chapter 7), ``lecture`` (chapter 8).
-:func:`lib.chapters.prologue.start_chapter` applies a chapter's overrides to its section once (the chapter's
-``settings``). ARCHITECTURE.md, "Chapters", says how a chapter uses them.
+:func:`with_overrides` applies a chapter's overrides to its section; :func:`lib.chapters.prologue.start_chapter`
+calls it once (the chapter's ``settings``). ARCHITECTURE.md, "Chapters", says how a chapter uses them.
 """
 
 from __future__ import annotations
@@ -428,12 +428,33 @@ PROFILES: dict[str, Profile] = {
 }  # fmt: skip
 
 
+#: The sections of a :class:`Profile` a chapter may take as its own settings.
+SECTIONS: tuple[str, ...] = ("training", "speed", "clusters", "tilde", "trec", "lecture")
+
+
 def get_profile(name: str) -> Profile:
     """Return the profile called ``name``; an unknown name is a ``ValueError`` naming the parameter."""
     try:
         return PROFILES[name]
     except KeyError:
         raise ValueError(f"parameter 'profile' is {name!r}; expected one of {sorted(PROFILES)}") from None
+
+
+def with_overrides(profile: Profile, section: str, overrides: Mapping[str, Any]) -> Profile:
+    """``profile`` with the parameters cell's ``overrides`` applied to its section ``section`` (:data:`SECTIONS`).
+
+    ``None`` keeps the profile's value; a list becomes a tuple (papermill passes lists). An unknown section, or an
+    override that is not a field of the section, is a ``ValueError`` naming the parameter.
+    """
+    if section not in SECTIONS:
+        raise ValueError(f"parameter 'section' is {section!r}; expected one of {SECTIONS}")
+    settings = getattr(profile, section)
+    known = {item.name for item in dataclasses.fields(settings)}
+    for name in overrides:
+        if name not in known:
+            raise ValueError(f"parameter {name!r} is not a setting of the profile's section {section!r}")
+    changes = {name: tuple(value) if isinstance(value, list) else value for name, value in overrides.items()}
+    return dataclasses.replace(profile, **{section: settings.replace(**changes)})
 
 
 def limit_queries(qids: list[str], profile: Profile) -> list[str]:

@@ -12,6 +12,7 @@ from lib.core.profiles import (
     TrecSettings,
     get_profile,
     limit_queries,
+    with_overrides,
 )
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
@@ -116,3 +117,14 @@ def test_lecture_settings_refuse_empty_counts_and_zero_repetitions() -> None:
         LectureSettings(latency_repetitions=0)
     assert get_profile("book").lecture.latency_counts == (100, 1000)
     assert set(get_profile("smoke").lecture.models) <= set(MODELS)
+
+
+def test_overrides_change_only_their_section_and_name_a_bad_parameter() -> None:
+    smoke = get_profile("smoke")
+    changed = with_overrides(smoke, "training", {"max_steps": 7, "batch_size": None, "ladder_models": ["tk1-pieces"]})
+    assert changed.training == smoke.training.replace(max_steps=7, ladder_models=("tk1-pieces",))
+    assert changed.speed == smoke.speed and changed.tilde == smoke.tilde
+    with pytest.raises(ValueError, match="'max_step'"):
+        with_overrides(smoke, "training", {"max_step": 1})
+    with pytest.raises(ValueError, match="'section'"):
+        with_overrides(smoke, "nothing", {})
