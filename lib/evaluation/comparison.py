@@ -173,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--baseline", help="the system the others are tested against (default: no tests)")
     args = parser.parse_args(argv)
     runs = {path.stem.split("__")[-1]: read_run(path) for path in args.runs}
+    if args.baseline is not None and args.baseline not in runs:
+        parser.error(f"--baseline {args.baseline!r} names none of the runs' systems: {', '.join(runs)}")
     print(compare(runs, read_qrels(args.qrels), args.measures, args.baseline).to_string())
 
 

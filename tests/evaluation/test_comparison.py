@@ -141,3 +141,12 @@ def test_the_command_line_compares_run_files(converted: Path, capsys: pytest.Cap
     rows = {line.split()[0]: line.split()[1] for line in printed[2:]}
     # printed at pandas' display precision (a chapter's prologue may have lowered it)
     assert list(rows) == ["bm25", "bm25-rm3"] and float(rows["bm25-rm3"]) == pytest.approx(0.5216, abs=1e-3)
+
+
+def test_the_command_line_refuses_a_baseline_that_names_no_run(
+    converted: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = converted / "runs" / "dl19__bm25.trec"
+    with pytest.raises(SystemExit):
+        main([str(converted / "qrels.dl19.txt"), str(run), "--baseline", "dl19__bm25"])
+    assert "--baseline 'dl19__bm25' names none of the runs' systems: bm25" in capsys.readouterr().err
