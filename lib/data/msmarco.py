@@ -55,10 +55,10 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import IO
+from typing import IO, Any
 
 from lib.core import paths
 from lib.core.atomic import atomic_write, write_json
@@ -115,7 +115,8 @@ def load_ir_datasets(home: str | os.PathLike | None = None) -> ModuleType:
     return ir_datasets
 
 
-def _query_key(qid: str) -> tuple[int, str]:
+def query_key(qid: str) -> tuple[int, str]:
+    """The order of query and passage ids in the written files: numeric for integer ids, others first, lexically."""
     return (int(qid), "") if qid.isdigit() else (-1, qid)
 
 
@@ -140,7 +141,8 @@ class _Texts:
             )
 
 
-def _write_rows(handle: IO[str], rows: Iterable[Sequence[str]]) -> None:
+def write_rows(handle: IO[str], rows: Iterable[Sequence[str]]) -> None:
+    """Write ``rows`` as tab-separated lines (``collection.tsv``, ``queries.<set>.tsv``, ``triples.train.tsv``)."""
     for row in rows:
         handle.write("\t".join(row) + "\n")
 
@@ -150,46 +152,76 @@ def _export_collection(irds: ModuleType, out: Path) -> list[Path]:
     target = out / "collection.tsv"
     with atomic_write(target) as handle:
         docs = ((doc.doc_id, doc.text) for doc in irds.load("msmarco-passage").docs_iter())
-        _write_rows(handle, texts.rows(docs))
+        write_rows(handle, texts.rows(docs))
     texts.warn()
     return [target]
+
+
+def write_query_set(
+    out: Path, name: str, queries: Iterable[tuple[str, str]], qrels: Mapping[tuple[str, str], int]
+) -> list[Path]:
+    """Write ``queries.<name>.tsv`` and ``qrels.<name>.txt`` (``qid 0 pid grade``) in :func:`query_key` order.
+
+    ``queries`` are ``(qid, text)`` rows; ``qrels`` maps ``(qid, pid)`` to its grade (a judgment given
+    twice is one key: its last grade). Returns the two paths.
+    """
+    query_file, qrels_file = out / f"queries.{name}.tsv", out / f"qrels.{name}.txt"
+    with atomic_write(query_file) as handle:
+        write_rows(handle, sorted(queries, key=lambda row: query_key(row[0])))
+    with atomic_write(qrels_file) as handle:
+        for (qid, pid), grade in sorted(qrels.items(), key=lambda item: (query_key(item[0][0]), query_key(item[0][1]))):
+            handle.write(f"{qid} 0 {pid} {grade}\n")
+    return [query_file, qrels_file]
+
+
+def write_run(out: Path, name: str, candidates: Mapping[str, Sequence[tuple[str, float]]]) -> list[Path]:
+    """Write ``runs/<name>__bm25.trec``: each query's ``(pid, score)`` candidates in the given order, rank = position.
+
+    Queries in :func:`query_key` order. Returns the path (in a list, as the other writers).
+    """
+    target = out / "runs" / f"{name}__{RUN_SYSTEM}.trec"
+    with atomic_write(target) as handle:
+        for qid in sorted(candidates, key=query_key):
+            for rank, (pid, score) in enumerate(candidates[qid], start=1):
+                handle.write(f"{qid} Q0 {pid} {rank} {score!r} {RUN_SYSTEM}\n")
+    return [target]
+
+
+def write_manifest(out: Path, written: Iterable[Path], marks: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Merge the sha256 of every ``written`` file (by its path relative to ``out``) into ``out/manifest.json``.
+
+    Entries of earlier calls are kept; ``marks`` (e.g. ``{"miniature": True}``) are added as they are.
+    Returns the manifest, written atomically with its keys sorted.
+    """
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    manifest.update({str(path.relative_to(out)): sha256_of(path) for path in written})
+    manifest.update(marks or {})
+    write_json(manifest_path, dict(sorted(manifest.items())))
+    return manifest
 
 
 def _export_queries_and_qrels(irds: ModuleType, out: Path, name: str) -> list[Path]:
     dataset = irds.load(QUERY_SETS[name])
     texts = _Texts(f"{name} queries")
-    queries = sorted(texts.rows((q.query_id, q.text) for q in dataset.queries_iter()), key=lambda r: _query_key(r[0]))
+    queries = list(texts.rows((q.query_id, q.text) for q in dataset.queries_iter()))
     texts.warn()
-    qrels = sorted(
-        {(qrel.query_id, qrel.doc_id): int(qrel.relevance) for qrel in dataset.qrels_iter()}.items(),
-        key=lambda item: (_query_key(item[0][0]), _query_key(item[0][1])),
-    )
-    query_file, qrels_file = out / f"queries.{name}.tsv", out / f"qrels.{name}.txt"
-    with atomic_write(query_file) as handle:
-        _write_rows(handle, queries)
-    with atomic_write(qrels_file) as handle:
-        for (qid, pid), grade in qrels:
-            handle.write(f"{qid} 0 {pid} {grade}\n")
-    return [query_file, qrels_file]
+    qrels = {(qrel.query_id, qrel.doc_id): int(qrel.relevance) for qrel in dataset.qrels_iter()}
+    return write_query_set(out, name, queries, qrels)
 
 
 def _export_run(irds: ModuleType, out: Path, name: str) -> list[Path]:
     candidates: dict[str, list[tuple[str, float]]] = {}
     for hit in irds.load(QUERY_SETS[name]).scoreddocs_iter():
         candidates.setdefault(hit.query_id, []).append((hit.doc_id, float(hit.score)))
-    target = out / "runs" / f"{name}__{RUN_SYSTEM}.trec"
-    with atomic_write(target) as handle:
-        for qid in sorted(candidates, key=_query_key):
-            for rank, (pid, score) in enumerate(candidates[qid], start=1):
-                handle.write(f"{qid} Q0 {pid} {rank} {score!r} {RUN_SYSTEM}\n")
-    return [target]
+    return write_run(out, name, candidates)
 
 
 def _export_triples(irds: ModuleType, out: Path, triples: str) -> list[Path]:
     target = out / "triples.train.tsv"
     with atomic_write(target) as handle:
         pairs = irds.load(TRIPLES[triples]).docpairs_iter()
-        _write_rows(handle, ((pair.query_id, pair.doc_id_a, pair.doc_id_b) for pair in pairs))
+        write_rows(handle, ((pair.query_id, pair.doc_id_a, pair.doc_id_b) for pair in pairs))
     return [target]
 
 
@@ -234,11 +266,7 @@ def export(
             written += _export_queries_and_qrels(irds, out, part)
             if part in ("dl19", "dl20"):
                 written += _export_run(irds, out, part)
-    manifest_path = out / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
-    manifest.update({str(path.relative_to(out)): sha256_of(path) for path in written})
-    write_json(manifest_path, dict(sorted(manifest.items())))
-    return manifest
+    return write_manifest(out, written)
 
 
 def main(argv: list[str] | None = None) -> None:
