@@ -1,0 +1,121 @@
+"""``python -m lib.experiments.miniature``: the paper-shaped miniature of the MS MARCO export and its teacher scores.
+
+:mod:`lib.data.miniature` builds and writes the miniature's data from the book's real data, in the export's
+layout (:mod:`lib.data.msmarco`); the ``paper`` profile also reads a teacher's scores of the training triples,
+which the data stage cannot compute (it imports no model). This module composes the two: it writes the
+data, then :data:`TEACHER_FILE`, the scores of every triple of ``triples.train.tsv`` in the format of
+Hofstätter et al. 2020's published teacher files (:func:`lib.data.readers.read_teacher_scores`),
+
+    ``pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid``
+
+by the book's teacher, the zero-shot MiniLM bi-encoder (:mod:`lib.experiments.distillation_set`): the cosine
+of the query's and the passage's vectors, every query and passage encoded once
+(:func:`lib.reranking.dense.encode`), on the CPU in float32 (exact, deterministic; :mod:`lib.core.device`).
+The file's hash joins the manifest, which says ``"miniature": true``. Nothing is cached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lib.core.atomic import atomic_write
+from lib.data.miniature import MARK, build_miniature, write_miniature
+from lib.data.msmarco import write_manifest
+from lib.models.bi_encoder import BiEncoder
+from lib.representations.bert import load_tokenizer
+from lib.representations.pretrained import minilm_folder
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
+from lib.reranking.dense import dense_scores, encode
+
+#: The miniature's teacher file, named after the published ones (``<teacher>_msmarcopassage_train_scores_ids.tsv``).
+TEACHER_FILE = "minilm_msmarcopassage_train_scores_ids.tsv"
+
+
+def teacher_scores(
+    model: BiEncoder,
+    tokenizer: Any,
+    queries: Mapping[str, str],
+    passages: Mapping[str, str],
+    triples: Sequence[tuple[str, str, str]],
+) -> list[tuple[float, float]]:
+    """The bi-encoder's ``(positive, negative)`` cosine of each ``(qid, pos_pid, neg_pid)`` of ``triples``.
+
+    Queries are cut at the book's 30 word pieces, passages at 200 (:mod:`lib.representations.text`).
+    """
+    candidates: dict[str, dict[str, float]] = {}
+    for qid, pos, neg in triples:
+        candidates.setdefault(qid, {}).update({pos: 0.0, neg: 0.0})
+    pids = sorted({pid for chosen in candidates.values() for pid in chosen})
+    encoded_queries = encode(model, tokenizer, queries, sorted(candidates), QUERY_MAX_LENGTH)
+    encoded_passages = encode(model, tokenizer, passages, pids, DOC_MAX_LENGTH)
+    scores = dense_scores(encoded_queries, encoded_passages, candidates)
+    return [(scores[qid][pos], scores[qid][neg]) for qid, pos, neg in triples]
+
+
+def write_teacher_file(
+    path: str | os.PathLike, triples: Sequence[tuple[str, str, str]], scores: Sequence[tuple[float, float]]
+) -> Path:
+    """Write ``pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid`` per triple, atomically; returns ``path``."""
+    if len(triples) != len(scores):
+        raise ValueError(f"{path}: {len(triples)} triples but {len(scores)} pairs of scores")
+    path = Path(path)
+    with atomic_write(path) as handle:
+        for (qid, pos, neg), (pos_score, neg_score) in zip(triples, scores, strict=True):
+            handle.write(f"{pos_score!r}\t{neg_score!r}\t{qid}\t{pos}\t{neg}\n")
+    return path
+
+
+def write(
+    out: str | os.PathLike,
+    source: str | os.PathLike | None = None,
+    passages: int | None = None,
+    seed: int = 42,
+    depth: int = 100,
+    triples_per_query: int = 4,
+) -> dict[str, Any]:
+    """Write the miniature (:func:`lib.data.miniature.build_miniature`'s parameters) and its teacher file into ``out``.
+
+    Returns the manifest: every file's sha256 and ``"miniature": true``.
+    """
+    miniature = build_miniature(source, passages, seed, depth, triples_per_query)
+    write_miniature(miniature, out)
+    teacher = BiEncoder(minilm_folder())
+    scores = teacher_scores(
+        teacher, load_tokenizer(minilm_folder()), miniature.queries["train"], miniature.passages, miniature.triples
+    )
+    written = write_teacher_file(Path(out) / TEACHER_FILE, miniature.triples, scores)
+    return write_manifest(Path(out), [written], MARK)
+
+
+def _at_least_one(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {number}")
+    return number
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m lib.experiments.miniature``: a paper-shaped miniature of the MS MARCO export from real data."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--out", required=True, help="the folder to write (a miniature's or a new one)")
+    parser.add_argument("--source", default=None, help="the converted book data (default: data/converted)")
+    parser.add_argument(
+        "--passages", type=_at_least_one, default=None, help="collection.tsv's size (default: the passages needed)"
+    )
+    parser.add_argument("--seed", type=int, default=42, help="seeds the triples, the shuffles and the passages drawn")
+    parser.add_argument("--depth", type=_at_least_one, default=100, help="the test years' BM25 candidates per query")
+    parser.add_argument("--triples-per-query", type=_at_least_one, default=4, help="training triples per query")
+    args = parser.parse_args(argv)
+    try:
+        manifest = write(args.out, args.source, args.passages, args.seed, args.depth, args.triples_per_query)
+    except ValueError as error:
+        parser.error(str(error))
+    print(f"a miniature of {len(manifest) - len(MARK)} files in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
