@@ -29,7 +29,9 @@ passage of the book subset has the same text here; a text that is empty after no
 left out with a warning (the readers refuse empty texts). Query sets, qrels and runs are sorted
 as :mod:`lib.data.convert` sorts them (a judgment given twice is written once, with its last grade);
 the collection and the triples keep ``ir_datasets``' order.
-Every file is written atomically (:mod:`lib.core.atomic`).
+Every file is written atomically (:mod:`lib.core.atomic`). A miniature of this export built from the
+book's real data (:mod:`lib.data.miniature`, ``python -m lib.experiments.miniature``) is written by the
+same writers (:func:`write_rows`, :func:`write_query_set`, :func:`write_run`, :func:`write_manifest`).
 
 **The official top-1000 carries no BM25 scores or ranks**: the MS MARCO organisers shuffled each
 query's 1,000 candidates, and ``ir_datasets`` gives every candidate the score 0. The runs keep
