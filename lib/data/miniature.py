@@ -29,11 +29,11 @@ from the converted book data (:mod:`lib.data.convert`):
 ``manifest.json``                  the sha256 of every file, and ``"miniature": true``
 =================================  ===========================================================
 
-No official dev-small top-1000 exists in the book data, so the miniature writes no
-``runs/dev-small__bm25.trec`` (the export writes it only with its ``dev-small-run`` part); where a run is
-missing or unscored, chapter 1 retrieves a scored BM25 run over ``collection.tsv``
-(:mod:`lib.experiments.first_stage_runs`). The teacher's scores of the triples are a later stage's work:
-``python -m lib.experiments.miniature`` writes this folder and the teacher file.
+No official dev-small top-1000 exists in the book data, and BM25 is a later stage's
+(:mod:`lib.first_stage`), as are the teacher's scores of the triples (:mod:`lib.models`):
+``python -m lib.experiments.miniature`` writes this folder, then ``runs/dev-small__bm25.trec`` — BM25's top
+``depth`` over the miniature's ``collection.tsv``, unscored as the official one (:func:`unscored`) — and the
+teacher file.
 """
 
 from __future__ import annotations
@@ -112,19 +112,27 @@ def _train_set(source: Path, tests: Mapping[str, Mapping[str, str]], seed: int, 
     }
 
 
-def _test_year(source: Path, name: str, corpus: Mapping[str, str], depth: int, seed: int) -> dict[str, Any]:
-    """A test year's queries, its judgments of passages with text and its BM25 top ``depth``, unscored and shuffled."""
-    qrels = read_qrels(source / f"qrels.{name}.txt")
-    run = read_run(source / "runs" / f"{name}__bm25.trec")
+def unscored(
+    run: Mapping[str, Mapping[str, float]], name: str, depth: int, seed: int
+) -> dict[str, list[tuple[str, float]]]:
+    """Each query's top ``depth`` of the scored ``run`` of set ``name``, as the export's official top-1000 is:
+    shuffled (seeded by ``seed``, ``name`` and the query) and every score ``0.0``, ready for
+    :func:`lib.data.msmarco.write_run` (rank = position)."""
     candidates = {}
     for qid, scored in run.items():
         top = ranking_from_run(scored)[:depth]
         random.Random(f"miniature-shuffle:{seed}:{name}:{qid}").shuffle(top)
         candidates[qid] = [(pid, 0.0) for pid in top]
+    return candidates
+
+
+def _test_year(source: Path, name: str, corpus: Mapping[str, str], depth: int, seed: int) -> dict[str, Any]:
+    """A test year's queries, its judgments of passages with text and its BM25 top ``depth``, unscored and shuffled."""
+    qrels = read_qrels(source / f"qrels.{name}.txt")
     return {
         "queries": read_queries(source / f"queries.{name}.tsv"),
         "qrels": {(qid, pid): grade for qid, judged in qrels.items() for pid, grade in judged.items() if pid in corpus},
-        "run": candidates,
+        "run": unscored(read_run(source / "runs" / f"{name}__bm25.trec"), name, depth, seed),
     }
 
 

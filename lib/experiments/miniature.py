@@ -1,10 +1,14 @@
 """``python -m lib.experiments.miniature``: the paper-shaped miniature of the MS MARCO export and its teacher scores.
 
 :mod:`lib.data.miniature` builds and writes the miniature's data from the book's real data, in the export's
-layout (:mod:`lib.data.msmarco`); the ``paper`` profile also reads a teacher's scores of the training triples,
-which the data stage cannot compute (it imports no model). This module composes the two: it writes the
-data, then :data:`TEACHER_FILE`, the scores of every triple of ``triples.train.tsv`` in the format of
-Hofstätter et al. 2020's published teacher files (:func:`lib.data.readers.read_teacher_scores`),
+layout (:mod:`lib.data.msmarco`); the ``paper`` path also reads dev-small's BM25 candidates and a teacher's
+scores of the training triples, which the data stage cannot compute (it imports no retriever and no model).
+This module composes them: it writes the data, then ``runs/dev-small__bm25.trec``, BM25's top ``depth``
+(:func:`lib.first_stage.lucene.retrieve`) over the miniature's ``collection.tsv``, indexed in a temporary
+folder, written unscored and shuffled as the export's official top-1000
+(:func:`lib.data.miniature.unscored`), then :data:`TEACHER_FILE`, the scores of every triple of
+``triples.train.tsv`` in the format of Hofstätter et al. 2020's published teacher files
+(:func:`lib.data.readers.read_teacher_scores`),
 
     ``pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid``
 
@@ -18,13 +22,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lib.core.atomic import atomic_write
-from lib.data.miniature import MARK, build_miniature, write_miniature
-from lib.data.msmarco import write_manifest
+from lib.data import read_queries
+from lib.data.miniature import MARK, build_miniature, unscored, write_miniature
+from lib.data.msmarco import write_manifest, write_run
+from lib.first_stage import lucene
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import load_tokenizer
 from lib.representations.pretrained import minilm_folder
@@ -69,6 +76,15 @@ def write_teacher_file(
     return path
 
 
+def dev_small_run(out: str | os.PathLike, depth: int, seed: int) -> Path:
+    """Write ``runs/dev-small__bm25.trec`` into the miniature ``out``: BM25's unscored top ``depth`` (module doc)."""
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="miniature-index-") as folder:
+        index = lucene.build_index(out / "collection.tsv", Path(folder) / "index", progress=False)
+        run = lucene.retrieve(index, read_queries(out / "queries.dev-small.tsv"), "bm25", k=depth)
+    return write_run(out, "dev-small", unscored(run, "dev-small", depth, seed))[0]
+
+
 def write(
     out: str | os.PathLike,
     source: str | os.PathLike | None = None,
@@ -79,16 +95,17 @@ def write(
 ) -> dict[str, Any]:
     """Write the miniature (:func:`lib.data.miniature.build_miniature`'s parameters) and its teacher file into ``out``.
 
-    Returns the manifest: every file's sha256 and ``"miniature": true``.
+    ``depth`` cuts dev-small's BM25 run too. Returns the manifest: every file's sha256 and ``"miniature": true``.
     """
     miniature = build_miniature(source, passages, seed, depth, triples_per_query)
     write_miniature(miniature, out)
+    run = dev_small_run(out, depth, seed)
     teacher = BiEncoder(minilm_folder())
     scores = teacher_scores(
         teacher, load_tokenizer(minilm_folder()), miniature.queries["train"], miniature.passages, miniature.triples
     )
     written = write_teacher_file(Path(out) / TEACHER_FILE, miniature.triples, scores)
-    return write_manifest(Path(out), [written], MARK)
+    return write_manifest(Path(out), [run, written], MARK)
 
 
 def _at_least_one(value: str) -> int:
@@ -107,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         "--passages", type=_at_least_one, default=None, help="collection.tsv's size (default: the passages needed)"
     )
     parser.add_argument("--seed", type=int, default=42, help="seeds the triples, the shuffles and the passages drawn")
-    parser.add_argument("--depth", type=_at_least_one, default=100, help="the test years' BM25 candidates per query")
+    parser.add_argument("--depth", type=_at_least_one, default=100, help="BM25 candidates per query (all runs)")
     parser.add_argument("--triples-per-query", type=_at_least_one, default=4, help="training triples per query")
     args = parser.parse_args(argv)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.data import read_collection, read_queries, read_teacher_scores, read_triples
+from lib.data import is_unscored, read_collection, read_queries, read_run, read_teacher_scores, read_triples
 from lib.data.registry import sha256_of
 from lib.experiments.miniature import TEACHER_FILE, main, teacher_scores, write_teacher_file
 from lib.models.bi_encoder import BiEncoder
@@ -39,6 +39,15 @@ def test_the_manifest_holds_the_teacher_file(folder: Path) -> None:
     assert manifest["miniature"] is True
     assert manifest[TEACHER_FILE] == sha256_of(folder / TEACHER_FILE)
     assert all(sha256_of(folder / name) == digest for name, digest in manifest.items() if name != "miniature")
+
+
+def test_dev_small_has_an_unscored_bm25_run_over_the_collection(folder: Path) -> None:
+    run = read_run(folder / "runs" / "dev-small__bm25.trec")
+    collection, queries = read_collection(folder / "collection.tsv"), read_queries(folder / "queries.dev-small.tsv")
+    assert run and set(run) <= set(queries) and is_unscored(run)
+    assert all(len(ranked) <= 5 and set(ranked) <= set(collection) for ranked in run.values())
+    ranks = [int(line.split()[3]) for line in (folder / "runs" / "dev-small__bm25.trec").read_text().splitlines()]
+    assert ranks[: len(next(iter(run.values())))] == list(range(1, len(next(iter(run.values()))) + 1))
 
 
 def test_scores_are_the_teachers_cosines(folder: Path) -> None:
