@@ -54,6 +54,37 @@ def test_no_stage_imports_a_later_stage() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def module_name(path: Path) -> str:
+    """The dotted name of a file of ``lib/`` (a package by its ``__init__.py``)."""
+    parts = ("lib", *path.relative_to(LIB).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """The modules of ``lib/`` import each other without a cycle (inside a stage as well as across)."""
+    modules = {module_name(path): path for path in LIB.rglob("*.py")}
+    graph = {
+        name: sorted({target for target in lib_imports(path) if target in modules and target != name})
+        for name, path in modules.items()
+    }
+    state: dict[str, str] = {}
+
+    def visit(name: str, trail: list[str]) -> list[str] | None:
+        state[name] = "open"
+        for target in graph[name]:
+            if state.get(target) == "open":
+                return [*trail, name, target]
+            if target not in state and (cycle := visit(target, [*trail, name])):
+                return cycle
+        state[name] = "done"
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            cycle = visit(name, [])
+            assert cycle is None, " → ".join(cycle)
+
+
 #: The most parameters a function of ``lib/`` takes (``self`` / ``cls`` not counted; ``*args``, ``**kwargs`` one
 #: each): more belong in a settings object (a frozen dataclass such as :class:`lib.models.tk.TKConfig`).
 MAX_PARAMETERS = 10

@@ -25,15 +25,7 @@ from safetensors.torch import load_file, save_file
 
 from lib.core.atomic import write_json
 from lib.data.registry import sha256_of
-
-#: The manifest inside a copy.
-MANIFEST = "copy.json"
-#: The files of a copy besides the manifest.
-COPIED_FILES = ("config.json", "model.safetensors", "vocab.txt")
-
-
-class CopyError(RuntimeError):
-    """A MiniLM copy is missing a file or a file differs from what its manifest recorded."""
+from lib.representations.pretrained import COPIED_FILES, COPY_MANIFEST, MINILM_FILES, WEIGHTS, minilm_folder, pin
 
 
 def write_copy(destination: str | os.PathLike, source: Path | None = None) -> Path:
@@ -41,12 +33,10 @@ def write_copy(destination: str | os.PathLike, source: Path | None = None) -> Pa
 
     Returns ``destination``. The manifest is written last, so an interrupted copy never verifies.
     """
-    from lib.representations.pretrained import MINILM_FILES, WEIGHTS, minilm_folder, pin
-
     source = minilm_folder() if source is None else Path(source)
     target = Path(destination)
     target.mkdir(parents=True, exist_ok=True)
-    (target / MANIFEST).unlink(missing_ok=True)
+    (target / COPY_MANIFEST).unlink(missing_ok=True)
     config = json.loads((source / "config.json").read_text(encoding="utf-8"))
     write_json(target / "config.json", {**config, "torch_dtype": "float32", "dtype": "float32"})
     shutil.copyfile(source / "vocab.txt", target / "vocab.txt")
@@ -55,7 +45,7 @@ def write_copy(destination: str | os.PathLike, source: Path | None = None) -> Pa
     save_file(tensors, partial)
     partial.replace(target / "model.safetensors")
     write_json(
-        target / MANIFEST,
+        target / COPY_MANIFEST,
         {
             "source": pin(MINILM_FILES[0]),
             "source_sha256": {Path(name).name: WEIGHTS[name].digest for name in MINILM_FILES},
@@ -64,24 +54,6 @@ def write_copy(destination: str | os.PathLike, source: Path | None = None) -> Pa
         },
     )
     return target
-
-
-def verified_copy(folder: str | os.PathLike) -> Path:
-    """``folder`` if it is a complete copy whose files match its manifest, else a :class:`CopyError` naming the file."""
-    path = Path(folder)
-    manifest_path = path / MANIFEST
-    if not manifest_path.is_file():
-        raise CopyError(
-            f"{manifest_path}: no manifest; write the copy with `python -m lib.representations.minilm_copy`"
-        )
-    recorded = json.loads(manifest_path.read_text(encoding="utf-8")).get("sha256", {})
-    for name in COPIED_FILES:
-        file = path / name
-        if not file.is_file():
-            raise CopyError(f"{file}: missing from the MiniLM copy")
-        if sha256_of(file) != recorded.get(name):
-            raise CopyError(f"{file}: differs from the sha256 in {manifest_path} (modified or truncated)")
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:

