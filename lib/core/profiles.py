@@ -381,7 +381,8 @@ PROFILES: dict[str, Profile] = {
         # 0.538 / 0.532: all 100 0.628 / 0.575, tuned 0.612 / 0.577, +BM25 0.635 / 0.603, significantly above BM25
         # on both years (Bonferroni over two systems p 0.001 / 0.007), the first TK that is; adopted, and in the
         # book's ladder (validated every 40 steps, it still validates its step 80). TK-BERT-1 and TK-BERT-2 at
-        # 3e-5 fell below their 1e-4 runs (0.437 at step 40; 0.453 at step 220): not adopted. BERT patience 2
+        # 3e-5 fell below their 1e-4 runs (0.437 at step 40; 0.453 at step 220), and so did BERT-cat (0.497 at
+        # step 220; all 100 0.520 / 0.501, not significantly above BM25): not adopted for them. BERT patience 2
         # (not 4): in the chapter-2 build, BERT-cat's validation peaked at step 240 of 400 and TK-BERT-1's at 200
         # of 360; patience 4 ran four validations past each peak (BERT-cat about 10 minutes), patience 2 stops two
         # validations after it with the same best step.
