@@ -1,13 +1,16 @@
 """What every chapter does first and last (ARCHITECTURE.md, "Chapters").
 
-:func:`start_chapter` is the chapter's first code cell after its parameters, and the one place the parameters
-cell's ``profile`` and ``seed`` enter the library: it checks the profile, applies the parameters cell's
-overrides to the chapter's own section of it once, points the data loaders at the profile's data folder
-(:func:`lib.core.paths.use_profile_data`), seeds torch, applies the book's plot style and the table precision,
-picks the device, creates the chapter's artifacts folder and starts the clock, and prints the one line that says
-where the chapter runs. It returns a :class:`ChapterRun`, the :class:`lib.core.run_context.RunContext` the
-chapter hands the library. :meth:`ChapterRun.finish` is its last: it writes the chapter's ``summary.json`` with
-the minutes it took and gives back the "This chapter ran in N minutes" line the page ends with.
+:func:`start_chapter` is the chapter's first code cell after its parameters, and the one place the parameters cell's
+``profile`` and ``seed`` enter the library: it checks the profile, applies the parameters cell's overrides to the
+chapter's own section of it once, points the data loaders at the profile's data folder
+(:func:`lib.core.paths.use_profile_data`), seeds torch, applies the book's plot style and the table precision, picks
+the device, creates the chapter's artifacts folder and starts the clock, and prints the one line that says where the
+chapter runs, then, where they apply, that the data is the paper-shaped miniature
+(:func:`lib.data.miniature.is_miniature`) and the profile's named substitutions
+(:attr:`lib.core.profiles.Profile.substitutions`). It returns a :class:`ChapterRun`, the
+:class:`lib.core.run_context.RunContext` the chapter hands the library. :meth:`ChapterRun.finish` is its last: it
+writes the chapter's ``summary.json`` with the minutes it took and gives back the "This chapter ran in N minutes" line
+the page ends with.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from lib.core.device import resolve_device
 from lib.core.plotting import set_style
 from lib.core.profiles import get_profile, with_overrides
 from lib.core.run_context import RunContext
+from lib.data.miniature import is_miniature
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def start_chapter(
         profile = with_overrides(profile, section, overrides or {})
     elif overrides:
         raise ValueError(f"parameter 'overrides' {sorted(overrides)} needs a 'section' to apply to")
-    paths.use_profile_data(profile.name)
+    data = paths.use_profile_data(profile.name)
     out = paths.chapter_dir(profile.name, name)
     torch.manual_seed(seed)
     set_style()
@@ -89,5 +93,10 @@ def start_chapter(
     print(
         f"profile {profile.name}, device {running_on}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads"
     )
+    if is_miniature(data):
+        shown = paths.shown(data)
+        print(f"data: the paper-shaped miniature in {shown}: it proves the code path, not the paper's numbers")
+    for substitution in profile.substitutions:
+        print(f"substitution: {substitution}")
     settings = None if section is None else getattr(profile, section)
     return ChapterRun(name, profile, seed, running_on, out, settings=settings)

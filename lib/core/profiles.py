@@ -30,6 +30,13 @@ class _Replaceable:
         return dataclasses.replace(self, **{key: value for key, value in changes.items() if value is not None})
 
 
+#: ``TrainingSettings.teacher_scores`` naming the published teacher file (Hofstätter et al. 2020's T2 ensemble).
+PUBLISHED_TEACHER = "published"
+
+#: The teacher-scores file of the paper-shaped miniature (``python -m lib.experiments.miniature``).
+MINIATURE_TEACHER = "minilm_msmarcopassage_train_scores_ids.tsv"
+
+
 @dataclass(frozen=True)
 class TrainingSettings(_Replaceable):
     """Chapter 2's knobs (representations, the distillation set, the TK-family and BERT-cat schedules, depths).
@@ -60,7 +67,11 @@ class TrainingSettings(_Replaceable):
     corpus passage); ``distill_negatives`` above 1 trains the students on groups of a positive and that many
     negatives with the listwise KL (:func:`lib.training.distillation.listwise_kl`; ``batch_size`` then counts
     groups) instead of triples with Margin-MSE. ``distill_query_set``: the query set whose queries the teacher
-    labels (``dev-small``; the ``paper`` profile's MS MARCO ``train`` queries). ``validation_set``: the query set
+    labels (``dev-small``; the ``paper`` profile's MS MARCO ``train`` queries). ``teacher_scores``: ``None`` (the
+    book's MiniLM teacher labels the book's candidates, the ``distill_*`` settings above) or the paper's path, a
+    teacher-scores file whose triples and margins the students learn instead (:data:`PUBLISHED_TEACHER`: the
+    published BERT-cat ensemble's; otherwise a file name in the profile's data folder;
+    :func:`lib.experiments.distillation_set.file_distillation_set`). ``validation_set``: the query set
     that validates (early stopping, the tuned re-ranking depth and interpolation weight): DL21's judged queries, or MS
     MARCO dev-small for the ``paper`` profile (as the TK paper and Hofstätter et al. 2020 validate);
     never a test year nor the training queries (:func:`lib.experiments.distillation_protocol.validation_set` refuses
@@ -95,6 +106,7 @@ class TrainingSettings(_Replaceable):
     distill_random_negatives: float = 0.0
     distill_negatives: int = 1
     distill_query_set: str = "dev-small"
+    teacher_scores: str | None = None
     validation_set: str = "dl21"
     validation_metric: str = "nDCG@10"
     bert_layers: int = 2
@@ -271,7 +283,7 @@ class Profile:
     """One profile: its name, query slice, description, and every chapter's defaults.
 
     Attributes:
-        name: ``smoke``, ``book`` or ``paper``.
+        name: ``smoke``, ``book``, ``paper`` or ``paper-mini``.
         query_limit: evaluate and train on at most this many queries per query set (``None``: all).
             The smoke profile takes the first queries of each set in query order, so that every
             chapter runs in CI within minutes on a slice of the real data.
@@ -279,6 +291,11 @@ class Profile:
         data_folder: the folder under the data folder (:func:`lib.core.paths.converted_dir`) whose standard
             MS MARCO / TREC files the profile's chapters read: ``converted`` (the book subset, ``make data``)
             or ``msmarco`` (full MS MARCO, ``python -m lib.data.msmarco``).
+        paper_path: the profile takes the ``paper`` profile's code path: bert-base-uncased's folder where
+            :attr:`TrainingSettings.bert_cat_start` names it, and no small BERT pre-trained in the book
+            (chapter 6's TILDE starts from the paper's BERT).
+        substitutions: what the profile puts in place of a ``paper`` part that cannot be had here, one line
+            each; every chapter prints them (:func:`lib.chapters.prologue.start_chapter`), so none is silent.
         training, speed, clusters, tilde, trec, lecture: the per-chapter sections (see the module doc).
     """
 
@@ -286,6 +303,8 @@ class Profile:
     query_limit: int | None
     description: str
     data_folder: str = "converted"
+    paper_path: bool = False
+    substitutions: tuple[str, ...] = ()
     training: TrainingSettings = TrainingSettings()
     speed: SpeedSettings = SpeedSettings()
     clusters: ClusterSettings = ClusterSettings()
@@ -409,14 +428,16 @@ PROFILES: dict[str, Profile] = {
         None,
         "full MS MARCO passage, GloVe and bert-base-uncased (GPU + internet)",
         data_folder="msmarco",
+        paper_path=True,
         # The exported official top-1000 runs carry no BM25 order (lib.data.msmarco): chapter 1 retrieves a
         # scored BM25 top-1000 (candidate_depth) in their place (lib.experiments.first_stage_runs), so
         # validation_depth and the tuned depth cut a ranking; the tests re-rank all 1,000, the paper's setting.
         training=TrainingSettings(
-            bert_cat_start="bert-base-uncased", bert_steps=0, batch_size=64, max_steps=100_000, validate_every=4_000,
+            embedding_method="glove-42b-300d", bert_cat_start="bert-base-uncased", bert_steps=0, batch_size=64,
+            max_steps=100_000, validate_every=4_000,
             patience=5, bert_cat_batch_size=32, bert_cat_max_steps=100_000, bert_cat_validate_every=4_000,
-            validation_depth=100, candidate_depth=1000, distill_query_set="train", validation_set="dev-small",
-            validation_metric="MRR@10",
+            validation_depth=100, candidate_depth=1000, distill_query_set="train", teacher_scores=PUBLISHED_TEACHER,
+            validation_set="dev-small", validation_metric="MRR@10",
         ),
         speed=SpeedSettings(max_documents=4096, target_seconds=2.0, repetitions=5, max_latency_seconds=60.0),
         clusters=ClusterSettings(ks=tuple(range(2, 61, 2)), n_init=10),
@@ -427,6 +448,52 @@ PROFILES: dict[str, Profile] = {
         trec=TrecSettings(inits=(1, 2, 3, 4, 5)),
     ),
 }  # fmt: skip
+
+#: ``paper-mini``'s named substitutions for ``paper`` parts that cannot be had here (:attr:`Profile.substitutions`).
+PAPER_MINI_SUBSTITUTIONS: tuple[str, ...] = (
+    "all-MiniLM-L6-v2 (its first layer for BERT-cat) stands in for bert-base-uncased, which cannot be downloaded here",
+    "GloVe 6B-50d (a pinned package) stands in for GloVe 42B-300d, which cannot be downloaded here",
+    "the zero-shot MiniLM bi-encoder's scores of the miniature's triples stand in for the published BERT-cat "
+    "ensemble's scores of MS MARCO's (the same file format)",
+)
+
+
+def paper_miniature(paper: Profile) -> Profile:
+    """``paper-mini``: the ``paper`` profile's code path on the paper-shaped miniature, with schedules of seconds.
+
+    Everything ``paper`` reads and decides stays (the MS MARCO export's layout and formats, ``train`` queries
+    labelled by the teacher-scores file, dev-small validation by MRR@10, TILDE on MS MARCO's training
+    judgments, every ``paper`` branch); what changes is the data folder (``msmarco-mini``, written by
+    ``python -m lib.experiments.miniature --out data/msmarco-mini``), the first 8 queries of each set, the
+    schedules and sizes (the ``smoke`` profile's), and :data:`PAPER_MINI_SUBSTITUTIONS`, printed by every chapter.
+    """
+    smoke = PROFILES["smoke"]
+    return dataclasses.replace(
+        paper,
+        name="paper-mini",
+        query_limit=smoke.query_limit,
+        description="the paper's code path on a paper-shaped miniature of MS MARCO, for CI",
+        data_folder="msmarco-mini",
+        substitutions=PAPER_MINI_SUBSTITUTIONS,
+        training=paper.training.replace(
+            embedding_method="glove-6b-50d", teacher_scores=MINIATURE_TEACHER, bert_cat_start="minilm",
+            bert_cat_layers=1, batch_size=8, max_steps=6,
+            validate_every=3, patience=2, bert_cat_batch_size=4, bert_cat_max_steps=6, bert_cat_validate_every=3,
+            validation_depth=20, candidate_depth=100, throughput_documents=64, piece_vector_dim=64,
+            ladder_models=smoke.training.ladder_models,
+        ),
+        speed=smoke.speed,
+        clusters=smoke.clusters,
+        tilde=paper.tilde.replace(
+            steps=4, batch_size=4, checkpoint_every=2, v2_steps=2, v2_batch_size=2, v2_group_size=4,
+            latency_repetitions=2,
+        ),
+        trec=paper.trec.replace(inits=(1, 2)),
+        lecture=smoke.lecture,
+    )  # fmt: skip
+
+
+PROFILES["paper-mini"] = paper_miniature(PROFILES["paper"])
 
 
 #: The sections of a :class:`Profile` a chapter may take as its own settings.

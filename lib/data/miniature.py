@@ -66,6 +66,14 @@ V2_IDS = "pids.v2.tsv"
 RELEVANT = 2
 
 
+def is_miniature(folder: str | os.PathLike) -> bool:
+    """Whether the data folder ``folder`` is a miniature: its ``manifest.json`` carries :data:`MARK`."""
+    manifest = Path(folder) / "manifest.json"
+    if not manifest.is_file():
+        return False
+    return all(json.loads(manifest.read_text(encoding="utf-8")).get(key) == value for key, value in MARK.items())
+
+
 @dataclass(frozen=True)
 class Miniature:
     """The miniature's contents: ``passages`` by pid, each set's ``queries`` and ``qrels`` (``(qid, pid)`` → grade),

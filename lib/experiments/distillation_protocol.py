@@ -22,7 +22,7 @@ from lib.core.types import JudgedSet, ranking_from_run, top_of_run
 from lib.data import book_texts, load_qrels, load_queries
 from lib.data.pseudo_queries import PSEUDO_PREFIX
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, train_validation_split
-from lib.experiments.distillation_set import DistillationSet, build_distillation_set
+from lib.experiments.distillation_set import DistillationSet, build_distillation_set, file_distillation_set
 from lib.experiments.first_stage_runs import bm25_run
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import load_tokenizer
@@ -110,10 +110,10 @@ def query_source_settings(settings: TrainingSettings) -> dict[str, TrainingSetti
     ``"<distill_query_set> only"`` (``"dev-small only"``): the profile's dev-small queries and no
     pseudo-query; ``"pseudo-queries only"``: the profile's pseudo-queries and no dev-small query. A
     source the profile does not use is left out (its "alone" would be no training query at all, or the
-    profile itself).
+    profile itself); a teacher-scores file (``teacher_scores``, the paper's path) fixes the queries: none.
     """
     variants = {}
-    if settings.distill_queries != 0 and settings.distill_pseudo_queries > 0:
+    if settings.teacher_scores is None and settings.distill_queries != 0 and settings.distill_pseudo_queries > 0:
         variants[f"{settings.distill_query_set} only"] = dataclasses.replace(settings, distill_pseudo_queries=0)
         variants["pseudo-queries only"] = dataclasses.replace(settings, distill_queries=0)
     return variants
@@ -124,18 +124,22 @@ def prepare_protocol(
 ) -> Protocol:
     """The distillation protocol (module docstring); the teacher's encodings are cached in ``folder``.
 
-    The teacher is the zero-shot all-MiniLM-L6-v2 bi-encoder; ``index_dir`` is chapter 1's BM25 index
-    of the book corpus. :data:`HELD_OUT_FRACTION` of the teacher-labelled queries (a seeded hash
-    split, :func:`lib.data.splits.train_validation_split`) are held out: their triples measure how
-    well a student learned the teacher's margins on queries it never saw. Validation re-ranks the BM25
-    top ``candidate_depth`` of :func:`validation_set` with its judgments; the check that no training or validation
-    query is a DL19/DL20 query runs here too, whatever the data.
+    The teacher is the zero-shot all-MiniLM-L6-v2 bi-encoder; ``index_dir`` is chapter 1's BM25 index of the book
+    corpus. On the paper's path (``settings.teacher_scores``) the triples and margins of the teacher-scores file
+    replace both (:func:`lib.experiments.distillation_set.file_distillation_set`). :data:`HELD_OUT_FRACTION` of the
+    teacher-labelled queries (a seeded hash split, :func:`lib.data.splits.train_validation_split`) are held out: their
+    triples measure how well a student learned the teacher's margins on queries it never saw. Validation re-ranks the
+    BM25 top ``candidate_depth`` of :func:`validation_set` with its judgments; the check that no training or
+    validation query is a DL19/DL20 query runs here too, whatever the data.
     """
     validation_name = validation_set(settings)
-    teacher = BiEncoder(minilm_folder())
-    distillation = build_distillation_set(
-        profile, settings, teacher, load_tokenizer(minilm_folder()), index_dir, folder, seed, progress
-    )
+    if settings.teacher_scores is not None:
+        distillation = file_distillation_set(profile, settings)
+    else:
+        teacher = BiEncoder(minilm_folder())
+        distillation = build_distillation_set(
+            profile, settings, teacher, load_tokenizer(minilm_folder()), index_dir, folder, seed, progress
+        )
     _, held_out_qids = train_validation_split(list(distillation.queries), HELD_OUT_FRACTION, seed)
     held = set(held_out_qids)
     kept = [i for i, (qid, _, _) in enumerate(distillation.triples) if qid not in held]

@@ -19,6 +19,10 @@ The protocol of the distillation section (Hofstätter et al. 2020, Margin-MSE; :
 4. **Triples**: :func:`lib.training.distillation.teacher_triples` on the teacher's scores; a
    ``distill_random_negatives`` fraction of them take a random passage of the encoded corpus as the
    negative (:func:`random_passages`, scored by the teacher from its cached vectors).
+
+The paper's path (a profile whose ``teacher_scores`` names a file) skips all four: the students learn the
+triples of a teacher-scores file and its margins (:func:`file_distillation_set`), as the paper trains on MS
+MARCO's ``triples.train.small`` labelled by the BERT-cat ensemble (Hofstätter et al. 2020, §4).
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from typing import Any
 
 import torch
 
-from lib.core.profiles import Profile, TrainingSettings, limit_queries
+from lib.core import paths
+from lib.core.profiles import PUBLISHED_TEACHER, Profile, TrainingSettings, limit_queries
 from lib.core.types import Run
-from lib.data import book_texts, load_collection, load_queries
+from lib.data import book_texts, load_collection, load_queries, read_teacher_scores
 from lib.data.pseudo_queries import PSEUDO_PREFIX, pseudo_queries
+from lib.data.registry import TEACHER_SCORES, fetch_paper
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, without_test_queries
 from lib.first_stage import lucene
 from lib.models.bi_encoder import BiEncoder
@@ -49,11 +55,13 @@ class DistillationSet:
     """Training queries, the teacher's score of each candidate, the sampled triples with their margins.
 
     ``passages`` are the teacher's cached passage vectors (reused to score other candidates); ``random`` the
-    teacher's scores of the random passages drawn as negatives (``None`` without random negatives).
+    teacher's scores of the random passages drawn as negatives (``None`` without random negatives). A set read
+    from a teacher-scores file (:func:`file_distillation_set`) has margins only: ``teacher`` is ``None`` and
+    ``passages`` empty.
     """
 
     queries: dict[str, str]
-    teacher: Run
+    teacher: Run | None
     triples: list[Triple]
     margins: list[float]
     seconds: dict[str, float]
@@ -62,9 +70,16 @@ class DistillationSet:
 
     def summary(self) -> dict[str, Any]:
         """Counts and timings for the chapter's table."""
+        if self.teacher is None:
+            passages = len({pid for _, positive, negative in self.triples for pid in (positive, negative)})
+            candidates = {"passages in the triples": passages}
+        else:
+            candidates = {
+                "candidates per query": sum(len(c) for c in self.teacher.values()) / max(1, len(self.teacher))
+            }
         return {
             "training queries": len(self.queries),
-            "candidates per query": sum(len(c) for c in self.teacher.values()) / max(1, len(self.teacher)),
+            **candidates,
             "triples": len(self.triples),
             **{f"{step} (s)": round(value, 1) for step, value in self.seconds.items()},
         }
@@ -178,3 +193,46 @@ def build_distillation_set(
         random_scores = dense_scores(encoded_queries, passages, unscored)
     triples, margins = teacher_triples(scores, sampling, seed, random_scores)
     return DistillationSet(queries, scores, triples, margins, seconds, passages, random_scores)
+
+
+def teacher_scores_file(settings: TrainingSettings) -> Path:
+    """The teacher-scores file ``settings.teacher_scores`` names: the published one (:data:`PUBLISHED_TEACHER`,
+    Hofstätter et al. 2020's BERT-cat ensemble, fetched and checked by :func:`lib.data.registry.fetch_paper`) or a
+    file of the data folder the chapter reads (:func:`lib.core.paths.converted_dir`)."""
+    if settings.teacher_scores is None:
+        raise ValueError("parameter 'teacher_scores' is None: this profile's teacher is the book's MiniLM")
+    if settings.teacher_scores == PUBLISHED_TEACHER:
+        return fetch_paper(TEACHER_SCORES)
+    path = paths.converted_dir() / settings.teacher_scores
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the teacher-scores file the profile's 'teacher_scores' names is missing")
+    return path
+
+
+def file_distillation_set(profile: Profile, settings: TrainingSettings) -> DistillationSet:
+    """The paper's training set: the triples of a teacher-scores file (:func:`teacher_scores_file`) and their margins.
+
+    Only triples of ``distill_query_set`` queries are kept, the profile's slice of those queries (its
+    ``query_limit``, then ``distill_queries``, in query order), none that shares an id or a text with a test year
+    (:func:`lib.data.splits.without_test_queries`). No pseudo-query, no candidates of the book's own: the file's
+    triples are the candidates. Listwise distillation needs every candidate's score, which the file does not
+    give: ``distill_negatives`` above 1 is a ``ValueError``.
+    """
+    if settings.distill_negatives != 1:
+        raise ValueError("parameter 'distill_negatives' must be 1 with a teacher-scores file (pairs, not lists)")
+    start = time.perf_counter()
+    path = teacher_scores_file(settings)
+    triples, margins = read_teacher_scores(path)
+    tests = {name: load_queries(name) for name in TEST_SETS}
+    allowed = without_test_queries(load_queries(settings.distill_query_set), tests)
+    chosen = limit_queries(sorted({qid for qid, _, _ in triples if qid in allowed}), profile)
+    chosen = chosen if settings.distill_queries is None else chosen[: settings.distill_queries]
+    kept = set(chosen)
+    rows = [(triple, margin) for triple, margin in zip(triples, margins, strict=True) if triple[0] in kept]
+    if not rows:
+        raise ValueError(f"{path}: no triple of a {settings.distill_query_set} query outside the test years")
+    queries = {qid: allowed[qid] for qid in chosen}
+    check_disjoint_from_tests(queries, tests)
+    seconds = {"reading the teacher's scores": time.perf_counter() - start}
+    empty = Encodings([], torch.empty(0, 0))
+    return DistillationSet(queries, None, [t for t, _ in rows], [m for _, m in rows], seconds, empty)

@@ -27,7 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lib.core import paths
 from lib.core.atomic import atomic_write
+from lib.core.profiles import MINIATURE_TEACHER
 from lib.data import read_queries
 from lib.data.miniature import MARK, build_miniature, unscored, write_miniature
 from lib.data.msmarco import write_manifest, write_run
@@ -38,8 +40,9 @@ from lib.representations.pretrained import minilm_folder
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.dense import dense_scores, encode
 
-#: The miniature's teacher file, named after the published ones (``<teacher>_msmarcopassage_train_scores_ids.tsv``).
-TEACHER_FILE = "minilm_msmarcopassage_train_scores_ids.tsv"
+#: The miniature's teacher file, named after the published ones (``<teacher>_msmarcopassage_train_scores_ids.tsv``);
+#: the ``paper-mini`` profile's ``teacher_scores``.
+TEACHER_FILE = MINIATURE_TEACHER
 
 
 def teacher_scores(
@@ -118,7 +121,9 @@ def _at_least_one(value: str) -> int:
 def main(argv: list[str] | None = None) -> None:
     """``python -m lib.experiments.miniature``: a paper-shaped miniature of the MS MARCO export from real data."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--out", required=True, help="the folder to write (a miniature's or a new one)")
+    parser.add_argument(
+        "--out", default=None, help="the folder to write (default: the paper-mini profile's, data/msmarco-mini)"
+    )
     parser.add_argument("--source", default=None, help="the converted book data (default: data/converted)")
     parser.add_argument(
         "--passages", type=_at_least_one, default=None, help="collection.tsv's size (default: the passages needed)"
@@ -127,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--depth", type=_at_least_one, default=100, help="BM25 candidates per query (all runs)")
     parser.add_argument("--triples-per-query", type=_at_least_one, default=4, help="training triples per query")
     args = parser.parse_args(argv)
+    args.out = args.out or paths.converted_dir("paper-mini")
     try:
         manifest = write(args.out, args.source, args.passages, args.seed, args.depth, args.triples_per_query)
     except ValueError as error:

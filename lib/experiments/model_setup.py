@@ -152,7 +152,7 @@ def prepare_representations(
         vocabulary.save(vocabulary_path)
     embeddings, filled = word_embeddings(settings.embedding_method, vocabulary, settings, seed, folder, suffix)
     small_bert = folder / "small-bert"
-    if context.profile.name != "paper" and with_small_bert:
+    if not context.profile.paper_path and with_small_bert:
         config = small_bert_config(
             layers=settings.bert_layers,
             hidden=settings.bert_hidden,

@@ -125,8 +125,10 @@ class StartingBert:
 
 def starting_bert(profile: Profile, start: str = "minilm") -> StartingBert:
     """The encoder of ``profile``: all-MiniLM-L6-v2 (``start="minilm"``) or chapter 2's small BERT (``"small-bert"``,
-    an error naming chapter 2 when missing); the ``paper`` profile loads bert-base-uncased from its pinned,
-    hash-checked folder (:func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once).
+    an error naming chapter 2 when missing); a profile on the paper's code path (:attr:`Profile.paper_path`)
+    starts from its ``training.bert_cat_start``: ``paper``'s bert-base-uncased from its pinned, hash-checked
+    folder (:func:`lib.representations.pretrained.bert_base_uncased_folder`, fetched once), ``paper-mini``'s
+    MiniLM (a named substitution).
 
     MiniLM was trained with mean pooling and never saw the ``[unused]`` markers, so its TILDE reads the
     unit-length mean of the output vectors — MiniLM's own sentence vector, the one chapter 2's teacher
@@ -134,7 +136,9 @@ def starting_bert(profile: Profile, start: str = "minilm") -> StartingBert:
     BERT and BERT-Base keep the authors' markers and the first position.
     """
     markers = (PASSAGE_MARKER_ID, QUERY_MARKER_ID)
-    if profile.name == "paper":
+    if profile.paper_path:
+        start = profile.training.bert_cat_start
+    if start == "bert-base-uncased":
         folder = bert_base_uncased_folder()
         return StartingBert(
             "bert-base-uncased", folder, load_tokenizer(folder), markers, "first",

@@ -34,10 +34,15 @@ model of the registry (:mod:`lib.models.registry`) is a student:
   and that BERT's WordPiece tokenizer; its rates are the model's own.
 
 Checkpoints, ``best.pt`` and ``history.csv`` go to ``<out>/checkpoints/`` and a run resumes from them
-(also after being killed: ``tests/training/test_paper_distillation.py``); ``<out>/result.json`` records the
-best step and validation value. Under ``torchrun`` every process trains on its share of each step's
-global batch (:mod:`lib.core.distributed`: NCCL on GPUs, gloo on CPU; bf16 autocast on a GPU), rank 0
-alone validates and writes::
+(also after being killed: ``tests/training/test_paper_distillation.py``). The best model then re-ranks each
+``--test-sets`` year's official top ``--test-depth`` (the export's ``runs/<set>__bm25.trec``; the paper
+re-ranks 1,000) into ``<out>/runs/<set>__<model>.trec``, a TREC run that
+``python -m lib.evaluation.comparison data/msmarco/qrels.<set>.txt <run>`` evaluates (the years' queries and
+candidates are read and checked before training); ``<out>/result.json`` records the best step and validation
+value and the run files.
+
+Under ``torchrun`` every process trains on its share of each step's global batch (:mod:`lib.core.distributed`:
+NCCL on GPUs, gloo on CPU; bf16 autocast on a GPU), rank 0 alone validates, re-ranks the test years and writes::
 
     # one GPU (or the CPU)
     python -m lib.training.paper_distillation --data data/msmarco --vectors glove-42b-300d --out artifacts/paper-tk2
@@ -61,10 +66,11 @@ import torch
 
 from lib.core import distributed
 from lib.core.atomic import write_json
-from lib.core.types import JudgedSet, query_order, top_of_run
+from lib.core.types import JudgedSet, Run, query_order, top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run, read_teacher_scores
 from lib.data.registry import TEACHER_SCORES, fetch_paper
 from lib.data.splits import check_disjoint_from_tests, export_test_queries, without_test_queries
+from lib.evaluation.measures import write_trec_run
 from lib.models.bert_cat import PAPER_BERT_LR
 from lib.models.registry import ModelSpec, model_spec
 from lib.representations.bert import load_tokenizer
@@ -72,6 +78,7 @@ from lib.representations.piece_vectors import PIECE_VECTOR_DIM, piece_vectors
 from lib.representations.pretrained import bert_base_uncased_folder, glove_6b_50d, glove_42b_300d
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.representations.word_vectors import embedding_matrix, load_glove_text
+from lib.reranking.scoring import ScoringOptions, score_candidates
 from lib.training.pairwise import TrainingConfig, train
 
 #: The pinned GloVe package (``--vectors`` default); any other value is a GloVe text file.
@@ -146,6 +153,38 @@ def _validation(data: Path, queries: int, depth: int) -> JudgedSet:
     )
 
 
+def _test_candidates(arguments: argparse.Namespace) -> dict[str, tuple[dict[str, str], Run]]:
+    """Each ``--test-sets`` year's queries and official top ``--test-depth``, read (and checked) before training."""
+    data, years = Path(arguments.data), {}
+    for name in arguments.test_sets:
+        run_file, queries_file = data / "runs" / f"{name}__bm25.trec", data / f"queries.{name}.tsv"
+        candidates, queries = top_of_run(read_run(run_file), arguments.test_depth), read_queries(queries_file)
+        missing = sorted(candidates.keys() - queries.keys(), key=query_order)
+        if missing:
+            raise ValueError(f"{run_file}: query {missing[0]!r} has no text in {queries_file}")
+        years[name] = queries, candidates
+    return years
+
+
+def _test_runs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    texts: dict[str, str],
+    years: dict[str, tuple[dict[str, str], Run]],
+    arguments: argparse.Namespace,
+    batch_size: int,
+) -> list[str]:
+    """Rank 0: ``model`` re-ranks each year's candidates (:func:`_test_candidates`); the run files, relative to
+    ``--out``."""
+    written, options = [], ScoringOptions(batch_size=batch_size, progress=True)
+    for name, (queries, candidates) in years.items():
+        scores = score_candidates(model, tokenizer, queries, texts, candidates, None, options)
+        relative = Path("runs") / f"{name}__{arguments.model}.trec"
+        write_trec_run(scores, Path(arguments.out) / relative, tag=arguments.model)
+        written.append(str(relative))
+    return written
+
+
 def run(arguments: argparse.Namespace) -> dict[str, Any]:
     """Train ``arguments.model`` by Margin-MSE from the teacher's scores (module docstring); the result record."""
     distributed.init_from_env()
@@ -179,6 +218,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
     )
     validation = _validation(data, arguments.validation_queries, arguments.rerank_depth)
     check_disjoint_from_tests(validation.queries, tests)
+    years = _test_candidates(arguments)
     result = train(model, tokenizer, triples, queries, texts, validation, config, out / "checkpoints", margins=margins)
     record = {
         "model": arguments.model,
@@ -192,6 +232,7 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         "processes": distributed.world_size(),
     }
     if distributed.is_main():
+        record["runs"] = _test_runs(result.model, tokenizer, texts, years, arguments, spec.eval_batch_size)
         write_json(out / "result.json", record)
     distributed.barrier()
     return record
@@ -224,7 +265,11 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bucket-batches", type=int, default=8, help="batches of similar lengths (1: none)")
     parser.add_argument("--patience", type=int, default=5)
     parser.add_argument("--validation-queries", type=int, default=1_000)
-    parser.add_argument("--rerank-depth", type=int, default=100)
+    parser.add_argument("--rerank-depth", type=int, default=100, help="validation: BM25 candidates re-ranked")
+    parser.add_argument(
+        "--test-sets", nargs="*", default=["dl19", "dl20"], help="years whose official top-k the best model re-ranks"
+    )
+    parser.add_argument("--test-depth", type=int, default=1000, help="test years: candidates re-ranked (1,000)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=42)
     return parser.parse_args(argv)

@@ -14,7 +14,10 @@ rank 0; any folder :func:`lib.representations.bert.load_bert` loads, with its ``
 (resumable from its checkpoint; a finished run is reused). With ``--index-set SET`` the trained TILDE
 then encodes the passages of the BM25 top ``--index-depth`` of ``runs/SET__bm25.trec`` into TILDE's
 index ``<out>/index-SET`` (:func:`lib.reranking.tilde_index.build_index`, TILDE §3.2; reused when it
-was built by the same training run). ``<out>/result.json`` records what was done.
+was built by the same training run) and re-ranks those candidates by TILDE-QL from the index alone (eq. 5,
+no BERT at query time; :func:`lib.reranking.tilde_scoring.score_run`) into ``<out>/runs/SET__tilde-ql.trec``, a
+TREC run that ``python -m lib.evaluation.comparison data/msmarco/qrels.SET.txt <run>`` evaluates.
+``<out>/result.json`` records what was done.
 
 Under ``torchrun`` (:mod:`lib.core.distributed`: NCCL on GPUs, gloo on CPU; bf16 autocast on a GPU)
 every process trains on its share of each step's global batch and encodes every ``W``-th batch of the
@@ -42,14 +45,16 @@ from typing import Any
 
 from lib.core import distributed
 from lib.core.atomic import write_json
-from lib.core.types import top_of_run
+from lib.core.types import Run, top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run
 from lib.data.splits import export_test_queries, without_test_queries
+from lib.evaluation.measures import write_trec_run
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import VOCABULARIES, TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer, load_tokenizer
 from lib.representations.pretrained import bert_base_uncased_folder
 from lib.reranking.tilde_index import HEADER_NAME, TildeIndex, build_index, load_index
+from lib.reranking.tilde_scoring import score_run
 from lib.training.tilde import (
     MSMARCO_MIN_RELEVANCE,
     PAPER_LR,
@@ -59,6 +64,9 @@ from lib.training.tilde import (
 )
 from lib.training.tilde_losses import LOSSES
 
+#: The tag and file name of the index's TILDE-QL run.
+RUN_TAG = "tilde-ql"
+
 
 def _index(
     model: Tilde,
@@ -66,16 +74,16 @@ def _index(
     texts: dict[str, str],
     arguments: argparse.Namespace,
     trained: dict[str, Any],
+    candidates: Run,
 ) -> TildeIndex:
-    """TILDE's index of the BM25 top ``--index-depth`` of ``--index-set``, reused when this training run built it."""
-    data, folder = Path(arguments.data), Path(arguments.out) / f"index-{arguments.index_set}"
+    """TILDE's index of ``candidates`` (the BM25 top ``--index-depth`` of ``--index-set``), reused when this training
+    run built it."""
+    folder = Path(arguments.out) / f"index-{arguments.index_set}"
     identity = {"training": trained, "set": arguments.index_set, "depth": arguments.index_depth}
     if (folder / HEADER_NAME).is_file():
         index = load_index(folder)
         if {key: index.header["metadata"].get(key) for key in identity} == json.loads(json.dumps(identity)):
             return index
-    run = read_run(data / "runs" / f"{arguments.index_set}__bm25.trec")
-    candidates = top_of_run(run, arguments.index_depth)
     pids = sorted({pid for ranked in candidates.values() for pid in ranked})
     vocabulary = TargetVocabulary.named(arguments.vocabulary, tokenizer)
     show = arguments.progress and distributed.is_main()
@@ -117,8 +125,15 @@ def run(arguments: argparse.Namespace) -> dict[str, Any]:
         "processes": distributed.world_size(),
     }
     if arguments.index_set:
-        index = _index(result.model, tokenizer, texts, arguments, result.params)
+        name = arguments.index_set
+        candidates = top_of_run(read_run(data / "runs" / f"{name}__bm25.trec"), arguments.index_depth)
+        index = _index(result.model, tokenizer, texts, arguments, result.params, candidates)
         record.update(index=str(index.folder), indexed_passages=len(index))
+        if distributed.is_main():
+            scores = score_run(index, tokenizer, read_queries(data / f"queries.{name}.tsv"), candidates)
+            run_file = out / "runs" / f"{name}__{RUN_TAG}.trec"
+            write_trec_run(scores.ql, run_file, tag=RUN_TAG)
+            record["run"] = str(run_file.relative_to(out))
     if distributed.is_main():
         write_json(out / "result.json", record)
     distributed.barrier()

@@ -45,6 +45,22 @@ def test_start_points_the_loaders_at_the_profiles_data_folder(tmp_path: Path, mo
     assert paths.converted_dir() == tmp_path.resolve() / "data" / "converted"
 
 
+def test_paper_mini_says_it_runs_on_the_miniature_and_names_its_substitutions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv(paths.CONVERTED_VARIABLE, "converted")  # restored after the test
+    (tmp_path / "data" / "msmarco-mini").mkdir(parents=True)
+    (tmp_path / "data" / "msmarco-mini" / "manifest.json").write_text(json.dumps({"miniature": True}))
+    start_chapter("99_topic", "paper-mini", seed=0, device="cpu")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1].startswith("data: the paper-shaped miniature in ") and "msmarco-mini" in printed[1]
+    assert printed[2:] == [f"substitution: {line}" for line in get_profile("paper-mini").substitutions]
+    start_chapter("99_topic", "book", seed=0, device="cpu")
+    assert len(capsys.readouterr().out.splitlines()) == 1, "the book's data is no miniature and substitutes nothing"
+
+
 def test_a_bad_profile_or_device_names_the_parameter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
     with pytest.raises(ValueError, match="'profile'"):

@@ -1,11 +1,16 @@
-"""The three profiles and the smoke profile's query slice."""
+"""The profiles, the smoke profile's query slice and ``paper-mini``'s named substitutions."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from lib.core.profiles import (
+    MINIATURE_TEACHER,
+    PAPER_MINI_SUBSTITUTIONS,
     PROFILES,
+    PUBLISHED_TEACHER,
     LectureSettings,
     SpeedSettings,
     TrainingSettings,
@@ -18,7 +23,7 @@ from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
 
 
-@pytest.mark.parametrize(("name", "limit"), [("smoke", 8), ("book", None), ("paper", None)])
+@pytest.mark.parametrize(("name", "limit"), [("smoke", 8), ("book", None), ("paper", None), ("paper-mini", 8)])
 def test_get_profile(name: str, limit: int | None) -> None:
     profile = get_profile(name)
     assert profile is PROFILES[name]
@@ -128,3 +133,29 @@ def test_overrides_change_only_their_section_and_name_a_bad_parameter() -> None:
         with_overrides(smoke, "training", {"max_step": 1})
     with pytest.raises(ValueError, match="'section'"):
         with_overrides(smoke, "nothing", {})
+
+
+def test_paper_mini_is_the_paper_path_with_schedules_of_seconds_and_named_substitutions_only() -> None:
+    paper, mini, smoke = get_profile("paper"), get_profile("paper-mini"), get_profile("smoke")
+    assert paper.paper_path and mini.paper_path and not smoke.paper_path and not get_profile("book").paper_path
+    assert mini.data_folder == "msmarco-mini" and paper.substitutions == () and mini.substitutions
+    assert mini.substitutions == PAPER_MINI_SUBSTITUTIONS
+    # what the paper's path reads and decides is the paper's ...
+    for field in ("distill_query_set", "validation_set", "validation_metric", "bert_steps", "distill_negatives"):
+        assert getattr(mini.training, field) == getattr(paper.training, field), field
+    assert (mini.tilde.train_set, mini.tilde.lr, mini.tilde.trainable_layers) == ("train", 2e-5, None)
+    # ... and every other difference in the training section is a schedule or size, or a named substitution
+    schedules = {"batch_size", "max_steps", "validate_every", "patience", "bert_cat_batch_size", "bert_cat_max_steps",
+                 "bert_cat_validate_every", "validation_depth", "candidate_depth", "throughput_documents",
+                 "piece_vector_dim", "ladder_models"}  # fmt: skip
+    substituted = {"embedding_method": "GloVe 6B-50d", "bert_cat_start": "all-MiniLM-L6-v2",
+                   "bert_cat_layers": "its first layer", "teacher_scores": "MiniLM bi-encoder"}  # fmt: skip
+    changed = {f.name for f in dataclasses.fields(paper.training)} - {
+        name for name in vars(paper.training) if getattr(paper.training, name) == getattr(mini.training, name)
+    }
+    assert changed <= schedules | set(substituted), changed - schedules - set(substituted)
+    for name, phrase in substituted.items():
+        assert name not in changed or any(phrase in line for line in mini.substitutions), name
+    assert (paper.training.teacher_scores, mini.training.teacher_scores) == (PUBLISHED_TEACHER, MINIATURE_TEACHER)
+    assert (paper.training.embedding_method, paper.training.bert_cat_start) == ("glove-42b-300d", "bert-base-uncased")
+    assert mini.training.max_steps == smoke.training.max_steps and mini.query_limit == smoke.query_limit

@@ -9,7 +9,7 @@ import pytest
 
 from lib.core.types import ranking_from_run
 from lib.data import read_collection, read_qrels, read_queries, read_run, read_triples
-from lib.data.miniature import MARK, V2_ID_BASE, V2_IDS, build_miniature, write_miniature
+from lib.data.miniature import MARK, V2_ID_BASE, V2_IDS, build_miniature, is_miniature, write_miniature
 from lib.data.registry import sha256_of
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests
 
@@ -35,6 +35,7 @@ def test_layout_and_manifest(folder: Path) -> None:
     on_disk = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
     assert on_disk == files | {"manifest.json"}
     assert all(sha256_of(folder / name) == manifest[name] for name in files)
+    assert is_miniature(folder) and not is_miniature(folder / "runs"), "no manifest: not a miniature"
 
 
 def test_texts_are_the_book_data(folder: Path, converted: Path) -> None:

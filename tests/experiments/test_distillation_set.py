@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from lib.core.profiles import get_profile
+from lib.core.profiles import TrainingSettings, get_profile
 from lib.core.types import ranking_from_run
 from lib.data import load_collection, load_queries, load_run
 from lib.data.pseudo_queries import PSEUDO_PREFIX
-from lib.experiments.distillation_set import build_distillation_set, random_passages, training_queries
+from lib.experiments.distillation_set import (
+    build_distillation_set,
+    file_distillation_set,
+    random_passages,
+    training_queries,
+)
 from lib.first_stage.lucene import build_index
 from lib.models.bi_encoder import BiEncoder
 from lib.representations.bert import WordPieceTokenizer
@@ -105,3 +110,34 @@ def test_random_negatives_are_scored_by_the_teacher_from_the_cached_vectors(
     passage = encode(teacher, tokenizer, corpus, [negative], DOC_MAX_LENGTH).vectors[0]
     expected = 10.0 * (built.teacher[qid][positive] - float(query @ passage))
     assert built.margins[i] == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_teacher_scores_file_gives_its_triples_of_the_profiles_training_queries_and_no_test_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "data" / "mini"
+    folder.mkdir(parents=True)
+    (folder / "queries.train.tsv").write_text("1\tcats\n2\tdogs\n3\twhat is a zebra\n")
+    (folder / "queries.dl19.tsv").write_text("9\tWhat is a zebra?\n")  # query 3's text
+    (folder / "queries.dl20.tsv").write_text("8\tbirds\n")
+    lines = ["3.0\t1.0\t1\tp1\tp2", "2.0\t2.5\t2\tp3\tp4", "1.0\t0.0\t3\tp5\tp6", "5.0\t4.0\t1\tp1\tp7"]
+    (folder / "scores.tsv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("TKBOOK_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("TKBOOK_CONVERTED", "mini")
+    settings = TrainingSettings(distill_query_set="train", teacher_scores="scores.tsv")
+    book = get_profile("book")
+    labelled = file_distillation_set(book, settings)
+    assert labelled.queries == {"1": "cats", "2": "dogs"}, "query 3 shares a test query's text"
+    assert labelled.triples == [("1", "p1", "p2"), ("2", "p3", "p4"), ("1", "p1", "p7")]
+    assert labelled.margins == pytest.approx([2.0, -0.5, 1.0])
+    assert labelled.teacher is None and not labelled.passages.ids
+    assert labelled.summary()["passages in the triples"] == 5 and labelled.summary()["triples"] == 3
+    first = file_distillation_set(book, settings.replace(distill_queries=1))
+    assert list(first.queries) == ["1"] and len(first.triples) == 2, "the profile's slice, in query order"
+    with pytest.raises(FileNotFoundError, match=r"mini/absent\.tsv: the teacher-scores file"):
+        file_distillation_set(book, settings.replace(teacher_scores="absent.tsv"))
+    with pytest.raises(ValueError, match="'distill_negatives' must be 1"):
+        file_distillation_set(book, settings.replace(distill_negatives=3))
+    (folder / "queries.dl20.tsv").write_text("1\tcats\n2\tdogs\n8\tbirds\n")
+    with pytest.raises(ValueError, match=r"scores\.tsv: no triple of a train query outside the test years"):
+        file_distillation_set(book, settings)

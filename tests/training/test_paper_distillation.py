@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.data import DataFormatError
+from lib.data import DataFormatError, read_run
 from lib.models.bert_cat import HEAD_LR, PAPER_BERT_LR
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import Vocabulary
@@ -52,6 +52,9 @@ def _export(folder: Path) -> Path:
     (folder / "qrels.dev-small.txt").write_text("21 0 p1 1\n22 0 p4 1\n")
     run = [f"{q} Q0 {p} {r} {10 - r} bm25\n" for q in ("21", "22") for r, p in enumerate(PASSAGES, start=1)]
     (folder / "runs" / "dev-small__bm25.trec").write_text("".join(run))
+    for name, qids in (("dl19", ("31", "32")), ("dl20", ("41",))):  # unscored, as the export's official runs
+        run = [f"{q} Q0 {p} {r} 0.0 official\n" for q in qids for r, p in enumerate(reversed(PASSAGES), start=1)]
+        (folder / "runs" / f"{name}__bm25.trec").write_text("".join(run))
     return folder
 
 
@@ -80,6 +83,11 @@ def test_a_short_run_trains_records_its_result_and_a_second_call_reuses_it(tmp_p
     assert record["best_step"] in (2, 4) and 0.0 <= record["best validation MRR@10"] <= 1.0
     assert (out / "checkpoints" / "best.pt").is_file() and (out / "checkpoints" / "history.csv").is_file()
     assert {"cat", "dog", "zebra", "the"} <= set(Vocabulary.load(out / "vocabulary.txt").terms)
+    assert record["runs"] == ["runs/dl19__tk2.trec", "runs/dl20__tk2.trec"]
+    for path, qids in zip(record["runs"], (["31", "32"], ["41"]), strict=True):
+        run = read_run(out / path)
+        assert sorted(run) == qids and all(set(run[qid]) == set(PASSAGES) for qid in run), "every candidate re-ranked"
+        assert len({score for scores in run.values() for score in scores.values()}) > 1, "the model's scores"
     again = paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, out)))
     assert again == record, "the finished run is reused, not trained again"
 
@@ -87,7 +95,7 @@ def test_a_short_run_trains_records_its_result_and_a_second_call_reuses_it(tmp_p
 @pytest.mark.usefixtures("one_torch_thread")
 def test_no_test_year_query_trains_or_validates(tmp_path: Path) -> None:
     data, teacher = _export(tmp_path / "data"), _teacher(tmp_path / "teacher.tsv")
-    (data / "queries.dl20.tsv").write_text("12\tanother text, same id\n")
+    (data / "queries.dl20.tsv").write_text("12\tanother text, same id\n41\twhy is the dog\n")
     record = paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, teacher, tmp_path / "a")))
     assert record["dropped_test_queries"] == 1 and record["triples"] == 2, "query 12's two triples are dropped"
     (data / "queries.dl20.tsv").write_text("41\tThe Cat?\n")  # training query 11's text
@@ -107,6 +115,9 @@ def test_bad_input_names_the_file_and_line_or_the_parameter(tmp_path: Path) -> N
     with pytest.raises(DataFormatError, match=r"teacher\.tsv:5: pos_score 'nan' is not finite"):
         paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, bad, tmp_path / "out")))
     good = _teacher(tmp_path / "good.tsv")
+    (data / "queries.dl20.tsv").write_text("42\tanother query\n")
+    with pytest.raises(ValueError, match=r"dl20__bm25\.trec: query '41' has no text in .*queries\.dl20\.tsv"):
+        paper_distillation.run(paper_distillation.parse_arguments(_arguments(data, good, tmp_path / "out")))
     with pytest.raises(ValueError, match="parameter '--model'.*'bi-encoder' is used zero-shot"):
         paper_distillation.run(
             paper_distillation.parse_arguments(_arguments(data, good, tmp_path / "out", "--model", "bi-encoder"))
@@ -219,6 +230,8 @@ def test_a_killed_run_started_again_resumes_to_the_weights_of_an_uninterrupted_r
     assert resumed["losses"] == uninterrupted["losses"]
     for name, tensor in uninterrupted["model"].items():
         assert torch.equal(resumed["model"][name], tensor), name  # tolerance 0
+    for path in record["runs"]:
+        assert (cut / path).read_text() == (whole / path).read_text(), path
     best = torch.load(whole / "checkpoints" / BEST_NAME, weights_only=True)
     for name, tensor in torch.load(cut / "checkpoints" / BEST_NAME, weights_only=True).items():
         assert torch.equal(tensor, best[name]), name

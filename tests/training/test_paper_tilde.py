@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from transformers import BertForMaskedLM
 
+from lib.data import read_run
 from lib.models.tilde import Tilde
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.reranking.tilde_index import LOG_PROBS_NAME, load_index
+from lib.reranking.tilde_scoring import score_run
 from lib.training import paper_tilde
 from tests.training.test_paper_distillation import PASSAGES, _export
 
@@ -51,6 +53,13 @@ def test_tilde_trains_on_the_training_judgments_and_indexes_the_candidates(tmp_p
     model = Tilde.load(out / "model")
     expected = model.log_probs(WordPieceTokenizer.from_vocab(), [PASSAGES[pid] for pid in index.pids], "passage")
     assert np.array_equal(np.asarray(index.log_probs), expected.numpy().astype(np.float16))
+    assert record["run"] == "runs/dl19__tilde-ql.trec"
+    run = read_run(out / record["run"])
+    candidates = {"31": ["p1", "p2", "p3"], "32": ["p6", "p5"]}  # the BM25 top 3
+    assert {qid: sorted(scores) for qid, scores in run.items()} == {qid: sorted(p) for qid, p in candidates.items()}
+    queries = {"31": "dog and cat", "32": "zebra stripes"}
+    expected = score_run(index, WordPieceTokenizer.from_vocab(), queries, run).ql
+    assert all(run[qid] == pytest.approx(expected[qid], rel=1e-5) for qid in run), "the run holds the index's TILDE-QL"
     written = (out / "index-dl19" / LOG_PROBS_NAME).stat().st_mtime_ns
     assert paper_tilde.run(paper_tilde.parse_arguments(arguments)) == record
     assert (out / "index-dl19" / LOG_PROBS_NAME).stat().st_mtime_ns == written, "the index is reused, not rebuilt"
