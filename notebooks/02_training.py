@@ -65,7 +65,7 @@ from myst_nb import glue
 
 from lib.analyses import pair_vectors
 from lib.chapters import pretraining_ladder, training_reading
-from lib.chapters.prologue import start_chapter
+from lib.chapters.prologue import skipped, start_chapter
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.types import ranking_from_run, top_of_run
@@ -364,7 +364,9 @@ protocol_table
 # ranks first among its candidates:
 
 # %% tags=["hide-input"]
-pd.DataFrame(distillation_protocol.pseudo_query_examples(protocol, count=5)).style.hide(axis="index")
+examples = distillation_protocol.pseudo_query_examples(protocol, count=5)
+no_examples = skipped("pseudo-query examples", training_reading.query_sources_skipped(settings))
+pd.DataFrame(examples).style.hide(axis="index") if examples else no_examples
 
 # %% [markdown]
 # {glue:text}`distill_queries` teacher-labelled queries give {glue:text}`distill_triples` training
@@ -437,14 +439,12 @@ if sources:
         )  # fmt: skip
 query_comparison = comparison_tables.variant_comparison("training queries", query_runs, validation_metric)
 write_csv(out / "query_comparison.csv", query_comparison)
-display(
-    Markdown(
-        training_reading.query_source_reading(
-            query_comparison, list(query_runs), test_sets, validation_label, validation_metric
-        )
-    )
+because = training_reading.query_sources_skipped(settings, compare_queries)
+reading = training_reading.query_source_reading(
+    query_comparison, list(query_runs), test_sets, validation_label, validation_metric, because
 )
-query_comparison.pivot(index="training queries", columns="set") if len(query_comparison) else "comparison skipped"
+display(Markdown(reading))
+query_comparison.pivot(index="training queries", columns="set") if len(query_comparison) else None
 
 # %% [markdown]
 # ## Table 2 at book scale
@@ -642,9 +642,14 @@ if pair_vector_rows:
         colour = f"C{index}"
         axis.plot(by_depth.index, by_depth[column], marker="o", color=colour, label=f"{column}, before fine-tuning")
         axis.scatter(
-            [used_depth], [pair_vector_rows[f"{used_depth} layers, fine-tuned"][column]],
-            marker="*", s=160, color=colour, zorder=3, label=f"{column}, fine-tuned BERT-cat",
-        )  # fmt: skip
+            [used_depth],
+            [pair_vector_rows[f"{used_depth} layers, fine-tuned"][column]],
+            marker="*",
+            s=160,
+            color=colour,
+            zorder=3,
+            label=f"{column}, fine-tuned BERT-cat",
+        )
     axis.axvline(used_depth, color="grey", linestyle=":", linewidth=1)
     axis.set_xlabel("MiniLM layers kept")
     axis.set_ylabel("mean cosine between pairs")

@@ -61,6 +61,12 @@ class ChapterRun(RunContext):
         return Markdown(f"This chapter ran in {minutes:.1f} minutes on `{self.device}` ({self.profile.name} profile).")
 
 
+def skipped(part: str, reason: str) -> Markdown:
+    """The note a chapter shows in place of ``part`` when its profile or data skip it, saying ``reason``: nothing is
+    skipped silently (``tests/paper_mini/test_chapters.py`` checks it for the ``paper-mini`` book)."""
+    return Markdown(f"*Skipped here: {part}, because {reason}.*")
+
+
 def start_chapter(
     name: str,
     profile_name: str,

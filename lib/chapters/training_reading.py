@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from lib.core.profiles import TrainingSettings
 from lib.models.registry import model_spec
 
 #: Table 2's nDCG@10 column for each way of re-ranking the significance tests cover.
@@ -23,18 +24,34 @@ CONSTANT_COSINE = 0.99
 LOSS_FALL = 0.8
 
 
+def query_sources_skipped(settings: TrainingSettings, compare_queries: bool = True) -> str:
+    """Why chapter 2 has no pseudo-queries to show or sources of training queries to compare (the reason of
+    :func:`lib.chapters.prologue.skipped`)."""
+    if settings.teacher_scores is not None:
+        return (
+            f"on the paper's path the students learn the triples and margins of the teacher-scores file "
+            f"`{settings.teacher_scores}` over MS MARCO's {settings.distill_query_set} queries: no pseudo-query is "
+            "cut from the corpus and no book teacher labels candidates"
+        )
+    if not compare_queries:
+        return "the parameter `compare_queries` is off"
+    return "the profile has one source of training queries (`distill_queries` or `distill_pseudo_queries` is 0)"
+
+
 def query_source_reading(
     comparison: pd.DataFrame,
     sources: Sequence[str],
     test_sets: Sequence[str],
     validation_label: str,
     validation_metric: str,
+    skipped_because: str = "",
 ) -> str:
     """TK-2 trained on each source of training queries: nDCG@10 re-ranking all candidates per test year, and
     which source validation favours (``comparison``: ``comparison_tables.variant_comparison``'s rows for
-    ``sources``, "both" first; empty: the comparison was skipped)."""
+    ``sources``, "both" first; empty: the comparison was skipped, ``skipped_because``,
+    :func:`query_sources_skipped`)."""
     if not len(comparison):
-        return "The comparison was skipped (`compare_queries`, or a profile with one source of queries)."
+        return f"*Skipped here: the comparison of training queries, because {skipped_because}.*"
     by_source = comparison.set_index(["set", "training queries"])["nDCG@10 (all)"]
     reading = (
         "Re-ranking all candidates, TK-2 reaches nDCG@10 "

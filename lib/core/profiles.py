@@ -479,7 +479,7 @@ def paper_miniature(paper: Profile) -> Profile:
             embedding_method="glove-6b-50d", teacher_scores=MINIATURE_TEACHER, bert_cat_start="minilm",
             bert_cat_layers=1, batch_size=8, max_steps=6,
             validate_every=3, patience=2, bert_cat_batch_size=4, bert_cat_max_steps=6, bert_cat_validate_every=3,
-            validation_depth=20, candidate_depth=100, throughput_documents=64, piece_vector_dim=64,
+            validation_depth=20, candidate_depth=30, throughput_documents=64, piece_vector_dim=64,
             ladder_models=smoke.training.ladder_models,
         ),
         speed=smoke.speed,

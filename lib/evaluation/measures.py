@@ -1,7 +1,9 @@
 """Evaluation with trec_eval semantics (through ir-measures and its pytrec_eval backend).
 
 - The book's measures: nDCG@10 (graded), and the binary measures MRR@10, R@10, R@100, MAP and P@10
-  with **rel ≥ 2 counting as relevant**, the TREC DL passage convention (``trec_eval -l 2``).
+  with **rel ≥ 2 counting as relevant** on graded judgments, the TREC DL passage convention (``trec_eval -l 2``),
+  and rel ≥ 1 on MS MARCO's binary ones (every grade 0 or 1: dev-small, train), where grade 1 is the only
+  relevant grade (:func:`relevance_level`; MS MARCO's official MRR@10 counts it).
 - Rankings follow trec_eval: by score, descending, ties broken by passage id, descending.
 - Means are taken over the queries that are both judged and in the run (trec_eval's default).
 - :func:`depth_sweep` gives every re-ranking depth N from one scoring pass: the model re-orders the
@@ -21,28 +23,45 @@ from ir_measures import AP, RR, P, R, nDCG
 from lib.core.atomic import atomic_write
 from lib.core.types import Qrels, Run, query_order, ranking_from_run, run_from_rankings
 
-#: The book's measures, by the names its tables use.
-MEASURES: dict[str, ir_measures.Measure] = {
-    "nDCG@10": nDCG @ 10,
-    "MRR@10": RR(rel=2) @ 10,
-    "R@10": R(rel=2) @ 10,
-    "R@100": R(rel=2) @ 100,
-    "MAP": AP(rel=2),
-    "P@10": P(rel=2) @ 10,
-}
+#: The binary measures' threshold on graded judgments (TREC DL's 0–3): ``trec_eval -l 2``.
+GRADED_RELEVANT = 2
 
 
-def _measures(names: Sequence[str] | None) -> dict[str, ir_measures.Measure]:
+def _measures_at(level: int) -> dict[str, ir_measures.Measure]:
+    return {
+        "nDCG@10": nDCG @ 10,
+        "MRR@10": RR(rel=level) @ 10,
+        "R@10": R(rel=level) @ 10,
+        "R@100": R(rel=level) @ 100,
+        "MAP": AP(rel=level),
+        "P@10": P(rel=level) @ 10,
+    }
+
+
+#: The book's measures on graded judgments, by the names its tables use.
+MEASURES: dict[str, ir_measures.Measure] = _measures_at(GRADED_RELEVANT)
+
+
+def relevance_level(qrels: Qrels) -> int:
+    """The grade from which a judgment counts as relevant for the binary measures: 1 when every grade is 0 or 1
+    (MS MARCO's binary judgments), else :data:`GRADED_RELEVANT` (TREC DL's graded ones, ``trec_eval -l 2``)."""
+    top = max((grade for grades in qrels.values() for grade in grades.values()), default=0)
+    return 1 if top <= 1 else GRADED_RELEVANT
+
+
+def _measures(names: Sequence[str] | None, level: int = GRADED_RELEVANT) -> dict[str, ir_measures.Measure]:
     names = list(MEASURES) if names is None else list(names)
     unknown = [name for name in names if name not in MEASURES]
     if unknown:
         raise ValueError(f"unknown measure(s) {unknown}; known: {list(MEASURES)}")
-    return {name: MEASURES[name] for name in names}
+    measures = _measures_at(level)
+    return {name: measures[name] for name in names}
 
 
 def per_query(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per-query values: a frame indexed by ``qid`` with one column per measure."""
-    chosen = _measures(measures)
+    """Per-query values: a frame indexed by ``qid`` with one column per measure (binary ones at
+    :func:`relevance_level` of ``qrels``)."""
+    chosen = _measures(measures, relevance_level(qrels))
     by_measure = {measure: name for name, measure in chosen.items()}
     # Only queries both judged and retrieved (ir_measures would score a judged query missing from the
     # run as 0), with tie-free scores in trec_eval order (MRR@10 comes from ir_measures' msmarco
@@ -66,8 +85,9 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> d
 
 
 def cutoff_curve(run: Run, qrels: Qrels, cutoffs: Iterable[int], measure: str = "R") -> pd.Series:
-    """Mean recall (``"R"``, rel ≥ 2) or nDCG (``"nDCG"``) at every cut-off, indexed by cut-off."""
-    builders = {"R": lambda k: R(rel=2) @ k, "nDCG": lambda k: nDCG @ k}
+    """Mean recall (``"R"``, rel ≥ :func:`relevance_level`) or nDCG (``"nDCG"``) at every cut-off, by cut-off."""
+    level = relevance_level(qrels)
+    builders = {"R": lambda k: R(rel=level) @ k, "nDCG": lambda k: nDCG @ k}
     if measure not in builders:
         raise ValueError(f"parameter 'measure' must be one of {list(builders)}, got {measure!r}")
     cutoffs = list(cutoffs)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lib.chapters.training_reading import cls_vector_reading, query_source_reading, table2_reading
+from lib.chapters.training_reading import (
+    cls_vector_reading,
+    query_source_reading,
+    query_sources_skipped,
+    table2_reading,
+)
+from lib.core.profiles import get_profile
 
 
 def _query_comparison(validation: dict[str, float]) -> pd.DataFrame:
@@ -43,10 +49,15 @@ def test_query_source_reading_names_every_source_and_what_validation_favours() -
     )
 
 
-def test_a_skipped_query_comparison_says_so() -> None:
-    assert query_source_reading(pd.DataFrame(), [], ["dl19"], "DL21", "nDCG@10").startswith(
-        "The comparison was skipped"
+def test_a_skipped_query_comparison_says_so_and_why() -> None:
+    book, paper_mini = get_profile("book").training, get_profile("paper-mini").training
+    because = query_sources_skipped(paper_mini)
+    assert "paper's path" in because and "minilm_msmarcopassage_train_scores_ids.tsv" in because
+    assert query_source_reading(pd.DataFrame(), [], ["dl19"], "DL21", "nDCG@10", because) == (
+        f"*Skipped here: the comparison of training queries, because {because}.*"
     )
+    assert query_sources_skipped(book, compare_queries=False) == "the parameter `compare_queries` is off"
+    assert "one source" in query_sources_skipped(book.replace(distill_pseudo_queries=0))
 
 
 def test_cls_vector_reading_follows_the_cosines_and_the_loss() -> None:

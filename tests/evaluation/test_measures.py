@@ -13,7 +13,7 @@ from lib.core.types import ranking_from_run, run_from_rankings
 from lib.data import read_qrels, read_run
 from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import depth_sweep
-from lib.evaluation.measures import evaluate, per_query, write_trec_run
+from lib.evaluation.measures import cutoff_curve, evaluate, per_query, relevance_level, write_trec_run
 from lib.reranking.scoring import rerank_at_depth
 
 # --- the published first-stage numbers ---------------------------------------------------------
@@ -267,3 +267,13 @@ def test_write_trec_run_rejects_a_bad_tag(tag: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="'tag'"):
         write_trec_run({"1": {"a": 1.0}}, tmp_path / "run.trec", tag)
     assert not (tmp_path / "run.trec").exists()
+
+
+def test_binary_judgments_count_grade_one_as_relevant_graded_ones_from_two() -> None:
+    run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    binary = {"q1": {"b": 1, "c": 0}}  # MS MARCO's dev-small: grade 1 is the only relevant grade
+    graded = {"q1": {"a": 1, "b": 2, "c": 3}}  # TREC DL's: rel >= 2 (trec_eval -l 2)
+    assert relevance_level(binary) == 1 and relevance_level(graded) == 2
+    assert evaluate(run, binary, ["MRR@10", "R@10"]) == {"MRR@10": 0.5, "R@10": 1.0}
+    assert evaluate(run, graded, ["MRR@10", "P@10"]) == pytest.approx({"MRR@10": 0.5, "P@10": 0.2})
+    assert cutoff_curve(run, binary, [1, 2]).tolist() == [0.0, 1.0]
