@@ -101,7 +101,7 @@ nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider _build/smoke/chapters/[0-9]*.ipynb
 	TKBOOK_REQUIRE_PAGES=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/chapters/test_pages.py tests/test_rendered_book.py
 
-test: unit smoke nbval
+test: unit smoke paper-mini nbval
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -109,7 +109,7 @@ lint: $(STAMP)
 
 # --- cleaning ------------------------------------------------------------------------------
 clean:
-	rm -rf _build book/chapters artifacts data/converted exercises
+	rm -rf _build book/chapters artifacts data/converted data/msmarco-mini exercises
 
 distclean: clean
 	rm -rf $(VENV) data

@@ -58,6 +58,7 @@ from lib.chapters.time_budget_figure import plot_budget_curves
 from lib.core import paths
 from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
+from lib.core.profiles import limit_queries
 from lib.data import book_texts, load_qrels, load_queries
 from lib.evaluation import time_budget
 from lib.evaluation.precision_effect import precision_effect
@@ -299,10 +300,11 @@ display(Markdown(speed_report.roofline_reading(roofline)))
 tk2 = artifacts.trained_model(chapter.profile, "tk2", running_on)
 bf16_rows = {}
 for query_set in sets:
+    run = first_stage_runs.bm25_run(chapter.profile, query_set)
+    run = {qid: run[qid] for qid in limit_queries(list(run), chapter.profile)}  # the profile's queries
     bf16_rows[query_set] = precision_effect(
-        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(),
-        first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set),
-        batch_size=MODELS["tk2"].eval_batch_size,
+        tk2.model, tk2.tokenizer, load_queries(query_set), book_texts(), run, load_qrels(query_set),
+        depth=chapter.profile.training.candidate_depth, batch_size=MODELS["tk2"].eval_batch_size,
     )  # fmt: skip
 bf16_table = pd.DataFrame(bf16_rows).T
 write_csv(out / "bf16_effect.csv", bf16_table.reset_index(names="set"))

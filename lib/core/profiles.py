@@ -464,8 +464,9 @@ def paper_miniature(paper: Profile) -> Profile:
     Everything ``paper`` reads and decides stays (the MS MARCO export's layout and formats, ``train`` queries
     labelled by the teacher-scores file, dev-small validation by MRR@10, TILDE on MS MARCO's training
     judgments, every ``paper`` branch); what changes is the data folder (``msmarco-mini``, written by
-    ``python -m lib.experiments.miniature --out data/msmarco-mini``), the first 8 queries of each set, the
-    schedules and sizes (the ``smoke`` profile's), and :data:`PAPER_MINI_SUBSTITUTIONS`, printed by every chapter.
+    ``python -m lib.experiments.miniature``), the first 8 queries of each set, the schedules and sizes (the
+    ``smoke`` profile's; TILDE's too, on ``paper``'s MS MARCO training judgments; one rung of the ladder beyond
+    Table 2's models), and :data:`PAPER_MINI_SUBSTITUTIONS`, printed by every chapter.
     """
     smoke = PROFILES["smoke"]
     return dataclasses.replace(
@@ -480,14 +481,11 @@ def paper_miniature(paper: Profile) -> Profile:
             bert_cat_layers=1, batch_size=8, max_steps=6,
             validate_every=3, patience=2, bert_cat_batch_size=4, bert_cat_max_steps=6, bert_cat_validate_every=3,
             validation_depth=20, candidate_depth=30, throughput_documents=64, piece_vector_dim=64,
-            ladder_models=smoke.training.ladder_models,
+            ladder_models=("tk-bert1",),
         ),
         speed=smoke.speed,
         clusters=smoke.clusters,
-        tilde=paper.tilde.replace(
-            steps=4, batch_size=4, checkpoint_every=2, v2_steps=2, v2_batch_size=2, v2_group_size=4,
-            latency_repetitions=2,
-        ),
+        tilde=smoke.tilde.replace(train_set=paper.tilde.train_set),
         trec=paper.trec.replace(inits=(1, 2)),
         lecture=smoke.lecture,
     )  # fmt: skip

@@ -15,6 +15,7 @@ from lib.core import paths
 from lib.core.types import Run
 from lib.data.readers import (
     DataFormatError,
+    iter_teacher_scores,
     read_collection,
     read_qrels,
     read_queries,
@@ -42,6 +43,7 @@ __all__ = [
     "read_qrels",
     "read_queries",
     "read_run",
+    "iter_teacher_scores",
     "read_teacher_scores",
     "read_triples",
 ]

@@ -168,6 +168,15 @@ def read_teacher_scores(path: str | os.PathLike) -> tuple[list[tuple[str, str, s
     """
     triples: list[tuple[str, str, str]] = []
     margins: list[float] = []
+    for qid, positive, negative, positive_score, negative_score in iter_teacher_scores(path):
+        triples.append((qid, positive, negative))
+        margins.append(positive_score - negative_score)
+    return triples, margins
+
+
+def iter_teacher_scores(path: str | os.PathLike) -> Iterator[tuple[str, str, str, float, float]]:
+    """Each line of a teacher-scores file (:func:`read_teacher_scores`, the same checks) as
+    ``(qid, pos_pid, neg_pid, pos_score, neg_score)``, in file order, one at a time."""
     for number, line in _lines(path):
         fields = line.split("\t")
         if len(fields) != 5:
@@ -185,6 +194,4 @@ def read_teacher_scores(path: str | os.PathLike) -> tuple[list[tuple[str, str, s
         ids = tuple(field.strip() for field in fields[2:])
         if not all(ids):
             raise DataFormatError(path, number, "empty id (qid, pos_pid or neg_pid)")
-        triples.append((ids[0], ids[1], ids[2]))
-        margins.append(scores[0] - scores[1])
-    return triples, margins
+        yield ids[0], ids[1], ids[2], scores[0], scores[1]

@@ -127,12 +127,13 @@ def training_settings(profile: Profile) -> dict[str, Any]:
 
 def training_protocol(profile: Profile) -> tuple[TrainingSettings, int, distillation_protocol.Protocol]:
     """Chapter 2's settings, seed and distillation protocol (teacher-labelled triples, the validation set, the
-    DL19/DL20 tests), rebuilt from its teacher cache and chapter 1's index, for a chapter that trains more
-    models the same way (chapters 7 and 8)."""
+    DL19/DL20 tests), rebuilt from its teacher cache and chapter 1's index (on the paper's path, from the
+    teacher-scores file: no cache), for a chapter that trains more models the same way (chapters 7 and 8)."""
     settings, seed = settings_record.read_settings(training_settings(profile))
-    protocol = distillation_protocol.prepare_protocol(
-        profile, settings, seed, book_index(profile), teacher_cache(profile), progress=False
-    )
+    cache = _folder(profile, TRAINING_CHAPTER) / "teacher"
+    if settings.teacher_scores is None:
+        cache = teacher_cache(profile)
+    protocol = distillation_protocol.prepare_protocol(profile, settings, seed, book_index(profile), cache, False)
     return settings, seed, protocol
 
 

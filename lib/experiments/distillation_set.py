@@ -39,7 +39,7 @@ import torch
 from lib.core import paths
 from lib.core.profiles import PUBLISHED_TEACHER, Profile, TrainingSettings, limit_queries
 from lib.core.types import Run
-from lib.data import book_texts, load_collection, load_queries, read_teacher_scores
+from lib.data import book_texts, iter_teacher_scores, load_collection, load_queries
 from lib.data.pseudo_queries import PSEUDO_PREFIX, pseudo_queries
 from lib.data.registry import TEACHER_SCORES, fetch_paper
 from lib.data.splits import TEST_SETS, check_disjoint_from_tests, without_test_queries
@@ -56,12 +56,11 @@ class DistillationSet:
 
     ``passages`` are the teacher's cached passage vectors (reused to score other candidates); ``random`` the
     teacher's scores of the random passages drawn as negatives (``None`` without random negatives). A set read
-    from a teacher-scores file (:func:`file_distillation_set`) has margins only: ``teacher`` is ``None`` and
-    ``passages`` empty.
+    from a teacher-scores file (:func:`file_distillation_set`) has no cached vectors: ``passages`` is empty.
     """
 
     queries: dict[str, str]
-    teacher: Run | None
+    teacher: Run
     triples: list[Triple]
     margins: list[float]
     seconds: dict[str, float]
@@ -70,16 +69,9 @@ class DistillationSet:
 
     def summary(self) -> dict[str, Any]:
         """Counts and timings for the chapter's table."""
-        if self.teacher is None:
-            passages = len({pid for _, positive, negative in self.triples for pid in (positive, negative)})
-            candidates = {"passages in the triples": passages}
-        else:
-            candidates = {
-                "candidates per query": sum(len(c) for c in self.teacher.values()) / max(1, len(self.teacher))
-            }
         return {
             "training queries": len(self.queries),
-            **candidates,
+            "candidates per query": sum(len(c) for c in self.teacher.values()) / max(1, len(self.teacher)),
             "triples": len(self.triples),
             **{f"{step} (s)": round(value, 1) for step, value in self.seconds.items()},
         }
@@ -215,24 +207,28 @@ def file_distillation_set(profile: Profile, settings: TrainingSettings) -> Disti
     Only triples of ``distill_query_set`` queries are kept, the profile's slice of those queries (its
     ``query_limit``, then ``distill_queries``, in query order), none that shares an id or a text with a test year
     (:func:`lib.data.splits.without_test_queries`). No pseudo-query, no candidates of the book's own: the file's
-    triples are the candidates. Listwise distillation needs every candidate's score, which the file does not
-    give: ``distill_negatives`` above 1 is a ``ValueError``.
+    triples are the candidates, and ``teacher`` holds the file's score of each of them (a passage in several
+    triples of a query keeps its first score). The file is read once, line by line.
     """
-    if settings.distill_negatives != 1:
-        raise ValueError("parameter 'distill_negatives' must be 1 with a teacher-scores file (pairs, not lists)")
     start = time.perf_counter()
     path = teacher_scores_file(settings)
-    triples, margins = read_teacher_scores(path)
     tests = {name: load_queries(name) for name in TEST_SETS}
     allowed = without_test_queries(load_queries(settings.distill_query_set), tests)
-    chosen = limit_queries(sorted({qid for qid, _, _ in triples if qid in allowed}), profile)
+    rows = [row for row in iter_teacher_scores(path) if row[0] in allowed]
+    chosen = limit_queries(sorted({row[0] for row in rows}), profile)
     chosen = chosen if settings.distill_queries is None else chosen[: settings.distill_queries]
     kept = set(chosen)
-    rows = [(triple, margin) for triple, margin in zip(triples, margins, strict=True) if triple[0] in kept]
+    rows = [row for row in rows if row[0] in kept]
     if not rows:
         raise ValueError(f"{path}: no triple of a {settings.distill_query_set} query outside the test years")
     queries = {qid: allowed[qid] for qid in chosen}
     check_disjoint_from_tests(queries, tests)
+    teacher: Run = {}
+    for qid, positive, negative, positive_score, negative_score in rows:
+        scores = teacher.setdefault(qid, {})
+        scores.setdefault(positive, positive_score)
+        scores.setdefault(negative, negative_score)
+    triples = [(qid, positive, negative) for qid, positive, negative, _, _ in rows]
+    margins = [positive_score - negative_score for _, _, _, positive_score, negative_score in rows]
     seconds = {"reading the teacher's scores": time.perf_counter() - start}
-    empty = Encodings([], torch.empty(0, 0))
-    return DistillationSet(queries, None, [t for t, _ in rows], [m for _, m in rows], seconds, empty)
+    return DistillationSet(queries, teacher, triples, margins, seconds, Encodings([], torch.empty(0, 0)))

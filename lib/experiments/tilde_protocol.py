@@ -41,7 +41,7 @@ from lib.data import held_runs, load_qrels, load_queries, load_run
 from lib.data.splits import FOLDS
 from lib.experiments import artifacts
 from lib.experiments.distillation_protocol import validation_set
-from lib.experiments.distillation_set import DistillationSet, build_distillation_set
+from lib.experiments.distillation_set import DistillationSet, build_distillation_set, file_distillation_set
 from lib.experiments.first_stage_runs import bm25_run, rerank_sets
 from lib.experiments.tilde_scorings import scoring_runs
 from lib.models.bi_encoder import BiEncoder
@@ -203,8 +203,11 @@ def teacher_labelled(profile: Profile, seed: int, progress: bool = True) -> Dist
 
     The same set chapter 2's students learn from (:func:`lib.experiments.distillation_set.build_distillation_set`
     with the profile's training settings), rebuilt from chapter 2's cache: BM25 over chapter 1's index
-    and the teacher's dense search, no teacher pass over the corpus.
+    and the teacher's dense search, no teacher pass over the corpus. On the paper's path, the teacher-scores file's
+    (:func:`lib.experiments.distillation_set.file_distillation_set`).
     """
+    if profile.training.teacher_scores is not None:
+        return file_distillation_set(profile, profile.training)
     folder = artifacts.teacher_cache(profile)
     return build_distillation_set(
         profile,

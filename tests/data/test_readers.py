@@ -9,6 +9,7 @@ import pytest
 
 from lib.data import (
     DataFormatError,
+    iter_teacher_scores,
     read_collection,
     read_qrels,
     read_queries,
@@ -177,3 +178,5 @@ def test_teacher_scores_give_triples_and_margins(tmp_path: Path) -> None:
     assert triples == [("400296", "1540783", "3518497")] * 2 + [("662731", "193249", "2975302")]
     assert margins == pytest.approx([16.31, 7.5, 0.0])
     assert all(isinstance(margin, float) for margin in margins)
+    rows = list(iter_teacher_scores(path))
+    assert rows[0] == ("400296", "1540783", "3518497", 11.81, -4.5) and rows[1][3:] == (10.0, 2.5) and len(rows) == 3

@@ -130,14 +130,12 @@ def test_a_teacher_scores_file_gives_its_triples_of_the_profiles_training_querie
     assert labelled.queries == {"1": "cats", "2": "dogs"}, "query 3 shares a test query's text"
     assert labelled.triples == [("1", "p1", "p2"), ("2", "p3", "p4"), ("1", "p1", "p7")]
     assert labelled.margins == pytest.approx([2.0, -0.5, 1.0])
-    assert labelled.teacher is None and not labelled.passages.ids
-    assert labelled.summary()["passages in the triples"] == 5 and labelled.summary()["triples"] == 3
+    assert labelled.teacher == {"1": {"p1": 3.0, "p2": 1.0, "p7": 4.0}, "2": {"p3": 2.0, "p4": 2.5}}, "first score"
+    assert not labelled.passages.ids and labelled.summary()["candidates per query"] == 2.5
     first = file_distillation_set(book, settings.replace(distill_queries=1))
     assert list(first.queries) == ["1"] and len(first.triples) == 2, "the profile's slice, in query order"
     with pytest.raises(FileNotFoundError, match=r"mini/absent\.tsv: the teacher-scores file"):
         file_distillation_set(book, settings.replace(teacher_scores="absent.tsv"))
-    with pytest.raises(ValueError, match="'distill_negatives' must be 1"):
-        file_distillation_set(book, settings.replace(distill_negatives=3))
     (folder / "queries.dl20.tsv").write_text("1\tcats\n2\tdogs\n8\tbirds\n")
     with pytest.raises(ValueError, match=r"scores\.tsv: no triple of a train query outside the test years"):
         file_distillation_set(book, settings)
