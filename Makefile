@@ -93,9 +93,11 @@ smoke:
 
 # The paper's code path proven end to end (issue 43): every chapter under PROFILE=paper-mini, executed and rendered,
 # then both torchrun entry points with 2 CPU processes on the miniature, and no chapter part skipped silently.
-paper-mini: miniature
-	$(MAKE) book PROFILE=paper-mini
-	TKBOOK_REQUIRE_PAPER_MINI=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/paper_mini
+paper-mini:
+	@start=$$(date +%s); \
+	$(MAKE) miniature && $(MAKE) book PROFILE=paper-mini && \
+	TKBOOK_REQUIRE_PAPER_MINI=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/paper_mini && \
+	echo "make paper-mini: $$(( $$(date +%s) - start )) s"
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider _build/smoke/chapters/[0-9]*.ipynb
