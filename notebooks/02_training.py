@@ -642,9 +642,14 @@ if pair_vector_rows:
         colour = f"C{index}"
         axis.plot(by_depth.index, by_depth[column], marker="o", color=colour, label=f"{column}, before fine-tuning")
         axis.scatter(
-            [used_depth], [pair_vector_rows[f"{used_depth} layers, fine-tuned"][column]],
-            marker="*", s=160, color=colour, zorder=3, label=f"{column}, fine-tuned BERT-cat",
-        )  # fmt: skip
+            [used_depth],
+            [pair_vector_rows[f"{used_depth} layers, fine-tuned"][column]],
+            marker="*",
+            s=160,
+            color=colour,
+            zorder=3,
+            label=f"{column}, fine-tuned BERT-cat",
+        )
     axis.axvline(used_depth, color="grey", linestyle=":", linewidth=1)
     axis.set_xlabel("MiniLM layers kept")
     axis.set_ylabel("mean cosine between pairs")
