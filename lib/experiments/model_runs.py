@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from lib.core import paths
-from lib.core.device import resolve_device
+from lib.core.device import amp_enabled, resolve_device
 from lib.core.profiles import Profile, TrainingSettings
 from lib.core.run_context import RunContext
 from lib.core.types import JudgedSet, Run, ranking_from_run
@@ -30,6 +30,7 @@ from lib.evaluation import measures as evaluation
 from lib.evaluation.depths import tune_depth
 from lib.evaluation.efficiency import measure_throughput
 from lib.evaluation.interpolation import interpolate, tune_interpolation
+from lib.experiments import score_cache
 from lib.experiments.distillation_protocol import Protocol
 from lib.experiments.distillation_set import triple_sampling
 from lib.experiments.model_setup import Representations, build_model, training_config
@@ -88,6 +89,11 @@ class ModelResult:
 def scores_path(profile: Profile, chapter: str, query_set: str, model: str) -> Path:
     """Where the model's score of every test candidate is kept (a TREC run over the full depth)."""
     return paths.chapter_dir(profile.name, chapter) / "scores" / f"{query_set}__{model}.trec"
+
+
+def score_cache_folder(profile: Profile) -> Path:
+    """Where a profile's scores are kept by content (:mod:`lib.experiments.score_cache`), shared by every chapter."""
+    return paths.artifacts_root() / profile.name / "score-cache"
 
 
 def training_groups(protocol: Protocol, settings: TrainingSettings, seed: int) -> tuple[list[Group], list[list[float]]]:
@@ -165,15 +171,26 @@ def run_model(
         model, history, best_step = result.model, result.history, result.best_step
 
     def scores_of(queries: dict[str, str], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        """Every candidate's score; a bi-encoder encodes each text once, reusing the teacher's corpus vectors."""
-        if isinstance(model, BiEncoder):
-            return dense.candidate_scores(
-                model, tokenizer, queries, protocol.texts, run, QUERY_MAX_LENGTH, DOC_MAX_LENGTH,
-                known=protocol.distillation.passages,
-            )  # fmt: skip
-        return score_candidates(
-            model, tokenizer, queries, protocol.texts, run, depth=None, options=ScoringOptions(config.eval_batch_size)
-        )
+        """Every candidate's score, computed once per build (:mod:`lib.experiments.score_cache`); a bi-encoder encodes
+        each text once, reusing the teacher's corpus vectors."""
+        dense_scoring = isinstance(model, BiEncoder)
+        device = next(model.parameters()).device
+        key = score_cache.scoring_key(
+            model, tokenizer, queries, protocol.texts, run, method="dense" if dense_scoring else "pairs",
+            max_lengths=[QUERY_MAX_LENGTH, DOC_MAX_LENGTH], device=device.type, bf16=amp_enabled(device),
+            known=score_cache.encodings_digest(protocol.distillation.passages) if dense_scoring else None,
+        )  # fmt: skip
+
+        def compute() -> dict[str, dict[str, float]]:
+            if dense_scoring:
+                return dense.candidate_scores(
+                    model, tokenizer, queries, protocol.texts, run, QUERY_MAX_LENGTH, DOC_MAX_LENGTH,
+                    known=protocol.distillation.passages,
+                )  # fmt: skip
+            options = ScoringOptions(config.eval_batch_size)
+            return score_candidates(model, tokenizer, queries, protocol.texts, run, depth=None, options=options)
+
+        return score_cache.cached_scores(score_cache_folder(profile), key, run, compute)
 
     validation = protocol.validation
     validation_scores = scores_of(validation.queries, validation.run)

@@ -52,7 +52,7 @@ def test_listwise_groups_extend_the_training_triples_and_never_take_a_held_out_q
         assert high - low == pytest.approx(margin_of[group[:3]], abs=1e-5)
 
 
-def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_again(
+def test_a_run_reuses_another_chapters_finished_checkpoint_and_its_scores_instead_of_computing_them_again(
     protocol: distillation_protocol.Protocol,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -72,8 +72,12 @@ def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_a
     def no_training(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a finished checkpoint of the same run must not be trained again")
 
+    def no_scoring(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the same weights on the same candidates must not be scored again")
+
     monkeypatch.setattr(pairwise, "margin_mse", no_training)
     monkeypatch.setattr(pairwise, "hinge_loss", no_training)
+    monkeypatch.setattr(model_runs, "score_candidates", no_scoring)
     again = model_runs.run_model(
         "knrm", small, representations, settings, run_context("07_trec_runs", "smoke", 42, "cpu"), progress=False,
         variant=model_runs.RunVariant("init42", reuse_from="02_training"),
@@ -82,6 +86,8 @@ def test_a_run_reuses_another_chapters_finished_checkpoint_instead_of_training_a
     for name in first:
         assert again[name].best_step == first[name].best_step
         assert again[name].metrics_at_full_depth == first[name].metrics_at_full_depth
+        assert again[name].tuned_depth == first[name].tuned_depth and again[name].weight == first[name].weight
+    assert len(list((tmp_path / "artifacts" / "smoke" / "score-cache").glob("*.trec"))) == 1 + len(first)
 
 
 def test_a_zero_shot_model_is_scored_untrained_and_both_runs_are_written(
