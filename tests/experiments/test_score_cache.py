@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,24 @@ def test_stored_vectors_digest_changes_with_any_vector() -> None:
     assert score_cache.encodings_digest(Encodings(["a", "b", "c"], moved)) != base
     assert score_cache.encodings_digest(Encodings(["a", "c", "b"], vectors)) != base
     assert score_cache.encodings_digest(Encodings(["a", "b", "c"], vectors.clone())) == base
+
+
+def test_a_tokenizers_digest_is_the_same_in_every_process() -> None:
+    """Each chapter runs in its own kernel, with its own string hashing: a digest that moved with it would never hit."""
+    script = (
+        "from lib.experiments.score_cache import tokenizer_digest\n"
+        "from lib.representations.bert import load_tokenizer\n"
+        "from lib.representations.pretrained import minilm_folder\n"
+        "from lib.representations.text import Vocabulary\n"
+        "words = Vocabulary.build(['the kernel pooling of the match matrix', 'a passage of words'], min_count=1)\n"
+        "print(tokenizer_digest(load_tokenizer(minilm_folder())), tokenizer_digest(words))\n"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.split()[-2:]
+        for seed in ("1", "2")
+    ]  # fmt: skip
+    assert all(len(run) == 2 and all(len(digest) == 64 for digest in run) for run in runs), runs
+    assert runs[0] == runs[1], runs
