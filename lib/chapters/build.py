@@ -13,7 +13,8 @@ A chapter is re-executed only when its *fingerprint* changed: the sha256 of its 
 :mod:`ast`, with the ``__init__`` files of their packages and the data files beside them), of the
 ``manifest.json`` of the profile's data folder (:func:`lib.core.paths.converted_dir`: the converted book
 subset, or the ``paper`` profile's MS MARCO export; a chapter reads the same folder,
-:func:`lib.chapters.prologue.start_chapter`), of its parameters, and of the fingerprints of the chapters
+:func:`lib.chapters.prologue.start_chapter`), of the committed files it reads (:data:`COMMITTED_INPUTS`:
+chapter 3's benchmark results), of its parameters, and of the fingerprints of the chapters
 before it (later chapters read earlier chapters' artifacts). Editing a module that only chapter 6 imports
 therefore re-executes chapter 6 alone. The fingerprint is stored beside the output
 (``.NN_topic.stamp.json``) once the chapter succeeded; the executed notebook is written to a temporary
@@ -51,6 +52,9 @@ TIMES_PAGE = "build_times.md"
 BUDGET_MINUTES: dict[str, float] = {"02_training": 20.0}
 DEFAULT_BUDGET_MINUTES = 15.0
 TOTAL_BUDGET_MINUTES = 60.0
+#: Committed files a chapter reads besides its data and ``lib/`` (repository-relative globs), part of its
+#: fingerprint: chapter 3 tabulates every benchmark result committed under ``benchmarks/results/``.
+COMMITTED_INPUTS: dict[str, tuple[str, ...]] = {"03_time_budget": ("benchmarks/results/*.json",)}
 
 
 def executed_dir(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
@@ -123,12 +127,26 @@ def data_fingerprint(profile_name: str) -> str:
     return _sha256(manifest.read_bytes())
 
 
-def fingerprint(chapter: Chapter, parameters: Mapping[str, Any], previous: str, library: str, data: str) -> str:
-    """A chapter's fingerprint: source, the library it imports (``library``), data, parameters, the previous one's."""
+def inputs_fingerprint(name: str, root: Path = paths.REPO_ROOT) -> str:
+    """The sha256 over chapter ``name``'s :data:`COMMITTED_INPUTS` (each file's path and content, in path order)."""
+    digest = hashlib.sha256()
+    for pattern in COMMITTED_INPUTS.get(name, ()):
+        for path in sorted(root.glob(pattern)):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def fingerprint(
+    chapter: Chapter, parameters: Mapping[str, Any], previous: str, library: str, data: str, inputs: str
+) -> str:
+    """A chapter's fingerprint: source, the library it imports (``library``), data, the committed files it reads
+    (``inputs``, :func:`inputs_fingerprint`), parameters, the previous one's."""
     parts = {
         "source": _sha256(chapter.source.read_bytes()),
         "lib": library,
         "data": data,
+        "inputs": inputs,
         "parameters": json.dumps(dict(parameters), sort_keys=True),
         "previous": previous,
     }
@@ -200,7 +218,8 @@ def run(
     data = data_fingerprint(profile_name)
     previous = ""
     for chapter in chapters:
-        current = fingerprint(chapter, parameters, previous, library_fingerprint(chapter.source), data)
+        library = library_fingerprint(chapter.source)
+        current = fingerprint(chapter, parameters, previous, library, data, inputs_fingerprint(chapter.name))
         previous = current
         if only is not None and chapter.name != only:
             continue

@@ -38,16 +38,34 @@ def _tiny_chapter(tmp_path, body: str) -> Chapter:
     return Chapter("99_tiny", source, tmp_path / "book" / "chapters" / "99_tiny.ipynb")
 
 
-def test_fingerprint_changes_with_source_parameters_library_data_and_previous(tmp_path):
+def test_fingerprint_changes_with_source_parameters_library_data_inputs_and_previous(tmp_path):
     chapter = _tiny_chapter(tmp_path, "x = 1")
-    base = chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data")
-    assert base == chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data")
-    assert base != chapters.fingerprint(chapter, {"profile": "book"}, "prev", "lib", "data")
-    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "other", "lib", "data")
-    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib2", "data")
-    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data2")
+    base = chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data", "inputs")
+    assert base == chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data", "inputs")
+    assert base != chapters.fingerprint(chapter, {"profile": "book"}, "prev", "lib", "data", "inputs")
+    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "other", "lib", "data", "inputs")
+    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib2", "data", "inputs")
+    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data2", "inputs")
+    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data", "inputs2")
     chapter.source.write_text(chapter.source.read_text() + "y = 2\n")
-    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data")
+    assert base != chapters.fingerprint(chapter, {"profile": "smoke"}, "prev", "lib", "data", "inputs")
+
+
+def test_a_new_or_changed_benchmark_result_changes_chapter_3s_inputs_and_no_other_chapters(tmp_path):
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "cpu.json").write_text('{"results": []}')
+    (results / "correctness").mkdir()
+    empty = chapters.inputs_fingerprint("03_time_budget", tmp_path)
+    assert chapters.inputs_fingerprint("02_training", tmp_path) == chapters.inputs_fingerprint("04_x", tmp_path)
+    (results / "correctness" / "gpu.json").write_text("{}")
+    assert chapters.inputs_fingerprint("03_time_budget", tmp_path) == empty, "only benchmarks/results/*.json counts"
+    (results / "gpu.json").write_text('{"results": []}')
+    added = chapters.inputs_fingerprint("03_time_budget", tmp_path)
+    assert added != empty
+    (results / "gpu.json").write_text('{"results": [1]}')
+    assert chapters.inputs_fingerprint("03_time_budget", tmp_path) != added
+    assert chapters.inputs_fingerprint("02_training", tmp_path) == chapters.inputs_fingerprint("04_x", tmp_path)
 
 
 def _write(path, text: str = "") -> None:
