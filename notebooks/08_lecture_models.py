@@ -47,6 +47,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
+from tqdm import tqdm
 
 from lib.analyses import stopword_gate
 from lib.chapters import lecture_comparison
@@ -333,7 +334,7 @@ for query_set, qs in protocol.tests.items():
 # %%
 sample_texts = [protocol.texts[p] for p in passages]
 start = time.perf_counter()
-for name in compared:
+for name in tqdm(compared, desc="latency", unit="model"):
     model, tokenizer = (
         (trained[name]["dl19"].training.model, model_setup.build_model(name, representations, chapter.seed)[1])
         if name in trained
