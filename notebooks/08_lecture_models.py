@@ -370,13 +370,15 @@ table.round(3)
 
 # %% [markdown]
 # Query latency is the median over {glue:text}`timed_queries` DL19 queries of re-ranking their BM25
-# candidates (repeated when a query has fewer), on {glue:text}`latency_device`; bytes per passage
+# candidates (repeated when a query has fewer; timed runs per query after a warm-up:
+# {glue:text}`timed_repetitions`), on {glue:text}`latency_device`; bytes per passage
 # count the stored vectors at float16 over the test passages above. The same numbers as a picture,
 # with the time budgets of {doc}`03_time_budget` as dotted lines:
 
 # %% tags=["hide-input"]
 glue("timed_queries", f"{len(timed_qids)}", display=False)
 glue("latency_device", device_name(chapter.device), display=False)
+glue("timed_repetitions", f"{lecture.latency_repetitions}", display=False)
 largest = lecture.latency_counts[-1]
 budgets = artifacts.budget_leaders(chapter.profile, "dl19")["budget (ms)"].tolist()
 figure = lecture_comparison.plot_tradeoff(

@@ -5,7 +5,7 @@
 - :func:`comparison_table` — effectiveness, latency and storage in one table (each model's query latency
   and bytes per passage from :mod:`lib.evaluation.query_latency`);
 - :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
-  splits as a dial on the same axes;
+  splits as a dial on the same axes (:func:`label_offsets` keeps nearly coinciding models' labels apart);
 - :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25.
 
 TK-Sparse's contextualised stopwords (slide 33) are analysed in :mod:`lib.analyses.stopword_gate`.
@@ -14,6 +14,7 @@ TK-Sparse's contextualised stopwords (slide 33) are analysed in :mod:`lib.analys
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -91,6 +92,25 @@ def comparison_table(
                  + ["bytes per passage", "stored per passage", "at query time"]]  # fmt: skip
 
 
+def label_offsets(
+    latencies: Sequence[float], values: Sequence[float], near: tuple[float, float] = (0.15, 0.05)
+) -> list[tuple[int, int]]:
+    """Text offsets (points) for the labels of points at ``latencies`` (log axis) and ``values``: above right,
+    or below right when an earlier point lies within ``near`` — (decades of latency, share of the values'
+    range) — so that two nearly coinciding models (TK-2 and TK-Sparse) keep readable labels."""
+    span = (max(values) - min(values)) or 1.0
+    offsets: list[tuple[int, int]] = []
+    for index, (latency, value) in enumerate(zip(latencies, values, strict=True)):
+        crowded = any(
+            abs(math.log10(latency) - math.log10(latencies[other])) < near[0]
+            and abs(value - values[other]) < near[1] * span
+            and offsets[other][1] > 0
+            for other in range(index)
+        )
+        offsets.append((6, -12) if crowded else (6, 4))
+    return offsets
+
+
 def plot_tradeoff(
     table: pd.DataFrame,
     effectiveness: str,
@@ -112,11 +132,11 @@ def plot_tradeoff(
         axis.axvline(budget, color="0.8", linestyle=":", linewidth=1, zorder=0)
         axis.text(budget, 1.0, f"{budget:g} ms", transform=axis.get_xaxis_transform(), rotation=90,
                   va="top", ha="right", fontsize=7, color="0.5")  # fmt: skip
-    for (label, row), colour in zip(
-        shown.iterrows(), itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), strict=False
-    ):
+    colours = itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    offsets = label_offsets(shown[latency].tolist(), shown[effectiveness].tolist())
+    for (label, row), colour, offset in zip(shown.iterrows(), colours, offsets, strict=False):
         axis.scatter(row[latency], row[effectiveness], s=60, color=colour, zorder=3)
-        axis.annotate(label, (row[latency], row[effectiveness]), textcoords="offset points", xytext=(6, 4), fontsize=9)
+        axis.annotate(label, (row[latency], row[effectiveness]), textcoords="offset points", xytext=offset, fontsize=9)
     if dial is not None:
         line = dial.dropna(subset=[effectiveness, latency])
         axis.plot(line[latency], line[effectiveness], marker="o", markersize=4, color="0.45", linewidth=1, zorder=2)

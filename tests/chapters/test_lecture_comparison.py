@@ -45,6 +45,16 @@ def test_tradeoff_figure_leaves_out_models_without_latency_and_refuses_an_empty_
         lecture_comparison.plot_tradeoff(table.iloc[:1], "DL19 nDCG@10", "ms for 1000", [], "t")
 
 
+def test_labels_of_nearly_coinciding_models_go_above_and_below_and_distant_ones_stay_above() -> None:
+    # chapter 8's book build: TK-2 (28.5 ms, 0.497) and TK-Sparse (31.8 ms, 0.499) nearly coincide
+    latencies, values = [28.5, 31.8, 13779.0, 438.0], [0.497, 0.499, 0.594, 0.624]
+    assert lecture_comparison.label_offsets(latencies, values) == [(6, 4), (6, -12), (6, 4), (6, 4)]
+    table = pd.DataFrame({"DL19 nDCG@10": values, "ms for 1000": latencies}, index=["TK-2", "TK-Sparse", "B", "C"])
+    figure = lecture_comparison.plot_tradeoff(table, "DL19 nDCG@10", "ms for 1000", [], "t")
+    positions = {text.get_text(): text.xyann for text in figure.axes[0].texts}
+    assert positions["TK-2"] == (6, 4) and positions["TK-Sparse"] == (6, -12)
+
+
 def test_the_prettr_dial_is_drawn_on_the_models_axes() -> None:
     table = pd.DataFrame({"DL19 nDCG@10": [0.6, 0.5], "ms for 100": [900.0, 40.0]}, index=["BERT-cat", "TK-2"])
     dial = pd.DataFrame(
