@@ -424,7 +424,8 @@ PROFILES: dict[str, Profile] = {
         ),
         # Chapter 8's query latencies: one timed run per query (the median over 3 queries is reported). Three
         # runs per query took 29 of the chapter's 56 minutes on 2 cores (7 models, 100 and 1,000 candidates, up
-        # to 14 s a run).
+        # to 14 s a run); one took 19 of 43, its medians 0.80-1.09 of the three-run ones (median 0.97; MiniLM
+        # models run whole within 6 %), no point of the chapter's log-scale figures moved by a tenth of a decade.
         lecture=LectureSettings(latency_repetitions=1),
     ),
     "paper": Profile(
