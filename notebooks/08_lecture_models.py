@@ -370,8 +370,8 @@ table.round(3)
 
 # %% [markdown]
 # Query latency is the median over {glue:text}`timed_queries` DL19 queries of re-ranking their BM25
-# candidates (repeated when a query has fewer; timed runs per query after a warm-up:
-# {glue:text}`timed_repetitions`), on {glue:text}`latency_device`; bytes per passage
+# candidates (repeated when a query has fewer; timed runs per query: {glue:text}`timed_repetitions`,
+# after one untimed warm-up run before the first query), on {glue:text}`latency_device`; bytes per passage
 # count the stored vectors at float16 over the test passages above. The same numbers as a picture,
 # with the time budgets of {doc}`03_time_budget` as dotted lines:
 
