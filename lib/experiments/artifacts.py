@@ -35,6 +35,7 @@ import pandas as pd
 import torch
 
 from lib.core import paths
+from lib.core.broken_files import read_checked
 from lib.core.device import resolve_device
 from lib.core.profiles import Profile, TrainingSettings
 from lib.data import read_run
@@ -80,15 +81,33 @@ def _required(path: Path, what: str, chapter: str, profile: Profile) -> Path:
     return path
 
 
+def _rerun(chapter: str, profile: Profile) -> str:
+    """The command that executes ``chapter`` again even when it is up to date (it rewrites a broken output)."""
+    return f"make chapter CH={chapter} PROFILE={profile.name} ARGS=--force"
+
+
+def _load_state(path: Path) -> dict[str, torch.Tensor]:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError(f"not a state dict but a {type(state).__name__}")
+    return state
+
+
 def book_index(profile: Profile) -> Path:
     """Chapter 1's Lucene index of the book corpus (v1 passages), for BM25 over it."""
     folder = _folder(profile, FIRST_STAGE_CHAPTER) / "index-v1"
     return _required(folder, "the Lucene index of the book corpus", FIRST_STAGE_CHAPTER, profile)
 
 
+def teacher_folder(profile: Profile) -> Path:
+    """Where chapter 2 keeps the teacher's encodings (it may not exist yet: :func:`prepare_protocol
+    <lib.experiments.distillation_protocol.prepare_protocol>` fills it, for chapter 2 or a setting probe)."""
+    return _folder(profile, TRAINING_CHAPTER) / "teacher"
+
+
 def teacher_cache(profile: Profile) -> Path:
     """Chapter 2's folder of the teacher's cached encodings (the book passages' vectors, the training queries')."""
-    folder = _folder(profile, TRAINING_CHAPTER) / "teacher"
+    folder = teacher_folder(profile)
     _required(
         folder / "teacher-passages.npy", "the teacher's encodings of the book passages", TRAINING_CHAPTER, profile
     )
@@ -162,7 +181,9 @@ def trained_model(profile: Profile, name: str, device: str | torch.device = "cpu
         model, tokenizer = model_setup.build_model(name, representations, seed=0)
         return TrainedModel(name, model.to(resolve_device(device)).eval(), tokenizer, representations.bert_path)
     path = _required(checkpoint_path(profile, name), f"the trained {name}", TRAINING_CHAPTER, profile)
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = read_checked(
+        path, _load_state, f"the trained {name} (chapter 2's best weights)", _rerun(TRAINING_CHAPTER, profile)
+    )
     if spec.family == "word":
         words = vocabulary(profile)
         shape = tuple(state[EMBEDDING_KEY].shape)

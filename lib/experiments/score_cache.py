@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lib.core.broken_files import read_or_set_aside
 from lib.core.types import Run, ranking_from_run
 from lib.data import read_run
 from lib.evaluation.measures import write_trec_run
@@ -76,16 +77,22 @@ def scoring_key(
 
 def cached_scores(folder: Path, key: Mapping[str, Any], run: Run, compute: Callable[[], Run]) -> Run:
     """The scores of ``run``'s candidates under ``key`` (:func:`scoring_key`): read from ``folder`` when they were kept,
-    else ``compute()``-d and kept there (atomically). Every query of ``run`` is a key of the result and its
-    passages come in the run's order, as :func:`lib.reranking.scoring.score_candidates` gives them."""
+    else ``compute()``-d and kept there (atomically); a broken kept file is set aside and recomputed, with a warning.
+    Every query of ``run`` is a key of the result and its passages come in the run's order, as
+    :func:`lib.reranking.scoring.score_candidates` gives them."""
     name = hashlib.sha256(json.dumps(dict(key), sort_keys=True).encode()).hexdigest()
     path = Path(folder) / f"{name}.trec"
-    if path.is_file():
-        kept = read_run(path)
+
+    def read_kept(file: Path) -> Run:
+        kept = read_run(file)
         missing = [(qid, pid) for qid in run for pid in run[qid] if pid not in kept.get(qid, {})]
         if missing or set(kept) - set(run):
-            raise ValueError(f"{path}: the kept scores are not those of the candidates they are keyed by; delete it")
+            raise ValueError("the kept scores are not those of the candidates they are keyed by")
         return {qid: {pid: kept[qid][pid] for pid in ranking_from_run(run[qid])} for qid in run}
+
+    kept = read_or_set_aside(path, read_kept, "a kept score file (the score cache)")
+    if kept is not None:
+        return kept
     scores = compute()
     write_trec_run(scores, path, tag="scores")
     return scores

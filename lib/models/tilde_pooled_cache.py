@@ -13,7 +13,8 @@ same vector of the same input. A BERT pass is most of what a CPU spends on TILDE
 
 Each :meth:`PooledCache.put` writes one shard, ``<fingerprint>/<digest of its keys>.npz`` (the keys
 and the float32 vectors), atomically; a folder is read once per process, shards in name order. An
-interrupted run loses nothing it had written, and no file is ever rewritten.
+interrupted run loses nothing it had written, and no file is ever rewritten; a broken shard (a truncated copy)
+is set aside with a warning and its vectors are computed again.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 import torch
 
 from lib.core.atomic import atomic_write
+from lib.core.broken_files import read_or_set_aside
 
 #: The digest length of an input row's key, in bytes (SHA-1).
 KEY_BYTES = 20
@@ -35,6 +37,15 @@ KEY_BYTES = 20
 def row_key(row: Sequence[int]) -> bytes:
     """The key of one input row (the ids the encoder reads): SHA-1 of the ids as little-endian int32."""
     return hashlib.sha1(np.asarray(row, dtype="<i4").tobytes()).digest()
+
+
+def _read_shard(shard: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A shard's keys and vectors; a truncated or mismatched shard raises."""
+    with np.load(shard, allow_pickle=False) as data:
+        keys, matrix = data["keys"], data["vectors"]
+    if keys.dtype != np.dtype(f"S{KEY_BYTES}") or matrix.ndim != 2 or len(keys) != len(matrix):
+        raise ValueError(f"keys {keys.dtype} {keys.shape} do not match vectors {matrix.shape}")
+    return keys, matrix
 
 
 class PooledCache:
@@ -51,13 +62,10 @@ class PooledCache:
         rows: dict[bytes, int] = {}
         vectors: list[np.ndarray] = []
         for shard in sorted((self.folder / fingerprint).glob("*.npz")):
-            try:
-                with np.load(shard, allow_pickle=False) as data:
-                    keys, matrix = data["keys"], data["vectors"]
-            except (OSError, ValueError, KeyError) as error:
-                raise ValueError(f"{shard}: not a pooled-vector shard ({error}); delete it to recompute") from error
-            if keys.dtype != np.dtype(f"S{KEY_BYTES}") or matrix.ndim != 2 or len(keys) != len(matrix):
-                raise ValueError(f"{shard}: keys {keys.dtype} {keys.shape} do not match vectors {matrix.shape}")
+            read = read_or_set_aside(shard, _read_shard, "a pooled-vector shard (TILDE's cache)")
+            if read is None:  # broken: set aside, its rows are recomputed when asked for
+                continue
+            keys, matrix = read
             for key, vector in zip(keys.tolist(), matrix, strict=True):
                 if key not in rows:
                     rows[key] = len(vectors)

@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from lib.core.broken_files import read_or_set_aside
 from lib.representations.bert import CLS_ID, PAD_ID, SEP_ID, load_bert
 from lib.representations.word_vectors import load_matrix, save_matrix
 
@@ -83,9 +84,10 @@ def piece_vectors(
     bert_folder: str | os.PathLike, cache: Path, dim: int = PIECE_VECTOR_DIM, progress: bool = True
 ) -> torch.Tensor:
     """The ``[V, dim]`` static piece vectors of the BERT in ``bert_folder`` (steps 1–3), cached at ``cache``
-    (``.npy``, written atomically): computed once, then read."""
-    if cache.is_file():
-        matrix = load_matrix(cache)
+    (``.npy``, written atomically): computed once, then read (a broken cache is set aside, with a warning, and
+    computed again)."""
+    matrix = read_or_set_aside(cache, load_matrix, "a cache of piece vectors")
+    if matrix is not None:
         if matrix.shape[1] != dim:
             raise ValueError(f"{cache}: {matrix.shape[1]}-d piece vectors, but {dim}-d were asked for")
         return matrix

@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from lib.core import distributed
 from lib.core.atomic import atomic_write
+from lib.core.broken_files import read_or_set_aside
 from lib.core.types import Run
 from lib.models.bi_encoder import BiEncoder
 
@@ -102,11 +103,22 @@ def cached_encodings(
     batch_size: int = 128,
     progress: bool = False,
 ) -> Encodings:
-    """:func:`encode`, kept at ``path`` (``.npy``, ids in ``.ids.txt`` beside it) and reused when the ids match."""
+    """:func:`encode`, kept at ``path`` (``.npy``, ids in ``.ids.txt`` beside it) and reused when the ids match; a
+    broken kept file is set aside (with a warning) and encoded again."""
     path = Path(path)
     id_path = path.with_suffix(".ids.txt")
     if path.is_file() and id_path.is_file() and id_path.read_text(encoding="utf-8").split("\n") == list(ids):
-        return Encodings(list(ids), torch.from_numpy(np.load(path, allow_pickle=False)))
+
+        def read(file: Path) -> Encodings:
+            vectors = np.load(file, allow_pickle=False)
+            if vectors.ndim != 2 or len(vectors) != len(ids):
+                raise ValueError(f"{vectors.shape} vectors for {len(ids)} ids")
+            return Encodings(list(ids), torch.from_numpy(vectors))
+
+        # every process reads; a broken file fails on all of them, rank 0 sets it aside, all encode again
+        kept = read_or_set_aside(path, read, "a cache of bi-encoder vectors", move=distributed.is_main())
+        if kept is not None:
+            return kept
     encodings = encode(model, tokenizer, texts, ids, max_length, batch_size, progress)
     if distributed.is_main():
         with atomic_write(path, mode="wb") as handle:

@@ -59,6 +59,7 @@ from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which t
 
 from lib.core import distributed
 from lib.core.atomic import atomic_write, write_json
+from lib.core.broken_files import read_or_set_aside
 
 CHECKPOINT_NAME = "checkpoint.pt"
 _FORMAT = 2
@@ -163,13 +164,20 @@ def read_marker(path: Path, fingerprint: Mapping[str, Any], mismatch: str = "err
 
 
 def _read_marker(path: Path, fingerprint: Mapping[str, Any], mismatch: str) -> dict[str, Any] | None:
-    if not path.is_file():
+    record = read_or_set_aside(path, _read_json_object, "a finished run's marker")
+    if record is None:
         return None
-    record = json.loads(path.read_text(encoding="utf-8"))
     if check_fingerprint(record.get("params", {}), fingerprint, path, mismatch):
         return record
     path.unlink()
     return None
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict):
+        raise ValueError(f"not a JSON object but a {type(record).__name__}")
+    return record
 
 
 def write_marker(path: Path, fingerprint: Mapping[str, Any], record: Mapping[str, Any]) -> None:
@@ -404,8 +412,8 @@ def _resume(
     settings: LoopSettings,
 ) -> LoopState:
     saved = None
-    if distributed.is_main() and path.is_file():
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+    if distributed.is_main():
+        saved = read_or_set_aside(path, _load_checkpoint, "a training checkpoint")
     saved = distributed.broadcast_object(saved)
     if saved is not None:
         if saved.get("format") != _FORMAT:
@@ -428,6 +436,14 @@ def _resume(
     state = LoopState()
     _save(state, model, optimizer, schedule, path, fingerprint)
     return state
+
+
+def _load_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint written by :func:`_write_checkpoint` (a truncated one raises, and is set aside by the caller)."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(saved, dict):
+        raise ValueError(f"not a checkpoint dictionary but a {type(saved).__name__}")
+    return saved
 
 
 def _restore_rng(saved: Mapping[str, Any], settings: LoopSettings) -> None:

@@ -589,7 +589,7 @@ def _best_of(model: nn.Module, state: LoopState, checkpoint_dir: Path) -> Traini
     model.load_state_dict(extra["best_model"])
     model.eval()
     best_path = checkpoint_dir / BEST_NAME
-    if distributed.is_main() and not best_path.is_file():
+    if distributed.is_main():  # rewritten from the checkpoint each time: a broken copy heals on the next run
         _save(extra["best_model"], best_path)
     distributed.barrier()
     return TrainingResult(

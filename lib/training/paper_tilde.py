@@ -45,6 +45,7 @@ from typing import Any
 
 from lib.core import distributed
 from lib.core.atomic import write_json
+from lib.core.broken_files import read_or_set_aside
 from lib.core.types import Run, top_of_run
 from lib.data import read_collection, read_qrels, read_queries, read_run
 from lib.data.splits import export_test_queries, without_test_queries
@@ -80,8 +81,10 @@ def _index(
     run built it."""
     folder = Path(arguments.out) / f"index-{arguments.index_set}"
     identity = {"training": trained, "set": arguments.index_set, "depth": arguments.index_depth}
-    if (folder / HEADER_NAME).is_file():
-        index = load_index(folder)
+    index = None
+    if (folder / HEADER_NAME).is_file():  # a broken index is set aside by rank 0 and built again
+        index = read_or_set_aside(folder, load_index, "a stored TILDE index", move=distributed.is_main())
+    if index is not None:
         if {key: index.header["metadata"].get(key) for key in identity} == json.loads(json.dumps(identity)):
             return index
     pids = sorted({pid for ranked in candidates.values() for pid in ranked})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -10,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lib.core.atomic import atomic_write, write_csv, write_json, write_text
+from lib.core.atomic import DiskFullError, atomic_write, write_csv, write_json, write_text
 
 
 def test_atomic_write_replaces_the_file_on_success(tmp_path: Path) -> None:
@@ -89,3 +90,44 @@ def test_write_csv(tmp_path: Path) -> None:
     with_index = write_csv(tmp_path / "indexed.csv", frame.set_index("system"), index=True)
     assert with_index.read_text(encoding="utf-8").splitlines()[0] == "system,nDCG@10"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["indexed.csv", "table.csv"]
+
+
+def _fail_with_enospc(*_args, **_kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_keeps_the_previous_file_and_names_the_file_and_the_space(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(b"the previous, complete checkpoint")
+    monkeypatch.setattr("lib.core.atomic.os.fsync", _fail_with_enospc)
+    with pytest.raises(DiskFullError) as caught, atomic_write(path, "wb") as handle:
+        handle.write(b"x" * 5000)
+    error = caught.value
+    assert error.errno == errno.ENOSPC and isinstance(error, OSError)
+    assert str(error).startswith(f"[Errno {errno.ENOSPC}] {path}: no space left on the device")
+    assert "at least 5,001 bytes" in str(error) and "the previous file is intact" in str(error)
+    assert error.needed == 5001 and error.free is not None and error.free >= 0
+    assert path.read_bytes() == b"the previous, complete checkpoint"
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary file left
+
+
+def test_a_full_disk_during_a_text_write_names_its_exact_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "sub" / "settings.json"
+    monkeypatch.setattr("lib.core.atomic.os.fsync", _fail_with_enospc)
+    with pytest.raises(
+        DiskFullError, match=r"settings\.json: no space left .* at least 12 bytes .* no file was written"
+    ):
+        write_text(path, "twelve bytes")
+    assert not path.exists() and list(path.parent.iterdir()) == []
+
+
+def test_other_os_errors_pass_through_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_args, **_kwargs):
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr("lib.core.atomic.os.fsync", fail)
+    with pytest.raises(OSError) as caught:
+        write_text(tmp_path / "x.txt", "x")
+    assert caught.value.errno == errno.EIO and not isinstance(caught.value, DiskFullError)

@@ -12,6 +12,7 @@ import torch
 
 from lib.core import paths
 from lib.core.atomic import write_json
+from lib.core.broken_files import BrokenFileError
 from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
 from lib.experiments import artifacts, model_runs, model_setup, tk_choice
@@ -70,6 +71,17 @@ def test_a_missing_checkpoint_names_chapter_2(artifacts_root: Path) -> None:
         match=r"best\.pt: missing .*chapter 2 \(02_training\).*make chapter CH=02_training PROFILE=smoke",
     ):
         trained_model(get_profile("smoke"), "tk2")
+
+
+def test_a_truncated_checkpoint_names_the_file_and_the_command_that_rebuilds_it(artifacts_root: Path) -> None:
+    _save_trained("smoke", "tk2")
+    path = checkpoint_path(get_profile("smoke"), "tk2")
+    path.write_bytes(path.read_bytes()[:500])
+    with pytest.raises(BrokenFileError) as caught:
+        trained_model(get_profile("smoke"), "tk2")
+    message = str(caught.value)
+    assert message.startswith(f"{path}: the trained tk2 (chapter 2's best weights) is truncated or corrupt")
+    assert "make chapter CH=02_training PROFILE=smoke ARGS=--force" in message
 
 
 def test_a_missing_vocabulary_names_chapter_2(artifacts_root: Path) -> None:

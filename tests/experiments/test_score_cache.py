@@ -93,14 +93,29 @@ def test_a_query_without_candidates_is_kept(tmp_path: Path, dl19: dict) -> None:
     assert scorer.calls == 1 and again == first and again["no-candidates"] == {}
 
 
-def test_kept_scores_of_other_candidates_are_an_error_naming_the_file(tmp_path: Path, dl19: dict) -> None:
+def test_kept_scores_of_other_candidates_are_set_aside_and_scored_again(tmp_path: Path, dl19: dict) -> None:
     scorer = Counted(model(), dl19)
     key = scorer.key()
     score_cache.cached_scores(tmp_path, key, dl19["run"], scorer)
     qid = next(iter(dl19["run"]))
     wider = {**dl19["run"], qid: {**dl19["run"][qid], "not-scored": 0.0}}
-    with pytest.raises(ValueError, match=r"score-cache|\.trec"):
+    with pytest.warns(UserWarning, match=r"\.trec: a kept score file \(the score cache\) is truncated or corrupt"):
         score_cache.cached_scores(tmp_path, key, wider, scorer)
+    assert scorer.calls == 2  # scored again, not read back
+    assert len(list(tmp_path.glob("*.trec.broken"))) == 1
+
+
+def test_a_truncated_score_file_is_set_aside_with_a_warning_and_scored_again(tmp_path: Path, dl19: dict) -> None:
+    scorer = Counted(model(), dl19)
+    first = score_cache.cached_scores(tmp_path, scorer.key(), dl19["run"], scorer)
+    (kept,) = tmp_path.glob("*.trec")
+    text = kept.read_text(encoding="utf-8")
+    kept.write_text(text[: len(text) // 2], encoding="utf-8")  # cut inside a line, as a killed copy leaves it
+    with pytest.warns(UserWarning, match=rf"{kept.name}: a kept score file .* moved aside to {kept.name}.broken"):
+        again = score_cache.cached_scores(tmp_path, scorer.key(), dl19["run"], scorer)
+    assert again == first and scorer.calls == 2
+    assert kept.read_text(encoding="utf-8") == text  # rebuilt whole
+    assert kept.with_name(kept.name + ".broken").is_file()
 
 
 def test_stored_vectors_digest_changes_with_any_vector() -> None:

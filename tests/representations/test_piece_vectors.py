@@ -67,6 +67,11 @@ def test_piece_vectors_are_computed_once_then_read_from_the_cache(
     torch.testing.assert_close(module.piece_vectors(tiny_bert, cache, dim=8), first)
     with pytest.raises(ValueError, match=r"pieces\.npy: 8-d piece vectors, but 4-d"):
         module.piece_vectors(tiny_bert, cache, dim=4)
+    monkeypatch.undo()
+    cache.write_bytes(cache.read_bytes()[:100])  # truncated: set aside with a warning, computed again
+    with pytest.warns(UserWarning, match=r"pieces\.npy: a cache of piece vectors .* moved aside"):
+        torch.testing.assert_close(module.piece_vectors(tiny_bert, cache, dim=8, progress=False), first)
+    assert (tmp_path / "pieces.npy.broken").is_file()
 
 
 def test_minilms_piece_outputs_put_a_word_near_its_relatives_not_near_unrelated_words() -> None:

@@ -68,6 +68,17 @@ def test_encodings_are_cached_and_recomputed_when_the_ids_change(parts, tmp_path
         encode(model, tokenizer, PASSAGES, ["p7"], 200)
 
 
+def test_truncated_cached_encodings_are_set_aside_and_encoded_again(parts, tmp_path: Path) -> None:
+    model, tokenizer = parts
+    path = tmp_path / "passages.npy"
+    first = cached_encodings(path, model, tokenizer, PASSAGES, ["p1", "p2"], 200)
+    path.write_bytes(path.read_bytes()[:150])
+    with pytest.warns(UserWarning, match=r"passages\.npy: a cache of bi-encoder vectors is truncated"):
+        again = cached_encodings(path, model, tokenizer, PASSAGES, ["p1", "p2"], 200)
+    assert torch.equal(first.vectors, again.vectors)
+    assert (tmp_path / "passages.npy.broken").is_file() and path.is_file()
+
+
 def test_candidate_scores_equal_the_pairwise_scores_and_reuse_known_vectors(parts, monkeypatch) -> None:
     model, tokenizer = parts
     run = {"q1": {"p1": 3.0, "p2": 2.0, "p3": 1.0}, "q2": {"p2": 1.0, "p3": 0.5}}

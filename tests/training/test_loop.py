@@ -112,3 +112,28 @@ def test_a_checkpoint_of_an_earlier_loop_is_replaced_with_a_warning(tmp_path: Pa
     with pytest.warns(UserWarning, match="earlier training loop"):
         _, state = train(tmp_path / "run")
     assert state.resumed_from == 0 and state.finished
+
+
+def test_a_truncated_checkpoint_is_set_aside_with_a_warning_and_training_starts_again(tmp_path: Path) -> None:
+    whole, whole_state = train(tmp_path / "whole")
+    with pytest.raises(Interrupted):
+        train(tmp_path / "cut", kill_at=7)
+    checkpoint = tmp_path / "cut" / CHECKPOINT_NAME
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[: len(data) // 2])  # a killed copy, a full disk
+    with pytest.warns(UserWarning, match=rf"{CHECKPOINT_NAME}: a training checkpoint is truncated or corrupt"):
+        resumed, state = train(tmp_path / "cut")
+    assert (state.resumed_from, state.steps_run) == (0, 8) and state.finished
+    assert (tmp_path / "cut" / f"{CHECKPOINT_NAME}.broken").read_bytes() == data[: len(data) // 2]
+    for left, right in zip(whole.state_dict().values(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(left, right)  # trained again from scratch: the uninterrupted weights
+    assert state.losses == whole_state.losses
+
+
+def test_a_corrupt_marker_is_set_aside_and_the_run_counts_as_unfinished(tmp_path: Path) -> None:
+    marker = tmp_path / "done.json"
+    write_marker(marker, {"lr": 1}, {"best": 3})
+    marker.write_text(marker.read_text(encoding="utf-8")[:9], encoding="utf-8")
+    with pytest.warns(UserWarning, match=r"done\.json: a finished run's marker is truncated or corrupt"):
+        assert read_marker(marker, {"lr": 1}) is None
+    assert not marker.exists() and (tmp_path / "done.json.broken").is_file()
