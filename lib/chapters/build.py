@@ -40,6 +40,7 @@ import yaml
 
 from lib.core import paths
 from lib.core.atomic import write_json, write_text
+from lib.core.decisions import decisions_table
 from lib.core.dependencies import library_fingerprint
 from lib.core.profiles import get_profile
 from lib.data import fill_command
@@ -47,6 +48,8 @@ from lib.data import fill_command
 CHAPTERS_DIR = "book/chapters"
 #: The page the staged build writes the chapters' times into, included by the "Reproducing" page.
 TIMES_PAGE = "build_times.md"
+#: The page the staged build writes the record of decisions into (:mod:`lib.core.decisions`), included there too.
+DECISIONS_PAGE = "decisions.md"
 #: The book's time budget per chapter on 2 CPU cores, ``book`` profile, from scratch (minutes; the README's
 #: target): every chapter 15 minutes except chapter 2's 20, the whole book 60.
 BUDGET_MINUTES: dict[str, float] = {"02_training": 20.0}
@@ -58,8 +61,9 @@ COMMITTED_INPUTS: dict[str, tuple[str, ...]] = {"03_time_budget": ("benchmarks/r
 
 
 def executed_dir(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
-    """Where profile ``profile_name``'s executed chapters and their stamps live: ``_build/<profile>/chapters``."""
-    return root / "_build" / profile_name / "chapters"
+    """Where profile ``profile_name``'s executed chapters and their stamps live: ``_build/<profile>/chapters``
+    (``TKBOOK_BUILD`` moves ``_build``, :func:`lib.core.paths.build_dir`)."""
+    return paths.build_dir(root) / profile_name / "chapters"
 
 
 class ChapterError(RuntimeError):
@@ -243,8 +247,9 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
     naming the missing ones and the command); other notebooks in ``book/chapters/`` are removed. The
     cell papermill injected (tagged ``injected-parameters``) is tagged ``remove-cell`` in the staged
     copy, so the page shows the chapter's own parameters cell (how a reader re-runs it) and not the
-    injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, which the
-    "Reproducing" page includes.
+    injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, and the ``book``
+    and ``paper`` profiles' decisions (:func:`lib.core.decisions.decisions_table`) to :data:`DECISIONS_PAGE`, which
+    the "Reproducing" page includes.
     """
     get_profile(profile_name)
     chapters = chapters_in_toc(profile_name, root)
@@ -267,7 +272,13 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
                 tags.append("remove-cell")
         write_json(target / f"{chapter.name}.ipynb", notebook)
     write_text(target / TIMES_PAGE, times_table(profile_name, chapter_times(chapters)))
+    write_text(target / DECISIONS_PAGE, decisions_page())
     return target
+
+
+def decisions_page() -> str:
+    """The "Reproducing" page's decisions: the ``book`` profile's table, then the ``paper`` profile's."""
+    return "\n".join(f"**The `{name}` profile**\n\n{decisions_table(name)}" for name in ("book", "paper"))
 
 
 def chapter_times(chapters: Sequence[Chapter]) -> dict[str, float | None]:

@@ -9,6 +9,8 @@ artifacts on another disk:
                       formats (``python -m lib.data.msmarco``).
 ``TKBOOK_ARTIFACTS``  the artifacts root (default ``<repo>/artifacts``), one folder per profile,
                       then one per chapter, plus ``runs/`` for every TREC run a chapter evaluates.
+``TKBOOK_BUILD``      where the executed chapters go (default ``<repo>/_build``), one folder per profile
+                      (:func:`lib.chapters.build.executed_dir`): a test builds a chapter beside the book.
 
 **Which standard-format folder the loaders read** (:mod:`lib.data`) follows the profile, by one
 mechanism: each profile names its folder (:attr:`lib.core.profiles.Profile.data_folder`:
@@ -35,6 +37,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CONVERTED_VARIABLE = "TKBOOK_CONVERTED"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def build_dir(root: Path = REPO_ROOT) -> Path:
+    """The folder of the executed chapters (``TKBOOK_BUILD`` or ``<root>/_build``)."""
+    return Path(os.environ.get("TKBOOK_BUILD", root / "_build")).resolve()
 
 
 def data_dir() -> Path:

@@ -345,66 +345,13 @@ PROFILES: dict[str, Profile] = {
         "book",
         None,
         "the full shipped TREC DL subset (the default)",
-        # Word models: 1,000 steps of 32 triples at one Adam rate of 1e-3 (the distillation probe:
-        # 1e-3 for all parameters beat the paper's 1e-4 / 1e-3 groups by 0.07 nDCG@10 on DL19; at 2,000
-        # steps DL21 validation peaked by step 1,000 for TK-2 and earlier for TK-3, and only TK-1 gained later;
-        # with the random negatives, TK-2 run to 3,800 steps, best at 3,000 by MRR@10 at the top 20, re-ranked
-        # all 100 at nDCG@10 0.356, below 1,000 steps' 0.37).
-        # BERT-cat: all 6 of MiniLM's layers, at most 500 steps of 16 (~2.7 s a step on 2 CPU cores, bucketed)
-        # at 1e-4 with a 30-step warm-up and a linear decay to step 500. Early-stopped on DL21 nDCG@10 at the
-        # top 20, a 500-step schedule peaked at step 240 (0.517; stopped at 400) where a 300-step one peaked
-        # at 240 too (0.513): re-ranking all 100, DL19 / DL20 nDCG@10 0.607 / 0.562 against 0.583 / 0.554
-        # (the 300-step model kept at step 280 by MRR@10). On DL21 validation (nDCG@10 re-ranking all 100;
-        # BM25 0.446, the teacher 0.577) the first 3 layers at a constant 3e-5 reached 0.351, all 6 at
-        # 3e-5 0.454 and all 6 at 1e-4 with the schedule 0.470 (at the top 20: 0.437, 0.477, 0.487).
-        # Random negatives: half of the triples take a random book passage as the negative. On DL21
-        # validation (nDCG@10 re-ranking all 100) BERT-cat rose from 0.14 (150 steps, none) to 0.35 (300
-        # steps, half); TK-2 (1,000 steps) from 0.34 to 0.37; with BM25's top 100 as candidates instead of
-        # its top 30, TK-2 fell back to 0.34 and BERT-cat stayed at 0.35.
-        # Training queries: every dev-small question (less the held-out twentieth) and 7,000 pseudo-queries
-        # cut from book passages. On DL21 validation, with the random negatives: TK-2 (1,000 steps) at MRR@10
-        # top 20 / nDCG@10 all 100 0.57 / 0.37 on pseudo-queries alone, 0.64 / 0.39 on both (MRR@10 0.61
-        # on dev-small alone) (2,000 steps on both: 0.65 / 0.39); BERT-cat (6 layers) nDCG@10 at the top 20 / all
-        # 100 0.49 / 0.47 on pseudo-queries alone and 0.50 / 0.49 on both. TK-2 with frozen GloVe vectors
-        # (0.55 / 0.34) or GloVe at 1e-4 (0.49 / 0.30) fell below one rate of 1e-3 for every parameter.
-        # Chapter 2 shows TK-2 on each source alone on every build.
-        # BERT-cat under bf16 autocast on the CPU (avx512_bf16), same protocol: DL21 validation MRR@10 within
-        # 0.01 of fp32 from step 240 on, steps about 1.3x faster; not adopted (kept exact fp32 on CPU). Its
-        # run kept a step-120 spike of MRR@10 at the top 20 that nDCG@10 on the same queries did not show.
-        # Ladder of pre-training depth: the kernel models on 64-d pieces (KNRM, Conv-KNRM, TK-2: the paper's order
-        # on a representation that works), TK on MiniLM's first layer and on all six (the one TK significantly above
-        # BM25, below), to keep chapter 2 near its time before the ladder on 2 CPU cores; the full ladder (TK-1/3 on
-        # pieces, TK-BERT-2/3, ColBERT: the
-        # TrainingSettings default, the paper profile's) is a chapter parameter. On this protocol
-        # (DL21 nDCG@10 at the top 20, BM25 0.446): TK-BERT-2 at BERT-cat's schedule peaked at step 120 (0.478) and
-        # re-ranked all 100 below BM25 (DL19 / DL20 0.470 / 0.417; at its tuned depth 0.527 / 0.477); with BM25's
-        # top 100 as training candidates (not 30) it peaked at step 80 (0.473), all 100 0.474 / 0.437 (not adopted).
-        # TK-BERT-1 peaked at step 200 (0.474): all 100 0.452 / 0.387. TK-2 on 256-d pieces (1,000 steps) peaked at
-        # step 200 (0.488) and fell to 0.456: all 100 0.545 / 0.506. Docs/ms in one run (2 threads, DL19 candidates):
-        # TK-2 on pieces 0.103, TK-BERT-1/2/3 0.280 / 0.146 / 0.099, BERT-cat 0.058 (pieces at 256-d cost as much as
-        # two or three MiniLM layers). Narrower pieces (the first 64 or 128 of the 256 principal components), TK-2,
-        # validated every 100 steps: 128-d peaked at step 300 (0.475), all 100 0.535 / 0.462, 0.32 docs/ms; 64-d at
-        # step 400 (0.488, as 256-d), all 100 0.502 / 0.495, tuned 0.544 / 0.506, 0.71 docs/ms (12x BERT-cat),
-        # trained and scored in 3 minutes (256-d: over 25). Adopted: 64-d. Levers on 64-d TK-2 (best validation):
-        # the piece vectors at the paper's 1e-4 instead of 1e-3 0.480 (all 100 0.473 / 0.426), every rate at 3e-4
-        # 0.475 (0.502 / 0.477), every rate at 3e-3 0.489 (0.508 / 0.483); none adopted. Negatives from BM25's top
-        # 100 instead of 30 (distill_bm25_depth, which changes every model's triples): 0.488 at step 1,000 and still
-        # rising, all 100 0.517 / 0.510; a tie on validation, so not adopted (3,000 steps on those triples peaked at
-        # step 1,000 with 0.488 and fell after). Listwise distillation (distill_negatives: groups of a positive and k
-        # negatives, ColBERTv2's KL over each group, the same passages per step): k = 3 (16 groups a step) 0.477 at
-        # step 400 (all 100 0.487 / 0.463), k = 7 (8 a step) 0.485 at step 1,000 (0.499 / 0.458); no gain over
-        # Margin-MSE's 0.488, not adopted. TK-BERT-6 (TK on all 6 of MiniLM's layers, BERT-cat's schedule) peaked at
-        # its first validation, step 40 (0.505, the best TK so far; then 0.500, 0.498): all 100 0.562 / 0.508, tuned
-        # 0.555 / 0.531, above BM25 but not significantly (Bonferroni p 0.16 / 0.63), at BERT-cat's cost. At 3e-5
-        # (bert_lr_by_model; validated every 20 steps) it rose to 0.524 / 0.527 / 0.538 at steps 40 / 60 / 80, then
-        # 0.538 / 0.532: all 100 0.628 / 0.575, tuned 0.612 / 0.577, +BM25 0.635 / 0.603, significantly above BM25
-        # on both years (Bonferroni over two systems p 0.001 / 0.007), the first TK that is; adopted, and in the
-        # book's ladder (validated every 40 steps, it still validates its step 80). TK-BERT-1 and TK-BERT-2 at
-        # 3e-5 fell below their 1e-4 runs (0.437 at step 40; 0.453 at step 220), and so did BERT-cat (0.497 at
-        # step 220; all 100 0.520 / 0.501, not significantly above BM25): not adopted for them. BERT patience 2
-        # (not 4): in the chapter-2 build, BERT-cat's validation peaked at step 240 of 400 and TK-BERT-1's at 200
-        # of 360; patience 4 ran four validations past each peak (BERT-cat about 10 minutes), patience 2 stops two
-        # validations after it with the same best step.
+        # Every setting below that differs from its section's default was decided on DL21 validation alone, on a
+        # budget or on a measured cost; lib.core.decisions records each one with the values it was compared with
+        # (the "Reproducing" page's decisions table; tests/core/test_decisions.py keeps the record complete).
+        # Word models: 1,000 steps of 32 triples at one Adam rate for every parameter; BERT-cat (and every MiniLM
+        # model) all 6 layers at 1e-4 with a 30-step warm-up and a linear decay to step 500, patience 2, TK-BERT-6
+        # at 3e-5; half of the negatives random book passages; dev-small questions and 7,000 pseudo-queries;
+        # 64-d piece vectors; the ladder's rungs that fit chapter 2's budget on 2 CPU cores.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
             bert_cat_lr=1e-4, bert_lr_by_model={"tk-bert6": 3e-5}, bert_cat_warmup=30, bert_cat_max_steps=500,
@@ -413,19 +360,13 @@ PROFILES: dict[str, Profile] = {
             ladder_models=("knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6"),
         ),
         speed=SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),
-        # TILDE: the head alone on frozen MiniLM (a tied head on the top 2 layers stayed below a random
-        # order). In DL21-validation runs of the head on cached vectors, TILDE-QL rose with the Adam rate
-        # and levelled off after 1,000-1,500 steps at 1e-2 (3e-3 needed ~6,000 for the same). TILDEv2, top 2
-        # layers: 100 steps at 1e-4 reached nDCG@10 0.535 (BM25 0.532), 200 steps at 5e-4 only 0.505. The
-        # ablation keeps the paper's model and L_QL to fit 2 CPU cores.
+        # TILDE: the head alone on frozen MiniLM, untied, with passages predicting their own pieces, 1,500 steps at
+        # 1e-2; TILDEv2 200 steps on its top 2 layers; the ablation keeps BiQDL and L_QL (lib.core.decisions).
         tilde=TildeSettings(
             steps=1500, batch_size=128, lr=1e-2, head_lr=None, trainable_layers=0, reconstruction=10_000,
             checkpoint_every=500, v2_steps=200, variants=("biqdl", "ql"),
         ),
-        # Chapter 8's query latencies: one timed run per query (the median over 3 queries is reported). Three
-        # runs per query took 29 of the chapter's 56 minutes on 2 cores (7 models, 100 and 1,000 candidates, up
-        # to 14 s a run); one took 19 of 43, its medians 0.80-1.09 of the three-run ones (median 0.97; MiniLM
-        # models run whole within 6 %), no point of the chapter's log-scale figures moved by a tenth of a decade.
+        # Chapter 8's query latencies: one timed run per query (a measured cost, lib.core.decisions).
         lecture=LectureSettings(latency_repetitions=1),
     ),
     "paper": Profile(

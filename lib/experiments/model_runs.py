@@ -167,7 +167,7 @@ def run_model(
         checkpoint_dir = checkpoint_folder(profile, chapter, run_name)
         if variant.reuse_from is not None:
             _copy_checkpoint(checkpoint_folder(profile, variant.reuse_from, name), checkpoint_dir)
-        result = _train(model, tokenizer, protocol, settings, seed, config, checkpoint_dir)
+        result = train_on_protocol(model, tokenizer, protocol, settings, seed, config, checkpoint_dir)
         model, history, best_step = result.model, result.history, result.best_step
 
     def scores_of(queries: dict[str, str], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -222,7 +222,7 @@ def run_model(
     return results
 
 
-def _train(
+def train_on_protocol(
     model: torch.nn.Module,
     tokenizer: Any,
     protocol: Protocol,
@@ -231,7 +231,8 @@ def _train(
     config: TrainingConfig,
     checkpoint_dir: Path,
 ) -> TrainingResult:
-    """Train on the protocol's triples with the teacher's margins, or on groups with its scores (listwise)."""
+    """Train on the protocol's triples with the teacher's margins, or on groups with its scores (listwise), validated
+    and early-stopped on the protocol's validation set; resumes ``checkpoint_dir``. Scores no test year."""
     if settings.distill_negatives > 1:
         groups, teacher_scores = training_groups(protocol, settings, seed)
         targets = {"teacher_scores": teacher_scores}

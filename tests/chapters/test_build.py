@@ -192,6 +192,10 @@ def test_the_chapters_times_come_from_their_stamps_and_the_staged_book_shows_the
     page = (staged / chapters.TIMES_PAGE).read_text()
     assert "| 02_training | 18.5 | ≤ 20 |" in page and "| **total** | 20.0 | ≤ 60 |" in page
     assert "budget" not in chapters.times_table("smoke", {"01_one": 6.0}), "budgets are the book profile's"
+    decisions = (staged / chapters.DECISIONS_PAGE).read_text()
+    assert decisions.index("**The `book` profile**") < decisions.index("**The `paper` profile**")
+    assert "| `training.word_learning_rate` | 0.001 | validation |" in decisions
+    assert "| `training.batch_size` | 64 | paper | TK §4.3: training batch size 64 |" in decisions
 
 
 def test_the_costs_are_each_chapters_slowest_cells_from_papermills_durations(tmp_path, capsys):
