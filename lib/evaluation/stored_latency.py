@@ -3,8 +3,9 @@
 A model whose passage side does not depend on the query (PreTTR's lower layers, ColBERT's token
 vectors, TK's contextualised vectors, TK-Sparse's kept vectors, a bi-encoder's one vector) lets an
 index store that side at indexing time; at query time only the query is encoded and combined with the
-stored passages. Such a model has ``encode_passages(doc_ids, doc_mask) → (vectors [N, L, m], mask [N, L])``
-and ``score_encoded(query_ids [1, Lq], query_mask, vectors, mask) → scores [N]``.
+stored passages. Such a model has ``encode_passages(doc_ids, doc_mask) → (vectors [N, L, m], mask [N, L])``,
+``encode_query(query_ids [1, Lq], query_mask) → (vectors, mask)`` and ``score_stored(query vectors, query mask,
+vectors, mask) → scores [N]`` (``score_encoded`` is the two in one call).
 
 - :func:`store_passages` — encodes passages in batches, outside any timing (indexing time).
 - :func:`measure_stored_latency` — times the query-time work only: encode the query, score the stored
@@ -26,8 +27,8 @@ STORED_BYTES = 2
 
 
 def is_precomputable(model: nn.Module) -> bool:
-    """Whether ``model`` can score against stored passages (``encode_passages`` and ``score_encoded``)."""
-    return callable(getattr(model, "encode_passages", None)) and callable(getattr(model, "score_encoded", None))
+    """Whether ``model`` can score against stored passages (``encode_passages``, ``encode_query``, ``score_stored``)."""
+    return all(callable(getattr(model, name, None)) for name in ("encode_passages", "encode_query", "score_stored"))
 
 
 def store_passages(
@@ -67,8 +68,9 @@ def measure_stored_latency(
     ``tensors`` are one query's ``(query_ids, query_mask, doc_ids, doc_mask)`` rows (the query
     repeated on every row, as :func:`lib.evaluation.efficiency.encode_pairs` gives them). The passages
     are stored first (:func:`store_passages`, not timed) and cut into chunks of ``batch_size``, each as
-    long as its longest passage; the timed work encodes the query and scores the stored passages chunk by
-    chunk (the query is encoded once per chunk), then sorts.
+    long as its longest passage; the timed work encodes the query once (``encode_query``) and scores the stored
+    passages chunk by chunk (``score_stored``), then sorts. The stored vectors are in memory here; the cost model of
+    :mod:`lib.evaluation.regimes` also times reading them from an on-disk index.
     """
     query_ids, query_mask, doc_ids, doc_mask = tensors
     vectors, mask = store_passages(model, doc_ids, doc_mask)
@@ -81,7 +83,8 @@ def measure_stored_latency(
 
     def rerank_once() -> torch.Tensor:
         with torch.inference_mode():
-            scores = torch.cat([model.score_encoded(query, query_mask, chunk, kept) for chunk, kept in chunks])
+            encoded = model.encode_query(query, query_mask)  # once per query, whatever the chunks
+            scores = torch.cat([model.score_stored(*encoded, chunk, kept) for chunk, kept in chunks])
             return torch.argsort(scores, descending=True)
 
     return Latency(

@@ -75,12 +75,22 @@ class BiEncoder(nn.Module):
         vectors = self.encode(doc_ids, doc_mask).unsqueeze(1)
         return vectors, torch.ones(vectors.shape[:2], dtype=torch.bool, device=vectors.device)
 
+    def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The query side, computed once per query at query time: its vector ``[1, 1, H]`` and mask."""
+        vectors = self.encode(query_ids, query_mask).unsqueeze(1)
+        return vectors, torch.ones(vectors.shape[:2], dtype=torch.bool, device=vectors.device)
+
+    def score_stored(
+        self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The cosine of one encoded query with ``N`` stored passage vectors, ``[N]``."""
+        return functional.cosine_similarity(query_vectors[:, 0].float(), doc_vectors[:, 0].float(), dim=-1)
+
     def score_encoded(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
         """The query-time work with stored passages: encode one query ``[1, Lq]``, its cosine with ``N`` vectors."""
-        query = self.encode(query_ids, query_mask).float()
-        return functional.cosine_similarity(query, doc_vectors[:, 0].float(), dim=-1)
+        return self.score_stored(*self.encode_query(query_ids, query_mask), doc_vectors, doc_mask)
 
     def optimizer_groups(self, bert_lr: float = BI_ENCODER_LR) -> list[dict]:
         """One Adam group: the whole BERT at ``bert_lr``."""

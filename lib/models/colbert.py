@@ -97,13 +97,23 @@ class ColBERT(nn.Module):
         doc, stored_mask = self.encode(doc_ids, doc_mask)
         return self.scale * maxsim(query[rows], mask[rows], doc, stored_mask)
 
+    def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The query side, computed once per query at query time: its token vectors ``[1, Lq + 2, m]`` and mask."""
+        return self.encode(query_ids, query_mask)
+
+    def score_stored(
+        self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Late interaction (MaxSim) of one encoded query with ``N`` stored passages, ``[N]``."""
+        count = doc_vectors.shape[0]
+        expanded = query_vectors.expand(count, -1, -1), query_mask.expand(count, -1)
+        return self.scale * maxsim(*expanded, doc_vectors.to(query_vectors.dtype), doc_mask.bool())
+
     def score_encoded(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
         """The query-time work with stored passages: encode one query ``[1, Lq]``, late interaction with ``N``."""
-        query, mask = self.encode(query_ids, query_mask)
-        count = doc_vectors.shape[0]
-        return self.scale * maxsim(query.expand(count, -1, -1), mask.expand(count, -1), doc_vectors, doc_mask)
+        return self.score_stored(*self.encode_query(query_ids, query_mask), doc_vectors, doc_mask)
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """Two Adam groups: ``bert`` (``bert_lr``) and ``head`` (projection and scale, ``head_lr``)."""

@@ -151,13 +151,19 @@ class PreTTR(nn.Module):
         mask = mask.bool()[rows]
         return torch.stack([self.score_halves(queries[k][rows], mask, docs[k], doc_mask, k) for k in splits], dim=1)
 
+    def score_stored(
+        self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The upper layers on one encoded query (:meth:`encode_query`) joined to ``N`` stored passages, ``[N]``."""
+        count = doc_vectors.shape[0]
+        expanded = query_vectors.expand(count, -1, -1), query_mask.expand(count, -1)
+        return self.score_halves(*expanded, doc_vectors, doc_mask.bool())
+
     def score_encoded(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
         """The query-time work with stored passages: one query ``[1, Lq]`` against ``N`` of :meth:`encode_passages`."""
-        query, mask = self.encode_query(query_ids, query_mask)
-        count = doc_vectors.shape[0]
-        return self.score_halves(query.expand(count, -1, -1), mask.expand(count, -1), doc_vectors, doc_mask)
+        return self.score_stored(*self.encode_query(query_ids, query_mask), doc_vectors, doc_mask)
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """Two Adam groups as BERT-cat's: ``bert`` (``bert_lr``) and ``head`` (the linear layer, ``head_lr``)."""

@@ -77,10 +77,11 @@ def _tk(num_layers: int) -> Callable[[torch.Tensor], TK]:
     return lambda embeddings: TK(embeddings, config=TKConfig(num_layers=num_layers, **width_for(embeddings.shape[1])))
 
 
-def _tk_bert(depth: int) -> Callable[..., TKBert]:
-    """TK on the starting BERT's first ``depth`` layers (:mod:`lib.models.tk_bert`): the depth is the registry
-    line's; the ``num_layers`` every ``wordpiece`` constructor is given (BERT-cat's) does not apply."""
-    return lambda folder, num_layers=None: TKBert(folder, depth)
+def _tk_bert(depth: int, projection_dim: int | None = None) -> Callable[..., TKBert]:
+    """TK on the starting BERT's first ``depth`` layers (:mod:`lib.models.tk_bert`), projected to ``projection_dim``
+    for a compact index when given: the depth is the registry line's; the ``num_layers`` every ``wordpiece``
+    constructor is given (BERT-cat's) does not apply."""
+    return lambda folder, num_layers=None: TKBert(folder, depth, projection_dim=projection_dim)
 
 
 def _tk_sparse(embeddings: torch.Tensor) -> TKSparse:
@@ -123,6 +124,8 @@ MODELS: dict[str, ModelSpec] = {
     "tk-bert2": ModelSpec("tk-bert2", "TK-BERT-2", "wordpiece", _tk_bert(2), 64, 64, None),
     "tk-bert3": ModelSpec("tk-bert3", "TK-BERT-3", "wordpiece", _tk_bert(3), 64, 64, None),
     "tk-bert6": ModelSpec("tk-bert6", "TK-BERT-6", "wordpiece", _tk_bert(6), 32, 32, None),
+    "tk-bert6-d64": ModelSpec("tk-bert6-d64", "TK-BERT-6 (d=64)", "wordpiece", _tk_bert(6, 64), 32, 32, None),
+    "tk-bert6-d32": ModelSpec("tk-bert6-d32", "TK-BERT-6 (d=32)", "wordpiece", _tk_bert(6, 32), 32, 32, None),
     "bert-cat": ModelSpec("bert-cat", "BERT-cat", "wordpiece", BertCat, 32, 32, "bert-base"),
     "prettr": ModelSpec("prettr", "PreTTR", "wordpiece", PreTTR, 32, 32, None),
     "colbert": ModelSpec("colbert", "ColBERT", "wordpiece", ColBERT, 32, 32, None),

@@ -484,14 +484,28 @@ class TK(nn.Module):
             _, log_weighted, len_weighted = self._weighted(self.kernel_pooling(match, query_mask, doc_mask))
             return self.beta.float() * log_weighted.sum(dim=-1) + self.gamma.float() * len_weighted.sum(dim=-1)
 
+    def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The query side, computed once per query at query time: its hybrid vectors (eq. 1) ``[1, Lq, D]``, mask."""
+        query_mask = query_mask.bool()
+        return self.contextualise(query_ids, query_mask), query_mask
+
+    def score_stored(
+        self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Eq. 4–10 of one encoded query (:meth:`encode_query`) against ``N`` stored passages
+        (:meth:`encode_passages`), ``[N]``."""
+        count = doc_vectors.shape[0]
+        return self.score_vectors(
+            query_vectors.expand(count, -1, -1), query_mask.expand(count, -1), doc_vectors.to(query_vectors.dtype),
+            doc_mask.bool(),
+        )  # fmt: skip
+
     def score_encoded(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
         """The query-time work with stored passages: contextualise one query (``[1, Lq]``) and score it
         against ``N`` passages of :meth:`encode_passages`, ``[N]``."""
-        query_mask = query_mask.bool()
-        query_vectors = self.contextualise(query_ids, query_mask).expand(doc_vectors.shape[0], -1, -1)
-        return self.score_vectors(query_vectors, query_mask.expand(doc_vectors.shape[0], -1), doc_vectors, doc_mask)
+        return self.score_stored(*self.encode_query(query_ids, query_mask), doc_vectors, doc_mask)
 
     def optimizer_groups(self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR) -> list[dict]:
         """Adam groups of §4.3: ``embeddings`` and ``contextualisation`` (the Transformer layers) at

@@ -27,6 +27,12 @@ Deviations from the paper, named:
   (``bert_lr``; the book profile's ``bert_cat_lr`` with its warm-up and decay), the scoring layers
   (α, ``W_log``, ``W_len``, β, γ) at the paper's 10⁻³ (``head_lr``).
 - BERT's dropout stays as the starting BERT's configuration sets it (0.1 for MiniLM) in training.
+
+**A compact index** (``projection_dim``): a learned linear map ``P`` (no bias) from eq. 1's ``H``-d vectors to ``d``
+dimensions, ``t̂' = P·t̂``, applied to both sides before the match matrix (eq. 4), so the index stores ``d`` numbers
+per passage piece instead of ``H`` (ColBERT's projection to a small dimension, Khattab & Zaharia 2020, §3.2 and its
+dimension ablation, is the precedent). ``P`` starts as a random orthogonal map (cosines roughly kept) and trains
+with the scoring layers at ``head_lr``. Not in the TK paper: a book addition for the stored regime.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ class TKBert(TK):
         bert_lr, head_lr: the default Adam rates of the pre-trained part and of the scoring layers.
         config: α's start, the kernels and the scoring (the eq. 1, 5–10 fields of :class:`lib.models.tk.TKConfig`;
             its Transformer fields do not apply: the BERT is the contextualiser).
+        projection_dim: ``d`` of the compact index's projection (module docstring); ``None``: none, ``H``-d vectors.
     """
 
     def __init__(
@@ -74,6 +81,7 @@ class TKBert(TK):
         bert_lr: float = BOOK_BERT_LR,
         head_lr: float = HEAD_LR,
         config: TKConfig | None = None,
+        projection_dim: int | None = None,
     ) -> None:
         nn.Module.__init__(self)
         bert = starting_bert(bert, num_layers)
@@ -82,6 +90,17 @@ class TKBert(TK):
         self.num_layers = num_layers
         self.bert_lr, self.head_lr = bert_lr, head_lr
         self.init_scoring(config or TKConfig())
+        hidden = bert.config.hidden_size
+        if projection_dim is not None and projection_dim < 1:
+            raise ValueError(f"parameter 'projection_dim' must be a positive width (below {hidden} to be compact)")
+        self.projection = None if projection_dim is None else nn.Linear(hidden, projection_dim, bias=False)
+        if self.projection is not None:
+            nn.init.orthogonal_(self.projection.weight)
+
+    def _mix(self, embeddings: torch.Tensor, context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Eq. 1, then the compact index's projection ``P`` when there is one (padding stays 0: ``P`` has no bias)."""
+        mixed = super()._mix(embeddings, context, mask)
+        return mixed if self.projection is None else self.projection(mixed)
 
     def embed_and_context(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``t`` and ``context(t)`` of the real pieces, ``[B, L, H]`` each, 0 at padding: the BERT reads
@@ -95,7 +114,7 @@ class TKBert(TK):
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """Two Adam groups: ``bert`` (embedding layer and layers, ``bert_lr``) and ``head`` (α, ``W_log``,
-        ``W_len``, β, γ, the scaler: ``head_lr``)."""
+        ``W_len``, β, γ, the scaler and the projection ``P``: ``head_lr``)."""
         bert_params = [*self.embedding.parameters(), *self.contextualiser.parameters()]
         taken = {id(param) for param in bert_params}
         head = [param for param in self.parameters() if id(param) not in taken]

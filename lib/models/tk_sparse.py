@@ -109,15 +109,16 @@ class TKSparse(TK):
         vectors, gate = self.gates(doc_ids, doc_mask)
         return F.normalize(vectors, dim=-1) * gate.unsqueeze(-1), gate > 0
 
-    def score_encoded(
-        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
+    def score_stored(
+        self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
-        """The query-time work with stored passages (:meth:`encode_passages`): one query ``[1, Lq]`` against ``N``."""
-        query_mask = query_mask.bool()
+        """One encoded query (:meth:`encode_query`, TK's) against ``N`` stored passages (:meth:`encode_passages`):
+        each stored vector's length is its gate, ``[N]``."""
         count = doc_vectors.shape[0]
-        query_vectors = self.contextualise(query_ids, query_mask).expand(count, -1, -1)
+        doc_vectors = doc_vectors.to(query_vectors.dtype)
         gate = doc_vectors.float().norm(dim=-1)
-        return self.score_gated(query_vectors, query_mask.expand(count, -1), doc_vectors, doc_mask, gate)
+        expanded = query_vectors.expand(count, -1, -1), query_mask.expand(count, -1)
+        return self.score_gated(*expanded, doc_vectors, doc_mask.bool(), gate)
 
     def regularisation(self) -> torch.Tensor:
         """``λ · mean_i s_i`` over the real passage terms of the last training batch (the L1 penalty)."""

@@ -118,3 +118,41 @@ def test_minilms_first_two_layers_are_the_contextualiser_and_a_step_moves_the_sc
     (-model(ids, mask, ids.flip(0), mask.flip(0)).sum()).backward()
     optimizer.step()
     assert not torch.allclose(model(ids, mask, ids.flip(0), mask.flip(0)).detach(), before)
+
+
+def test_the_compact_index_projects_both_sides_to_d_and_stores_d_numbers_per_piece(bert_folder: Path) -> None:
+    torch.manual_seed(0)
+    compact = TKBert(bert_folder, 2, projection_dim=8).eval()
+    queries, docs = random_pairs([(3, 12), (3, 7), (3, 20)], seed=5)
+    query_ids, query_mask = pad([queries[0]] * 3)
+    doc_ids, doc_mask = pad(docs)
+    with torch.no_grad():
+        stored, stored_mask = compact.encode_passages(doc_ids, doc_mask)
+        assert stored.shape == (3, doc_ids.shape[1], 8)
+        assert torch.equal(stored[~stored_mask], torch.zeros_like(stored[~stored_mask])), "padding stays 0"
+        explained = compact.explain(query_ids, query_mask, doc_ids, doc_mask)
+        assert explained.query_vectors.shape[-1] == 8
+        from_index = compact.score_encoded(query_ids[:1], query_mask[:1], stored, stored_mask)
+        torch.testing.assert_close(from_index, compact(query_ids, query_mask, doc_ids, doc_mask), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(explained.s, from_index, atol=1e-5, rtol=1e-5)
+    weight = compact.projection.weight
+    torch.testing.assert_close(weight @ weight.T, torch.eye(8), atol=1e-5, rtol=0)  # starts orthogonal
+    head = {id(p) for group in compact.optimizer_groups() if group["name"] == "head" for p in group["params"]}
+    assert id(weight) in head, "P trains with the scoring layers"
+    with pytest.raises(ValueError, match="'projection_dim' must be a positive width"):
+        TKBert(bert_folder, 2, projection_dim=0)
+
+
+def test_the_query_is_encoded_once_and_scored_against_stored_passages(bert_folder: Path) -> None:
+    model = tk_bert(bert_folder)
+    queries, docs = random_pairs([(3, 12), (3, 7), (3, 20)], seed=5)
+    query_ids, query_mask = pad([queries[0]])
+    doc_ids, doc_mask = pad(docs)
+    with torch.no_grad():
+        stored, stored_mask = model.encode_passages(doc_ids, doc_mask)
+        query = model.encode_query(query_ids, query_mask)
+        halves = [model.score_stored(*query, stored[i : i + 2], stored_mask[i : i + 2]) for i in (0, 2)]
+        whole = model.score_encoded(query_ids, query_mask, stored, stored_mask)
+        as_float16 = model.score_stored(*query, stored.half(), stored_mask)
+    torch.testing.assert_close(torch.cat(halves), whole)
+    torch.testing.assert_close(as_float16, whole, atol=1e-2, rtol=1e-2)

@@ -1,0 +1,164 @@
+"""The two regimes of query-time cost: a model run *whole* at query time, and with its passage side *stored*.
+
+The TK paper's thesis is about time budgets (§5.1), and TK is built so that the passage side can be computed at
+index time (§3; lecture 8, slides 16–27): at query time only the query is encoded, the stored passage vectors are
+read and the interaction and kernels are paid. This module measures both regimes with one clock:
+
+- *whole*: everything at query time, the pairs run through the model in length-bucketed batches
+  (:func:`lib.evaluation.efficiency.measure_latency`);
+- *stored*: the candidates' passage vectors read from an on-disk index (:mod:`lib.reranking.passage_index`,
+  memory-mapped float16 or int8) — **the read is timed** — the query encoded **once per query**
+  (``model.encode_query``), then ``model.score_stored`` over chunks of candidates, then the sort.
+
+:func:`regime_latencies` times one model at several candidate counts over real queries: per query, ``repetitions``
+timed runs after one untimed warm-up run, the median per query, and over the queries the median and the spread
+(max / min of the per-query medians). :func:`cost_rows` gives a model's rows of the cost table, one per regime and
+index precision, with the index's bytes per passage and its build time.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from lib.core.types import ranking_from_run
+from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
+from lib.evaluation.stored_latency import is_precomputable
+from lib.representations.text import QUERY_MAX_LENGTH
+from lib.reranking.passage_index import PassageIndex, build_index
+
+#: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
+COLUMNS: tuple[str, ...] = ("model", "regime", "dtype", "bytes_per_passage", "index_seconds", "queries")
+
+
+def candidates_of(first_stage: Mapping[str, Mapping[str, float]], qid: str, count: int) -> list[str]:
+    """``count`` candidate pids of ``qid`` in first-stage order, repeated in that order when the list is shorter (the
+    book has at most 100 candidates per query; 1,000 repeats them, as the whole regime's pairs do)."""
+    ranked = ranking_from_run(first_stage[qid])
+    if not ranked:
+        raise ValueError(f"query {qid!r} has no candidates")
+    return [ranked[i % len(ranked)] for i in range(count)]
+
+
+def stored_rerank(
+    model: nn.Module,
+    query: tuple[torch.Tensor, torch.Tensor],
+    index: PassageIndex,
+    pids: Sequence[str],
+    batch_size: int,
+) -> torch.Tensor:
+    """The stored regime's query-time work for one query: encode it once, read ``pids``' vectors from ``index``,
+    score them chunk by chunk (each chunk as long as its longest passage), sort; the ranking's order of ``pids``."""
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        query_vectors, query_mask = model.encode_query(query[0], query[1])
+        vectors, mask = index.gather(pids)
+        scores = []
+        for start in range(0, len(pids), batch_size):
+            chunk_mask = mask[start : start + batch_size]
+            length = int(chunk_mask.any(dim=0).nonzero().max()) + 1 if chunk_mask.any() else 1
+            chunk = vectors[start : start + batch_size, :length].to(device)
+            scores.append(model.score_stored(query_vectors, query_mask, chunk, chunk_mask[:, :length].to(device)))
+        return torch.argsort(torch.cat(scores), descending=True)
+
+
+@dataclass(frozen=True)
+class TimedQueries:
+    """What is timed: the queries ``qids`` of ``first_stage`` (their candidates), with their texts and the passages'
+    (``texts``: the whole collection, whose size scales an index's build time)."""
+
+    first_stage: Mapping[str, Mapping[str, float]]
+    queries: Mapping[str, str]
+    texts: Mapping[str, str]
+    qids: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How it is timed: the candidate ``counts``, the scoring ``batch_size`` and the timed runs per query
+    (``repetitions``, after one untimed warm-up run)."""
+
+    counts: Sequence[int]
+    batch_size: int = 256
+    repetitions: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.counts or min(self.counts) < 1 or self.batch_size < 1 or self.repetitions < 1:
+            raise ValueError(f"timing needs positive counts, batch size and repetitions, got {self}")
+
+
+def regime_latencies(
+    model: nn.Module, tokenizer: Any, timed: TimedQueries, timing: Timing, index: PassageIndex | None = None
+) -> dict[int, dict[str, float]]:
+    """Per candidate count: the median over the timed queries of each query's median latency (ms), the spread (max /
+    min of those per-query medians) and the number of queries — the *stored* regime when ``index`` is given, else
+    *whole*. One untimed warm-up run precedes each query's timed ones (a cold first run is another measurement)."""
+    if not timed.qids:
+        raise ValueError("parameter 'timed' names no query")
+    device = next(model.parameters()).device
+    model.eval()
+    results = {}
+    for count in timing.counts:
+        per_query = []
+        for qid in timed.qids:
+            if index is None:
+                pairs, repeated = candidate_pairs(timed.first_stage, timed.queries, timed.texts, count, qid)
+                tensors = encode_pairs(tokenizer, pairs, device)
+                latency = measure_latency(model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated)
+                per_query.append(latency.milliseconds)
+                continue
+            ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
+            query = (ids.to(device), mask.to(device))
+            pids = candidates_of(timed.first_stage, qid, count)
+            work = functools.partial(stored_rerank, model, query, index, pids, timing.batch_size)
+            per_query.append(median_ms(work, device, timing.repetitions, 1))
+        results[count] = {
+            "ms": statistics.median(per_query),
+            "spread": max(per_query) / max(min(per_query), 1e-9),
+            "queries": len(per_query),
+        }
+    return results
+
+
+def cost_rows(
+    name: str,
+    model: nn.Module,
+    tokenizer: Any,
+    timed: TimedQueries,
+    timing: Timing,
+    folder: Path,
+    dtypes: Sequence[str] = ("float16",),
+) -> list[dict[str, Any]]:
+    """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes``, its index
+    of the timed queries' candidates built into ``folder/<name>-<dtype>``: its bytes per passage, and its build time
+    scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
+    ``timed.texts``). Columns :data:`COLUMNS`, then ``ms_<count>`` and ``spread_<count>`` per count."""
+    settings = [("whole", None)] + ([("stored", dtype) for dtype in dtypes] if is_precomputable(model) else [])
+    pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
+    rows = []
+    for regime, dtype in settings:
+        index = None
+        if dtype is not None:
+            index = build_index(model, tokenizer, timed.texts, pids, folder / f"{name}-{dtype}", dtype, progress=False)
+        row = {
+            "model": name,
+            "regime": regime,
+            "dtype": dtype or "—",
+            "bytes_per_passage": index.bytes_per_passage if index is not None else 0.0,
+            "index_seconds": index.header["seconds"] / max(len(index), 1) * len(timed.texts) if index else 0.0,
+            "queries": len(timed.qids),
+        }
+        for count, values in regime_latencies(model, tokenizer, timed, timing, index).items():
+            row[f"ms_{count}"], row[f"spread_{count}"] = values["ms"], values["spread"]
+        rows.append(row)
+    return rows
+
+
+__all__ = ["COLUMNS", "TimedQueries", "Timing", "candidates_of", "cost_rows", "regime_latencies", "stored_rerank"]

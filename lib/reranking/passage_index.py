@@ -1,0 +1,202 @@
+"""An on-disk index of a model's passage side: what TK, ColBERT, PreTTR, TK-Sparse and a bi-encoder store at index time.
+
+TK contextualises query and passage independently (TK paper §3; lecture 8, slides 22–24), and so do ColBERT's token
+vectors, PreTTR's lower layers and a bi-encoder's one vector: a passage's vectors can be computed once, when the
+collection is indexed, and read back at query time. :func:`build_index` runs ``model.encode_passages`` over the
+passages and writes their stored vectors (only the real ones, no padding) into a folder of memory-mapped arrays:
+
+- ``vectors.bin``: every stored vector, ``[total, d]``, in ``float16`` or ``int8``;
+- ``scales.bin`` (``int8`` only): one ``float16`` scale per vector, ``max |v| / 127`` (symmetric quantisation, so a
+  vector's direction and length come back to about 1/254 of its largest entry);
+- ``offsets.bin``: ``int64 [passages + 1]``, passage ``i``'s vectors are rows ``offsets[i] : offsets[i + 1]``;
+- ``header.json``: format, dtype, dimension, counts, pids, the build's seconds and the model's name.
+
+The folder is written under a temporary name and renamed when complete, so an interrupted build never looks like an
+index; :func:`load_index` checks every file's size against the header (a truncated file names itself).
+:meth:`PassageIndex.gather` is the query-time read: the candidates' rows, padded into ``[n, L, d]`` float32 and a
+mask — what ``model.score_stored`` takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from lib.core.atomic import write_json
+from lib.representations.text import DOC_MAX_LENGTH
+
+#: The index layout's version (``header.json``).
+INDEX_FORMAT = 1
+#: The numbers an index may store, and their bytes.
+STORED_DTYPES: Mapping[str, int] = {"float16": 2, "int8": 1}
+#: The bytes of one ``int8`` vector's scale (float16).
+SCALE_BYTES = 2
+HEADER_NAME = "header.json"
+
+
+def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric ``int8`` codes of ``[n, d]`` float vectors and one float16 scale each (``max |v| / 127``)."""
+    scales = np.abs(vectors).max(axis=1) / 127.0
+    scales = np.where(scales > 0, scales, 1.0).astype(np.float16)
+    codes = np.clip(np.rint(vectors / scales.astype(np.float32)[:, None]), -127, 127).astype(np.int8)
+    return codes, scales
+
+
+@dataclass
+class PassageIndex:
+    """A loaded index (:func:`load_index`): memory-mapped vectors (and scales), offsets, pids and the header."""
+
+    folder: Path
+    pids: list[str]
+    row_of: dict[str, int]
+    vectors: np.ndarray
+    scales: np.ndarray | None
+    offsets: np.ndarray
+    header: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.pids)
+
+    @property
+    def dtype(self) -> str:
+        return str(self.header["dtype"])
+
+    @property
+    def bytes_per_passage(self) -> float:
+        """Stored bytes per passage: its vectors × their dimension × the dtype's bytes (+ a scale per ``int8``
+        vector); the offsets' 8 bytes too."""
+        per_vector = self.vectors.shape[1] * STORED_DTYPES[self.dtype] + (SCALE_BYTES if self.scales is not None else 0)
+        return (self.vectors.shape[0] * per_vector + self.offsets.nbytes) / max(len(self), 1)
+
+    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
+        longest, and the mask ``[n, L]``. An unknown pid is a ``KeyError`` naming it."""
+        missing = [pid for pid in pids if pid not in self.row_of]
+        if missing:
+            raise KeyError(f"passage {missing[0]!r} is not in the index {self.folder}")
+        rows = [self.row_of[pid] for pid in pids]
+        starts, stops = self.offsets[rows], self.offsets[np.asarray(rows) + 1]
+        length = int((stops - starts).max()) if rows else 0
+        out = np.zeros((len(rows), max(length, 1), self.vectors.shape[1]), dtype=np.float32)
+        mask = np.zeros((len(rows), max(length, 1)), dtype=bool)
+        for i, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
+            block = np.asarray(self.vectors[start:stop], dtype=np.float32)
+            if self.scales is not None:
+                block *= np.asarray(self.scales[start:stop], dtype=np.float32)[:, None]
+            out[i, : stop - start] = block
+            mask[i, : stop - start] = True
+        return torch.from_numpy(out), torch.from_numpy(mask)
+
+
+def build_index(
+    model: nn.Module,
+    tokenizer: Any,
+    texts: Mapping[str, str],
+    pids: Sequence[str],
+    folder: str | os.PathLike,
+    dtype: str = "float16",
+    batch_size: int = 32,
+    progress: bool = True,
+    name: str = "",
+) -> PassageIndex:
+    """Encode ``pids``' passages with ``model.encode_passages`` (capped at the paper's 200 tokens) and write the
+    index into ``folder`` (module doc); the build's wall time is in the header (``seconds``). Passages are encoded
+    in batches of similar length; the index keeps ``pids``' order. A pid without text is a ``KeyError``."""
+    if dtype not in STORED_DTYPES:
+        raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {dtype!r}")
+    if batch_size < 1:
+        raise ValueError(f"parameter 'batch_size' must be >= 1, got {batch_size}")
+    missing = [pid for pid in pids if pid not in texts]
+    if missing:
+        raise KeyError(f"passage {missing[0]!r} has no text")
+    if len(set(pids)) != len(pids):
+        raise ValueError("parameter 'pids' names a passage twice: an index holds each passage once")
+    folder = Path(folder)
+    partial = folder.with_name(f".{folder.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    start = time.perf_counter()
+    device = next(model.parameters()).device
+    order = sorted(range(len(pids)), key=lambda i: len(texts[pids[i]]))
+    blocks: dict[int, np.ndarray] = {}
+    model.eval()
+    with torch.inference_mode():
+        for begin in tqdm(range(0, len(order), batch_size), desc="passage index", disable=not progress):
+            chosen = order[begin : begin + batch_size]
+            ids, mask = tokenizer.encode([texts[pids[i]] for i in chosen], DOC_MAX_LENGTH)
+            vectors, stored = model.encode_passages(ids.to(device), mask.to(device))
+            vectors, stored = vectors.float().cpu().numpy(), stored.bool().cpu().numpy()
+            for row, i in enumerate(chosen):
+                blocks[i] = vectors[row][stored[row]]
+    counts = np.array([len(blocks[i]) for i in range(len(pids))], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    dim = next(iter(blocks.values())).shape[1] if blocks else 0
+    with open(partial / "vectors.bin", "wb") as vector_file, open(partial / "scales.bin", "wb") as scale_file:
+        for i in range(len(pids)):
+            if dtype == "int8":
+                codes, scales = quantise(blocks[i])
+                vector_file.write(codes.tobytes())
+                scale_file.write(scales.tobytes())
+            else:
+                vector_file.write(blocks[i].astype(np.float16).tobytes())
+    if dtype != "int8":
+        (partial / "scales.bin").unlink()
+    offsets.tofile(partial / "offsets.bin")
+    files = {path.name: path.stat().st_size for path in partial.iterdir()}
+    header = {
+        "format": INDEX_FORMAT, "dtype": dtype, "dim": int(dim), "passages": len(pids), "vectors": int(offsets[-1]),
+        "pids": list(pids), "files": files, "seconds": round(time.perf_counter() - start, 3), "model": name,
+    }  # fmt: skip
+    write_json(partial / HEADER_NAME, header)
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(partial, folder)
+    return load_index(folder)
+
+
+def load_index(folder: str | os.PathLike) -> PassageIndex:
+    """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it."""
+    folder = Path(folder)
+    header_path = folder / HEADER_NAME
+    if not header_path.is_file():
+        raise FileNotFoundError(f"{header_path}: no such file: {folder} is no passage index, or its build did not end")
+    header = json.loads(header_path.read_text(encoding="utf-8"))
+    if header.get("format") != INDEX_FORMAT:
+        raise ValueError(f"{header_path}: index format {header.get('format')!r}, expected {INDEX_FORMAT}")
+    for name, expected in header["files"].items():
+        size = (folder / name).stat().st_size if (folder / name).is_file() else None
+        if size != expected:
+            raise ValueError(
+                f"{folder / name}: {size} bytes, but {header_path} expects {expected}: the passage index is "
+                "truncated or incomplete; build it again"
+            )
+    total, dim = header["vectors"], header["dim"]
+    stored = np.int8 if header["dtype"] == "int8" else np.float16
+    empty = total == 0 or dim == 0
+    vectors = (
+        np.zeros((total, dim), stored) if empty else np.memmap(folder / "vectors.bin", stored, "r", shape=(total, dim))
+    )
+    scales = None
+    if header["dtype"] == "int8":
+        scales = (
+            np.zeros(total, np.float16) if empty else np.memmap(folder / "scales.bin", np.float16, "r", shape=(total,))
+        )
+    offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
+    if len(offsets) != header["passages"] + 1 or offsets[-1] != total or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"{folder / 'offsets.bin'}: not the ascending offsets of {header['passages']} passages")
+    pids = list(header["pids"])
+    return PassageIndex(folder, pids, {pid: row for row, pid in enumerate(pids)}, vectors, scales, offsets, header)
+
+
+__all__ = ["INDEX_FORMAT", "STORED_DTYPES", "PassageIndex", "build_index", "load_index", "quantise"]

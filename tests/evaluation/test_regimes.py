@@ -1,0 +1,103 @@
+"""The two regimes of query-time cost (``lib.evaluation.regimes``): whole, and with the passage side stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from lib import data
+from lib.core.types import query_order
+from lib.evaluation.regimes import TimedQueries, Timing, candidates_of, cost_rows, regime_latencies, stored_rerank
+from lib.evaluation.stored_latency import is_precomputable
+from lib.models.knrm import KNRM
+from lib.representations.text import QUERY_MAX_LENGTH
+from lib.reranking.passage_index import build_index
+from tests.reranking.test_passage_index import TEXTS, direct_scores, tk_and_words
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+FIRST_STAGE = {"q1": {"p1": 3.0, "p2": 2.0, "p3": 1.0}, "q2": {"p4": 2.0, "p3": 1.0}}
+QUERIES = {"q1": "define androgen receptor", "q2": "nuclear receptor"}
+
+
+class Counting:
+    """Counts the calls of a model's ``encode_query`` (the query must be encoded once per query, not per chunk)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.calls = 0
+        original = model.encode_query
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return original(*args, **kwargs)
+
+        model.encode_query = counted
+
+
+def test_candidates_repeat_in_first_stage_order_when_the_list_is_shorter() -> None:
+    assert candidates_of(FIRST_STAGE, "q2", 5) == ["p4", "p3", "p4", "p3", "p4"]
+    assert candidates_of(FIRST_STAGE, "q1", 2) == ["p1", "p2"]
+    with pytest.raises(ValueError, match="'q3' has no candidates"):
+        candidates_of({"q3": {}}, "q3", 1)
+
+
+def test_the_stored_ranking_is_the_models_and_the_query_is_encoded_once_whatever_the_chunks(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    counter = Counting(model)
+    query = words.encode([QUERIES["q1"]], QUERY_MAX_LENGTH)
+    pids = ["p1", "p2", "p3", "p4", "p1"]
+    order = stored_rerank(model, query, index, pids, batch_size=2)  # three chunks
+    assert counter.calls == 1
+    expected = torch.argsort(direct_scores(model, words, QUERIES["q1"], [TEXTS[p] for p in pids]), descending=True)
+    assert [pids[i] for i in order.tolist()] == [pids[i] for i in expected.tolist()]
+
+
+def test_stored_latencies_encode_each_query_once_per_run_and_report_median_and_spread(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    counter = Counting(model)
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1", "q2"])
+    measured = regime_latencies(model, words, timed, Timing([3, 10], batch_size=2, repetitions=4), index)
+    assert counter.calls == 2 * 2 * (4 + 1), "once per run: 2 counts × 2 queries × (4 timed + 1 warm-up)"
+    assert set(measured) == {3, 10}
+    for values in measured.values():
+        assert values["ms"] > 0 and values["spread"] >= 1 and values["queries"] == 2
+
+
+def test_the_cost_rows_have_both_regimes_for_a_storable_model_and_one_for_the_rest(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    assert is_precomputable(model) and not is_precomputable(KNRM(torch.randn(len(words), 8)))
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1", "q2"])
+    rows = cost_rows("tk", model, words, timed, Timing([2, 5], repetitions=1), tmp_path, ("float16", "int8"))
+    assert [(row["regime"], row["dtype"]) for row in rows] == [
+        ("whole", "—"),
+        ("stored", "float16"),
+        ("stored", "int8"),
+    ]
+    assert rows[0]["bytes_per_passage"] == 0 and rows[1]["bytes_per_passage"] > rows[2]["bytes_per_passage"] > 0
+    assert all(row["ms_2"] > 0 and row["ms_5"] > 0 and row["queries"] == 2 for row in rows)
+    assert (tmp_path / "tk-int8" / "header.json").is_file()
+    knrm = cost_rows("knrm", KNRM(torch.randn(len(words), 8)), words, timed, Timing([2]), tmp_path)
+    assert [row["regime"] for row in knrm] == ["whole"]
+    with pytest.raises(ValueError, match="names no query"):
+        regime_latencies(model, words, TimedQueries(FIRST_STAGE, QUERIES, TEXTS, []), Timing([1]))
+    with pytest.raises(ValueError, match="positive counts"):
+        Timing([0])
+
+
+@pytest.mark.usefixtures("converted")
+def test_both_regimes_on_real_dl19_queries(tmp_path: Path) -> None:
+    queries, run, texts = data.load_queries("dl19"), data.load_run("dl19", "bm25"), data.load_collection("v1")
+    qids = sorted(run, key=query_order)[:2]
+    first_stage = {qid: dict(list(run[qid].items())[:30]) for qid in qids}
+    model, words = tk_and_words({pid: texts[pid] for qid in qids for pid in first_stage[qid]})
+    counter = Counting(model)
+    timed = TimedQueries(first_stage, queries, texts, qids)
+    rows = cost_rows("tk", model, words, timed, Timing([10, 100], repetitions=1), tmp_path)
+    assert counter.calls == 2 * 2 * 2, "stored: once per query and run (1 timed + 1 warm-up), 2 counts"
+    whole, stored = rows
+    assert stored["bytes_per_passage"] > 0 and stored["index_seconds"] > 0
+    assert whole["ms_100"] > 0 and stored["ms_100"] > 0

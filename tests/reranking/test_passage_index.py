@@ -1,0 +1,111 @@
+"""An on-disk index of a model's passage side (``lib.reranking.passage_index``): what is stored is what scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lib import data
+from lib.core.types import query_order, ranking_from_run
+from lib.models.tk import TK, TKConfig
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
+from lib.reranking.passage_index import build_index, load_index, quantise
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TEXTS = {
+    "p1": "the androgen receptor is a type of nuclear receptor",
+    "p2": "a receptor binds androgen",
+    "p3": "flights to vienna cost less in winter and the receptor",
+    "p4": "nuclear",
+}
+
+
+def tk_and_words(texts: dict[str, str]) -> tuple[TK, Vocabulary]:
+    words = Vocabulary.build(list(texts.values()) + ["define androgen receptor"], min_count=1)
+    torch.manual_seed(0)
+    model = TK(torch.randn(len(words), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8))
+    return model.eval(), words
+
+
+def direct_scores(model: TK, words: Vocabulary, query: str, texts: list[str]) -> torch.Tensor:
+    query_ids, query_mask = words.encode([query] * len(texts), QUERY_MAX_LENGTH)
+    doc_ids, doc_mask = words.encode(texts, DOC_MAX_LENGTH)
+    with torch.no_grad():
+        return model(query_ids, query_mask, doc_ids, doc_mask)
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [("float16", 2e-3), ("int8", 3e-2)])
+def test_stored_vectors_read_back_score_as_the_model_run_whole(tmp_path: Path, dtype: str, tolerance: float) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", dtype, batch_size=3, progress=False)
+    assert len(index) == 4 and index.dtype == dtype and index.header["seconds"] >= 0
+    order = ["p3", "p1", "p3", "p4"]  # any order, a passage twice
+    vectors, mask = index.gather(order)
+    assert mask.sum(dim=1).tolist() == [len(TEXTS[pid].split()) for pid in order]
+    query_ids, query_mask = words.encode(["define androgen receptor"], QUERY_MAX_LENGTH)
+    with torch.no_grad():
+        stored = model.score_stored(*model.encode_query(query_ids, query_mask), vectors, mask)
+    direct = direct_scores(model, words, "define androgen receptor", [TEXTS[pid] for pid in order])
+    torch.testing.assert_close(stored, direct, atol=tolerance, rtol=tolerance)
+    again = load_index(tmp_path / "index")
+    assert torch.equal(again.gather(order)[0], vectors)
+    assert not (tmp_path / ".index.partial").exists()
+
+
+def test_bytes_per_passage_count_the_stored_vectors_scales_and_offsets(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    pieces = sum(len(text.split()) for text in TEXTS.values())
+    half = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "f16", "float16", progress=False)
+    codes = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "i8", "int8", progress=False)
+    assert half.bytes_per_passage == pytest.approx((pieces * 8 * 2 + 5 * 8) / 4)
+    assert codes.bytes_per_passage == pytest.approx((pieces * (8 + 2) + 5 * 8) / 4)
+    assert (tmp_path / "f16" / "vectors.bin").stat().st_size == pieces * 8 * 2
+
+
+def test_int8_codes_keep_each_vectors_direction() -> None:
+    vectors = np.random.default_rng(0).normal(size=(50, 16)).astype(np.float32)
+    codes, scales = quantise(vectors)
+    assert codes.dtype == np.int8 and np.abs(codes).max() == 127
+    restored = codes.astype(np.float32) * scales.astype(np.float32)[:, None]
+    cosine = (restored * vectors).sum(1) / np.linalg.norm(restored, axis=1) / np.linalg.norm(vectors, axis=1)
+    assert cosine.min() > 0.999
+    zero_codes, zero_scales = quantise(np.zeros((1, 4), np.float32))
+    assert not zero_codes.any() and zero_scales[0] == 1
+
+
+def test_a_truncated_index_file_names_itself_and_bad_arguments_are_refused(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    vectors = tmp_path / "index" / "vectors.bin"
+    vectors.write_bytes(vectors.read_bytes()[:10])
+    with pytest.raises(ValueError, match=r"vectors\.bin: 10 bytes, but .*header\.json expects .* truncated"):
+        load_index(tmp_path / "index")
+    with pytest.raises(FileNotFoundError, match="no passage index"):
+        load_index(tmp_path / "nothing")
+    with pytest.raises(ValueError, match="'dtype'"):
+        build_index(model, words, TEXTS, ["p1"], tmp_path / "x", "int4", progress=False)
+    with pytest.raises(ValueError, match="twice"):
+        build_index(model, words, TEXTS, ["p1", "p1"], tmp_path / "x", progress=False)
+    with pytest.raises(KeyError, match="'p9'"):
+        build_index(model, words, TEXTS, ["p9"], tmp_path / "x", progress=False)
+    index = build_index(model, words, TEXTS, ["p1"], tmp_path / "small", progress=False)
+    with pytest.raises(KeyError, match="'p2' is not in the index"):
+        index.gather(["p2"])
+
+
+@pytest.mark.usefixtures("converted")
+def test_a_real_slice_of_dl19_candidates_scores_the_same_from_the_index(tmp_path: Path) -> None:
+    queries, run, texts = data.load_queries("dl19"), data.load_run("dl19", "bm25"), data.load_collection("v1")
+    qid = sorted(run, key=query_order)[0]
+    pids = ranking_from_run(run[qid])[:20]
+    model, words = tk_and_words({pid: texts[pid] for pid in pids})
+    index = build_index(model, words, texts, pids, tmp_path / "index", progress=False)
+    query_ids, query_mask = words.encode([queries[qid]], QUERY_MAX_LENGTH)
+    with torch.no_grad():
+        stored = model.score_stored(*model.encode_query(query_ids, query_mask), *index.gather(pids))
+    direct = direct_scores(model, words, queries[qid], [texts[pid] for pid in pids])
+    torch.testing.assert_close(stored, direct, atol=2e-3, rtol=2e-3)
