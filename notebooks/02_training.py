@@ -119,8 +119,8 @@ settings
 # paper took 300-dimensional GloVe vectors {cite}`pennington2014glove` trained on 42 billion tokens
 # of Common Crawl; the book takes GloVe's 50-dimensional vectors trained on 6 billion tokens of
 # Wikipedia and Gigaword, the size that installs as a small package. A word GloVe does not know
-# gets a random vector of the same spread; every row is then fine-tuned with the paper's learning
-# rate of 10⁻⁴. TK's width follows the vectors: five attention heads of size 10 and a
+# gets a random vector of the same spread; every row is then fine-tuned with the model, at
+# {glue:text}`embedding_rate`. TK's width follows the vectors: five attention heads of size 10 and a
 # feed-forward layer of 100 instead of the paper's 16 × 32 (chapter 3's paper-size models keep the
 # paper's width).
 #
@@ -142,6 +142,7 @@ representation_seconds = time.perf_counter() - start
 vocabulary = representations.vocabulary
 glue("vocabulary_size", f"{len(vocabulary):,}", display=False)
 glue("vector_coverage", f"{representations.coverage.fraction:.1%}", display=False)
+glue("embedding_rate", training_reading.embedding_rate(settings), display=False)
 glue("representation_minutes", f"{representation_seconds / 60:.1f}", display=False)
 print(f"vocabulary: {len(vocabulary):,} words; embeddings {tuple(representations.embeddings.shape)}")
 print(f"{settings.embedding_method}: {representations.coverage}")

@@ -220,6 +220,7 @@ display(
     )
 )
 
+# %% [markdown]
 # ## Splitting BERT: ColBERT (slides 20–21)
 #
 # ColBERT splits BERT at the very top: query and passage never meet inside BERT. Every output token

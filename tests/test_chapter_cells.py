@@ -16,8 +16,8 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-
 MAX_CELL_LINES = 30
 
 
-def code_cells(source: str) -> list[tuple[int, int]]:
-    """Each code cell of a percent-format source: (line number of its marker, its length in lines)."""
+def code_cell_lines(source: str) -> list[tuple[int, list[str]]]:
+    """Each code cell of a percent-format source: (line number of its marker, its lines without trailing blanks)."""
     lines = source.split("\n")
     markers = [index for index, line in enumerate(lines) if line.startswith("# %%")] + [len(lines)]
     cells = []
@@ -27,8 +27,13 @@ def code_cells(source: str) -> list[tuple[int, int]]:
         body = lines[start + 1 : end]
         while body and not body[-1].strip():
             body.pop()
-        cells.append((start + 1, len(body)))
+        cells.append((start + 1, body))
     return cells
+
+
+def code_cells(source: str) -> list[tuple[int, int]]:
+    """Each code cell of a percent-format source: (line number of its marker, its length in lines)."""
+    return [(start, len(body)) for start, body in code_cell_lines(source)]
 
 
 def test_code_cells_are_counted_without_markdown_and_trailing_blank_lines() -> None:
@@ -42,3 +47,24 @@ def test_no_code_cell_is_over_30_lines(notebook: Path) -> None:
         (line, length) for line, length in code_cells(notebook.read_text(encoding="utf-8")) if length > MAX_CELL_LINES
     ]
     assert not long, f"{notebook.name}: code cells over {MAX_CELL_LINES} lines (marker line, length): {long}"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.name)
+def test_no_code_cell_holds_a_markdown_heading(notebook: Path) -> None:
+    """A heading inside a code cell renders as a Python comment, and the page loses its section."""
+    headings = [
+        f"{notebook.name}:{start}: {line}"
+        for start, body in code_cell_lines(notebook.read_text(encoding="utf-8"))
+        for line in body
+        if line.startswith("# #")
+    ]
+    assert not headings, "markdown headings in code cells (a `# %% [markdown]` line is missing):\n" + "\n".join(
+        headings
+    )
+
+
+def test_the_heading_check_finds_a_heading_in_a_code_cell() -> None:
+    source = "# %%\nx = 1\n\n# ## A section\n# prose\n# %% [markdown]\n# ## Fine here\n"
+    assert [line for _, body in code_cell_lines(source) for line in body if line.startswith("# #")] == [
+        "# ## A section"
+    ]

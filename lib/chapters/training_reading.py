@@ -15,6 +15,7 @@ import pandas as pd
 
 from lib.core.profiles import TrainingSettings
 from lib.models.registry import model_spec
+from lib.models.tk import EMBEDDING_LR
 
 #: Table 2's nDCG@10 column for each way of re-ranking the significance tests cover.
 DEPTH_COLUMNS = {"tuned": "nDCG@10", "all": "nDCG@10 (all)", "+BM25": "nDCG@10 (+BM25)"}
@@ -22,6 +23,13 @@ DEPTH_COLUMNS = {"tuned": "nDCG@10", "all": "nDCG@10 (all)", "+BM25": "nDCG@10 (
 CONSTANT_COSINE = 0.99
 #: The share of its first logged value BERT-cat's training loss must fall under to count as falling.
 LOSS_FALL = 0.8
+
+
+def embedding_rate(settings: TrainingSettings) -> str:
+    """The Adam rate the word models' embeddings fine-tune at, and where it comes from (the decisions record)."""
+    if settings.word_learning_rate is None:
+        return f"the paper's {EMBEDDING_LR:g} for embeddings and contextualisation (§4.3)"
+    return f"{settings.word_learning_rate:g}, the profile's one rate for every parameter (chosen on validation)"
 
 
 def query_sources_skipped(settings: TrainingSettings, compare_queries: bool = True) -> str:

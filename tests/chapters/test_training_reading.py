@@ -6,6 +6,7 @@ import pandas as pd
 
 from lib.chapters.training_reading import (
     cls_vector_reading,
+    embedding_rate,
     query_source_reading,
     query_sources_skipped,
     table2_reading,
@@ -101,4 +102,13 @@ def test_table2_reading_counts_models_above_bm25_and_compares_speed() -> None:
         "none significantly; interpolated with BM25, 2 of 2 models score above BM25 (TK-2, BERT-cat), none "
         "significantly. The best model re-ranking all candidates is TK-2 (nDCG@10 0.600). TK-2 scores 10.0× as "
         "many documents per millisecond as BERT-cat. Tuned depths: TK-2 50, BERT-cat 10."
+    )
+
+
+def test_the_embedding_rate_names_the_profiles_rate_or_the_papers() -> None:
+    book = get_profile("book").training
+    assert embedding_rate(book).startswith(f"{book.word_learning_rate:g}, the profile's one rate")
+    assert (
+        embedding_rate(get_profile("paper").training)
+        == "the paper's 0.0001 for embeddings and contextualisation (§4.3)"
     )
