@@ -68,7 +68,7 @@ assert double(3) == 6 and square(3) == 9
 
 def _chapter(tmp_path: Path, body: str, name: str = "99_tiny") -> Path:
     path = tmp_path / "notebooks" / f"{name}.py"
-    path.parent.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HEADER + body, encoding="utf-8")
     return path
 
@@ -186,6 +186,23 @@ def test_a_real_solution_passes_its_checks_and_its_stub_is_reached(cell: exercis
         exec(compile(cell.student, filename, "exec"), {"__name__": "__main__"})
 
 
+def test_answers_lose_their_content_and_keep_their_dropdown(tmp_path: Path) -> None:
+    questions = (
+        "# %% [markdown]\n# Questions.\n#\n# ```{admonition} Answers\n# :class: dropdown\n# 1. The secret.\n"
+        "# 2. Another.\n# ```\n#\n# After the answers.\n"
+    )
+    path = _chapter(tmp_path, AREA + "\n" + questions)
+    cell = next(cell for cell in student_notebook(path).cells if exercises.ANSWERS in cell.source)
+    assert cell.source.split("\n") == [
+        "Questions.", "", "```{admonition} Answers", ":class: dropdown", exercises.ANSWERS_REMOVED, "```", "",
+        "After the answers.",
+    ]  # fmt: skip
+    broken = _chapter(tmp_path / "broken", AREA + "\n" + questions.replace("# ```\n#\n", "#\n"))
+    line = next(n for n, text in enumerate(broken.read_text().splitlines(), 1) if exercises.ANSWERS in text)
+    with pytest.raises(ValueError, match=rf"99_tiny\.py:{line}: a block of answers without its closing"):
+        student_notebook(broken)
+
+
 def test_make_exercises_writes_both_real_chapters(tmp_path: Path) -> None:
     written = write_exercises(exercises.DEFAULT_CHAPTERS, tmp_path)
     assert [path.name for path in written] == ["02_training.ipynb", "08_lecture_models.ipynb"]
@@ -195,3 +212,10 @@ def test_make_exercises_writes_both_real_chapters(tmp_path: Path) -> None:
         code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
         assert any(STUB in source for source in code)
         assert not any("SOLUTION" in source for source in code)
+        markdown = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+        book = (exercises.NOTEBOOKS / f"{path.stem}.py").read_text(encoding="utf-8")
+        assert markdown.count(exercises.ANSWERS) == book.count(exercises.ANSWERS)
+        assert markdown.count(exercises.ANSWERS_REMOVED) == book.count(exercises.ANSWERS)
+        for block in book.split(exercises.ANSWERS)[1:]:  # no answer's text reaches the student
+            answer = [line[2:] for line in block.split("\n# ```")[0].split("\n")[2:] if line.strip("# ")]
+            assert answer and not any(text in markdown for text in answer)
