@@ -172,7 +172,7 @@ pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [ne
 # synonyms and topical relatives at high cosine, which the kernels can count as soft matches. For
 # KNRM these vectors are the only representation; TK adds context on top of them.
 #
-# ## TK, step by step
+# ## TK, step by step (slides 22–24)
 #
 # TK contextualises query and passage **separately** with a few light Transformer layers and mixes
 # the result with the plain embedding through a learned $\alpha$ (eq. 1):

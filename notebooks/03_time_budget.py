@@ -360,7 +360,7 @@ plt.show()
 # MARCO dev-small questions and pseudo-queries cut from book passages (chapter 2). The reading at the end of the chapter
 # counts how the book's curves end.
 #
-# ## Figure 2 at book scale: the models as they are
+# ## Figure 2 at book scale: the models as they are (slides 25–26)
 #
 # Each model keeps the speed chapter 2 measured on this machine (the second table above). For a
 # budget `T`, `depth(T) = min({glue:text}`max_depth`, ⌊T·r⌋)`. The curves are

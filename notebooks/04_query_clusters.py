@@ -147,7 +147,7 @@ print(f"{len(curve)} fits ({n_init} restarts each) in {curve_seconds:.1f} s; elb
 # another rule, moves it. The paper found k = 30 on its data (the MS MARCO dev queries, with a TK
 # trained on MS MARCO and GloVe embeddings). The book keeps the k its rule gives on its own curve.
 #
-# ## The clusters
+# ## The clusters (slide 28)
 #
 # The clustering is seeded; fitting it twice gives the same clusters (checked below). Cluster ids are
 # canonical: 0 is the largest cluster. To name a cluster's information need, the table gives its

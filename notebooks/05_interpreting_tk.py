@@ -206,7 +206,7 @@ save_figure(figure, out / "androgen_match_matrix.png")
 plt.show()
 
 # %% [markdown]
-# ### Figure 3, side by side
+# ### Figure 3, side by side (slides 28–29)
 #
 # Both passages with the per-kernel contributions between them (learned weights included), as in the
 # paper. A word is coloured by the kernel closest to its best cosine over the query terms, for the

@@ -103,7 +103,7 @@ pd.DataFrame(
 ).set_index("model").round(3)  # fmt: skip
 
 # %% [markdown]
-# ## BERT-cat and why it is slow (slides 8–14)
+# ## BERT-cat and why it is slow (slides 7–11, 14)
 #
 # BERT-cat reads `[CLS] query [SEP] passage [SEP]` through every layer, so each query term attends to
 # each passage term — and all of that runs again for every candidate. Chapter 2 trained it on
@@ -124,7 +124,7 @@ pd.DataFrame(
 # 2. It multiplies it by the number of windows: every window is one more BERT-cat pass.
 # ```
 #
-# ## Splitting BERT: PreTTR (slides 17–19)
+# ## Splitting BERT: PreTTR (slides 15–19)
 #
 # PreTTR runs the first *k* of BERT's *L* layers on the query and on the passage separately and
 # only the last *L − k* on their concatenation. The passage's half-encoded vectors can be computed

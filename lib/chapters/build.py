@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from lib.chapters.slide_map import slide_table
 from lib.core import paths
 from lib.core.atomic import write_json, write_text
 from lib.core.decisions import decisions_table
@@ -50,6 +51,8 @@ CHAPTERS_DIR = "book/chapters"
 TIMES_PAGE = "build_times.md"
 #: The page the staged build writes the record of decisions into (:mod:`lib.core.decisions`), included there too.
 DECISIONS_PAGE = "decisions.md"
+#: The page the staged build writes the lecture's slide map into (:mod:`lib.chapters.slide_map`), for the lecture page.
+SLIDE_MAP_PAGE = "slide_map.md"
 #: The book's time budget per chapter on 2 CPU cores, ``book`` profile, from scratch (minutes; the README's
 #: target): every chapter 15 minutes except chapter 2's 20, the whole book 60.
 BUDGET_MINUTES: dict[str, float] = {"02_training": 20.0}
@@ -249,7 +252,8 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
     copy, so the page shows the chapter's own parameters cell (how a reader re-runs it) and not the
     injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, and the ``book``
     and ``paper`` profiles' decisions (:func:`lib.core.decisions.decisions_table`) to :data:`DECISIONS_PAGE`, which
-    the "Reproducing" page includes.
+    the "Reproducing" page includes, and the lecture's slide map (:func:`lib.chapters.slide_map.slide_table`) to
+    :data:`SLIDE_MAP_PAGE`, which the "Lecture companion" page includes.
     """
     get_profile(profile_name)
     chapters = chapters_in_toc(profile_name, root)
@@ -273,6 +277,7 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
         write_json(target / f"{chapter.name}.ipynb", notebook)
     write_text(target / TIMES_PAGE, times_table(profile_name, chapter_times(chapters)))
     write_text(target / DECISIONS_PAGE, decisions_page())
+    write_text(target / SLIDE_MAP_PAGE, slide_table(chapter.source for chapter in chapters))
     return target
 
 
