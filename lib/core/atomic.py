@@ -33,7 +33,7 @@ class DiskFullError(OSError):
         previous = "the previous file is intact" if path.exists() else "no file was written"
         super().__init__(
             errno.ENOSPC,
-            f"{path}: no space left on the device to write it: it needs at least {needed:,} bytes "
+            f"{path}: {os.strerror(errno.ENOSPC)} to write it: it needs at least {needed:,} bytes "
             f"({free_text} free in {path.parent}); {previous}. Free some space and run the command again",
         )
         self.path, self.needed, self.free = path, needed, free

@@ -45,6 +45,7 @@ import hashlib
 import json
 import math
 import random
+import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -326,7 +327,7 @@ def run_loop(
     call_began = time.perf_counter()
     start = state.resumed_from = state.step
     if start and distributed.is_main():
-        print(f"[train] {checkpoint_path}: resumed at step {start} of {settings.steps}", flush=True)
+        print(f"[train] {checkpoint_path}: resumed at step {start} of {settings.steps}", file=sys.stderr, flush=True)
     end = settings.steps if settings.stop_after is None else min(settings.steps, max(settings.stop_after, start))
     # Several processes: the whole step is the forward pass of one DDP module, whatever parts of the
     # model the trainer calls, so that backward averages the gradients of all processes.

@@ -1,9 +1,10 @@
 """A build killed during chapter 2's training resumes (issue 53): the real smoke chapter, SIGKILLed, then run again.
 
 The chapter runs as ``make chapter`` runs it (``python -m lib.chapters.build --only``), into its own artifacts and
-build folders (``TKBOOK_ARTIFACTS``, ``TKBOOK_BUILD``), so the smoke book of ``make test`` is never touched. The
-process group and every process under it (papermill's kernel) are killed with SIGKILL once a training checkpoint
-holds a step past the start and before the end; the second run must finish the chapter, resume that model from
+build folders (``TKBOOK_ARTIFACTS``, ``TKBOOK_BUILD``), so the smoke book of ``make test`` is never touched. Once a
+training checkpoint holds a step past the start and before the end, the build and every process under it (papermill's
+kernel) are frozen (SIGSTOP: a smoke run lasts a fraction of a second, so the state on disk must stop moving before it
+is read) and killed with SIGKILL; the second run must finish the chapter, resume that model from
 its checkpoint (the loop prints where it resumed), never read a half-written file (no file set aside as broken,
 no warning of one) and leave a complete executed notebook.
 """
@@ -56,15 +57,45 @@ def _mid_training(checkpoints: Path, steps: int) -> tuple[Path, int] | None:
     return None
 
 
-def _kill_everything(process: subprocess.Popen) -> None:
-    """SIGKILL the build, its process group and every process it started (the kernel runs in a session of its own)."""
-    family = psutil.Process(process.pid).children(recursive=True)
-    os.killpg(process.pid, signal.SIGKILL)
-    for child in family:
+def _family(process: subprocess.Popen) -> list[psutil.Process]:
+    """The build and every process it started (the kernel runs in a session of its own)."""
+    try:
+        root = psutil.Process(process.pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _send(family: list[psutil.Process], sig: signal.Signals) -> None:
+    for member in family:
         try:
-            child.kill()
+            member.send_signal(sig)
         except psutil.NoSuchProcess:
             pass
+
+
+def _freeze_mid_training(process: subprocess.Popen, checkpoints: Path, steps: int) -> tuple[Path, int] | None:
+    """Wait for a training run in mid-course, then SIGSTOP the build and its kernel and read the checkpoints again:
+    a smoke run takes a fraction of a second, so only what is on disk once nothing runs any more counts. The frozen
+    run's checkpoint and step, or ``None`` when the chapter ended or the time ran out (the processes still run)."""
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while process.poll() is None and time.monotonic() < deadline:
+        if _mid_training(checkpoints, steps) is not None:
+            family = _family(process)
+            _send(family, signal.SIGSTOP)
+            frozen = _mid_training(checkpoints, steps)
+            if frozen is not None:
+                return frozen
+            _send(family, signal.SIGCONT)
+        time.sleep(0.02)
+    return None
+
+
+def _kill_everything(process: subprocess.Popen) -> None:
+    """SIGKILL the build, its process group and every process it started."""
+    family = _family(process)
+    os.killpg(process.pid, signal.SIGKILL)
+    _send(family, signal.SIGKILL)
     process.wait(timeout=60)
     psutil.wait_procs(family, timeout=30)
 
@@ -85,12 +116,9 @@ def test_chapter_2_killed_during_training_resumes_and_completes(tmp_path: Path) 
     steps = min(settings.max_steps, settings.bert_cat_max_steps)
     checkpoints = tmp_path / "artifacts" / "smoke" / TRAINING / "checkpoints"
     chapter = _build(TRAINING, env)
-    deadline, caught = time.monotonic() + PATIENCE_SECONDS, None
-    while caught is None and chapter.poll() is None and time.monotonic() < deadline:
-        caught = _mid_training(checkpoints, steps)
-        time.sleep(0.05)
-    assert caught is not None, "chapter 2 never held a checkpoint in the middle of a training run"
+    caught = _freeze_mid_training(chapter, checkpoints, steps)
     _kill_everything(chapter)
+    assert caught is not None, "chapter 2 never held a checkpoint in the middle of a training run"
     checkpoint, step = caught
     executed = tmp_path / "_build" / "smoke" / "chapters" / f"{TRAINING}.ipynb"
     assert not executed.exists(), "a killed chapter left an executed notebook that looks complete"
@@ -110,7 +138,9 @@ def test_chapter_2_killed_during_training_resumes_and_completes(tmp_path: Path) 
     )
     assert not [out for cell in code for out in cell.get("outputs", []) if out["output_type"] == "error"]
     resumed = [line for line in texts.splitlines() if line.startswith(f"[train] {checkpoint}: resumed at step")]
-    assert resumed and int(resumed[0].split("resumed at step ")[1].split()[0]) >= step, texts[-3000:]
+    said = [line for line in texts.splitlines() if line.startswith("[train]") or "from scratch" in line]
+    assert resumed, f"killed at step {step} of {checkpoint}; the second run said: {said}"
+    assert int(resumed[0].split("resumed at step ")[1].split()[0]) >= step
     assert "truncated or corrupt" not in texts  # nothing half-written was found, nothing set aside
     assert not list((tmp_path / "artifacts").rglob(f"*{BROKEN_SUFFIX}"))
     assert torch.load(checkpoint, map_location="cpu", weights_only=True)["finished"]

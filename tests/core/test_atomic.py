@@ -106,7 +106,7 @@ def test_a_full_disk_keeps_the_previous_file_and_names_the_file_and_the_space(
         handle.write(b"x" * 5000)
     error = caught.value
     assert error.errno == errno.ENOSPC and isinstance(error, OSError)
-    assert str(error).startswith(f"[Errno {errno.ENOSPC}] {path}: no space left on the device")
+    assert str(error).startswith(f"[Errno {errno.ENOSPC}] {path}: No space left on device to write it")
     assert "at least 5,001 bytes" in str(error) and "the previous file is intact" in str(error)
     assert error.needed == 5001 and error.free is not None and error.free >= 0
     assert path.read_bytes() == b"the previous, complete checkpoint"
@@ -117,7 +117,7 @@ def test_a_full_disk_during_a_text_write_names_its_exact_size(tmp_path: Path, mo
     path = tmp_path / "sub" / "settings.json"
     monkeypatch.setattr("lib.core.atomic.os.fsync", _fail_with_enospc)
     with pytest.raises(
-        DiskFullError, match=r"settings\.json: no space left .* at least 12 bytes .* no file was written"
+        DiskFullError, match=r"settings\.json: No space left on device .* at least 12 bytes .* no file was written"
     ):
         write_text(path, "twelve bytes")
     assert not path.exists() and list(path.parent.iterdir()) == []
