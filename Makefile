@@ -19,7 +19,7 @@ help:
 	@echo "make paper-mini                        the paper's code path end to end on the miniature: its book and torchrun"
 	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
 	@echo "make costs [PROFILE=...]               each executed chapter's time and its 5 slowest cells"
-	@echo "make exercises                         student notebooks exercises/NN_topic.ipynb (chapters 2 and 8, solutions stubbed)"
+	@echo "make exercises                         student notebooks exercises/NN_topic.ipynb (chapters 2 and 8, solutions stubbed, answers removed)"
 	@echo "make device-bundle                     .device/: what a lent GPU machine needs besides the checkout (benchmarks/device_checks.sh)"
 	@echo "make lint | clean | distclean"
 
