@@ -14,6 +14,7 @@ Two ways out, by what the file is:
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -21,7 +22,7 @@ import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -107,11 +108,35 @@ def read_or_set_aside(path: str | os.PathLike, read: Callable[[Path], T], what: 
         return None
 
 
+def read_index_header(folder: Path, header_name: str, expected_format: int, what: str) -> dict[str, Any]:
+    """The JSON header of an index folder, after checking its format and that every file it lists (``files``: name →
+    bytes) is there with its size: a missing file is a ``FileNotFoundError``, a truncated one a ``ValueError``, each
+    naming the file, the header and ``what`` index it is."""
+    header_path = folder / header_name
+    if not header_path.is_file():
+        raise FileNotFoundError(f"{header_path}: no such file: {folder} is no {what}, or its build did not finish")
+    header = json.loads(header_path.read_text(encoding="utf-8"))
+    if header.get("format") != expected_format:
+        raise ValueError(f"{header_path}: index format {header.get('format')!r}, expected {expected_format}")
+    for name, expected in header["files"].items():
+        path = folder / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file (the index header {header_path} lists it)")
+        size = path.stat().st_size
+        if size != expected:
+            raise ValueError(
+                f"{path}: {size} bytes, but the index header {header_path} expects {expected}: the file is truncated "
+                f"or belongs to another index; build the {what} again"
+            )
+    return header
+
+
 __all__ = [
     "BROKEN_FILE_ERRORS",
     "BROKEN_SUFFIX",
     "BrokenFileError",
     "read_checked",
+    "read_index_header",
     "read_or_set_aside",
     "set_aside",
 ]

@@ -19,7 +19,6 @@ mask — what ``model.score_stored`` takes.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -34,6 +33,7 @@ from torch import nn
 from tqdm import tqdm
 
 from lib.core.atomic import write_json
+from lib.core.broken_files import read_index_header
 from lib.representations.text import DOC_MAX_LENGTH
 
 #: The index layout's version (``header.json``).
@@ -168,19 +168,7 @@ def build_index(
 def load_index(folder: str | os.PathLike) -> PassageIndex:
     """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it."""
     folder = Path(folder)
-    header_path = folder / HEADER_NAME
-    if not header_path.is_file():
-        raise FileNotFoundError(f"{header_path}: no such file: {folder} is no passage index, or its build did not end")
-    header = json.loads(header_path.read_text(encoding="utf-8"))
-    if header.get("format") != INDEX_FORMAT:
-        raise ValueError(f"{header_path}: index format {header.get('format')!r}, expected {INDEX_FORMAT}")
-    for name, expected in header["files"].items():
-        size = (folder / name).stat().st_size if (folder / name).is_file() else None
-        if size != expected:
-            raise ValueError(
-                f"{folder / name}: {size} bytes, but {header_path} expects {expected}: the passage index is "
-                "truncated or incomplete; build it again"
-            )
+    header = read_index_header(folder, HEADER_NAME, INDEX_FORMAT, "passage index")
     total, dim = header["vectors"], header["dim"]
     stored = np.int8 if header["dtype"] == "int8" else np.float16
     empty = total == 0 or dim == 0

@@ -25,7 +25,6 @@ file's size against the header: a truncated file is an error naming it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which t
 
 from lib.core import distributed
 from lib.core.atomic import atomic_write, write_json
+from lib.core.broken_files import read_index_header
 from lib.models.tilde import Tilde
 from lib.models.tilde_vocabulary import TargetVocabulary
 from lib.representations.bert import WordPieceTokenizer
@@ -191,22 +191,7 @@ def write_index(
 def load_index(folder: str | os.PathLike) -> TildeIndex:
     """Memory-map an index folder written by :func:`write_index`; sizes are checked against the header."""
     folder = Path(folder)
-    header_path = folder / HEADER_NAME
-    if not header_path.is_file():
-        raise FileNotFoundError(f"{header_path}: no such file: {folder} is no TILDE index, or its build did not finish")
-    header = json.loads(header_path.read_text(encoding="utf-8"))
-    if header.get("format") != INDEX_FORMAT:
-        raise ValueError(f"{header_path}: index format {header.get('format')!r}, expected {INDEX_FORMAT}")
-    for name, expected in header["files"].items():
-        path = folder / name
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such file (the index header {header_path} lists it)")
-        size = path.stat().st_size
-        if size != expected:
-            raise ValueError(
-                f"{path}: {size} bytes, but the index header {header_path} expects {expected}: "
-                "the file is truncated or belongs to another index; rebuild the index"
-            )
+    header = read_index_header(folder, HEADER_NAME, INDEX_FORMAT, "TILDE index")
     count, vocab_size = header["passages"], header["vocab_size"]
     shape = (count, vocab_size)
     log_probs = _memmap(folder / LOG_PROBS_NAME, np.dtype(header["log_prob_dtype"]), shape)
@@ -216,7 +201,7 @@ def load_index(folder: str | os.PathLike) -> TildeIndex:
         raise ValueError(f"{folder / OFFSETS_NAME}: the offsets are not an ascending 0 … {header['terms']}")
     pids = header["pids"]
     if len(pids) != count:
-        raise ValueError(f"{header_path}: {len(pids)} pids for {count} passages")
+        raise ValueError(f"{folder / HEADER_NAME}: {len(pids)} pids for {count} passages")
     return TildeIndex(
         folder=folder,
         pids=pids,

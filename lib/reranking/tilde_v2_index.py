@@ -14,7 +14,6 @@ the model's pass over the passages and rank 0 writes (:func:`build_index`).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from tqdm import tqdm
 
 from lib.core import distributed
 from lib.core.atomic import atomic_write, write_json
+from lib.core.broken_files import read_index_header
 from lib.core.types import Run
 from lib.models.tilde_v2 import TildeV2
 from lib.models.tilde_vocabulary import TargetVocabulary
@@ -177,19 +177,7 @@ def _write(
 def load_index(folder: str | os.PathLike) -> TildeV2Index:
     """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it."""
     folder = Path(folder)
-    header_path = folder / HEADER_NAME
-    if not header_path.is_file():
-        raise FileNotFoundError(
-            f"{header_path}: no such file: {folder} is no TILDEv2 index, or its build did not finish"
-        )
-    header = json.loads(header_path.read_text(encoding="utf-8"))
-    if header.get("format") != INDEX_FORMAT:
-        raise ValueError(f"{header_path}: index format {header.get('format')!r}, expected {INDEX_FORMAT}")
-    for name, expected in header["files"].items():
-        path = folder / name
-        size = path.stat().st_size if path.is_file() else None
-        if size != expected:
-            raise ValueError(f"{path}: {size} bytes, but {header_path} expects {expected}: rebuild the index")
+    header = read_index_header(folder, HEADER_NAME, INDEX_FORMAT, "TILDEv2 index")
     entries = header["entries"]
 
     def mapped(name: str, dtype: np.dtype) -> np.ndarray:
