@@ -112,7 +112,10 @@ def build_index(
 ) -> PassageIndex:
     """Encode ``pids``' passages with ``model.encode_passages`` (capped at the paper's 200 tokens) and write the
     index into ``folder`` (module doc); the build's wall time is in the header (``seconds``). Passages are encoded
-    in batches of similar length; the index keeps ``pids``' order. A pid without text is a ``KeyError``."""
+    in batches of similar length; the index keeps ``pids``' order, so every passage's float32 vectors are held in
+    memory until the files are written — sized for the candidates of the timed queries (chapter 3's cost table), not
+    for a whole collection of a wide model (TK-BERT-6's 384-d pieces of the book's 30k passages: about 4 GB). A pid
+    without text is a ``KeyError``."""
     if dtype not in STORED_DTYPES:
         raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {dtype!r}")
     if batch_size < 1:
