@@ -350,14 +350,18 @@ PROFILES: dict[str, Profile] = {
         # (the "Reproducing" page's decisions table; tests/core/test_decisions.py keeps the record complete).
         # Word models: 1,000 steps of 32 triples at one Adam rate for every parameter; BERT-cat (and every MiniLM
         # model) all 6 layers at 1e-4 with a 30-step warm-up and a linear decay to step 500, patience 2, TK-BERT-6
-        # at 3e-5; half of the negatives random book passages; dev-small questions and 7,000 pseudo-queries;
-        # 64-d piece vectors; the ladder's rungs that fit chapter 2's budget on 2 CPU cores.
+        # and its compact d=64 / d=32 variants at 3e-5; half of the negatives random book passages; dev-small
+        # questions and 7,000 pseudo-queries; 64-d piece vectors; the ladder's rungs that fit chapter 2's budget on
+        # 2 CPU cores.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
-            bert_cat_lr=1e-4, bert_lr_by_model={"tk-bert6": 3e-5}, bert_cat_warmup=30, bert_cat_max_steps=500,
+            bert_cat_lr=1e-4, bert_lr_by_model={"tk-bert6": 3e-5, "tk-bert6-d64": 3e-5, "tk-bert6-d32": 3e-5},
+            bert_cat_warmup=30, bert_cat_max_steps=500,
             bert_cat_patience=2,
             distill_pseudo_queries=7000, distill_random_negatives=0.5, piece_vector_dim=64,
-            ladder_models=("knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6"),
+            ladder_models=(
+                "knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32"
+            ),
         ),
         speed=SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),
         # TILDE: the head alone on frozen MiniLM, untied, with passages predicting their own pieces, 1,500 steps at
