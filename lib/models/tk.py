@@ -88,6 +88,8 @@ POSITION_TABLE = 512
 
 #: Width of the paper's word embeddings (GloVe 42B, §4.3), for which :func:`width_for` gives the paper's sizes.
 PAPER_WIDTH = 300
+#: An odd 64-bit multiplier spreading the ids over the fingerprint of :func:`distinct_queries` (wraps around).
+FINGERPRINT_MULTIPLIER = 0x9E3779B97F4A7C15 - 2**64
 
 
 @dataclass(frozen=True)
@@ -192,10 +194,22 @@ def distinct_queries(
 
     ``query_ids`` / ``query_mask`` are ``[B, L]``; returns ``ids [U, L]``, ``mask [U, L]`` (bool) and
     ``rows [B]`` with ``ids[rows] == query_ids`` and ``mask[rows] == query_mask``.
+
+    Each row gets one 64-bit fingerprint (a weighted sum of its ids and mask) and the rows are grouped by a 1-D
+    ``torch.unique`` of the fingerprints — ``torch.unique(dim=0)`` sorts whole rows and takes milliseconds per
+    batch on a GPU. The grouping is then checked exactly; should two different rows share a fingerprint, the rows
+    are grouped by ``torch.unique(dim=0)`` instead.
     """
     length = query_ids.shape[1]
     keys = torch.cat([query_ids.long(), query_mask.long()], dim=1)
-    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
+    weights = torch.arange(1, keys.shape[1] + 1, device=keys.device, dtype=torch.int64) * FINGERPRINT_MULTIPLIER
+    _, rows = torch.unique((keys * weights).sum(dim=1), return_inverse=True)
+    count = int(rows.max()) + 1 if rows.numel() else 0
+    first = torch.full((count,), keys.shape[0], device=keys.device, dtype=torch.int64)
+    first = first.scatter_reduce(0, rows, torch.arange(keys.shape[0], device=keys.device), reduce="amin")
+    distinct = keys[first]
+    if not torch.equal(distinct[rows], keys):
+        distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
     return distinct[:, :length].to(query_ids.dtype), distinct[:, length:].bool(), rows
 
 
