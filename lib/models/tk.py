@@ -88,8 +88,9 @@ POSITION_TABLE = 512
 
 #: Width of the paper's word embeddings (GloVe 42B, §4.3), for which :func:`width_for` gives the paper's sizes.
 PAPER_WIDTH = 300
-#: An odd 64-bit multiplier spreading the ids over the fingerprint of :func:`distinct_queries` (wraps around).
-FINGERPRINT_MULTIPLIER = 0x9E3779B97F4A7C15 - 2**64
+#: The multiplier spreading the positions' weights of :func:`distinct_queries`' fingerprint over [0, 2³¹) (Knuth's
+#: multiplicative hash; the weights stay int32-sized, so ids × weights summed over a row fit in int64).
+FINGERPRINT_MULTIPLIER = 2654435761
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,8 @@ def distinct_queries(
     """
     length = query_ids.shape[1]
     keys = torch.cat([query_ids.long(), query_mask.long()], dim=1)
-    weights = torch.arange(1, keys.shape[1] + 1, device=keys.device, dtype=torch.int64) * FINGERPRINT_MULTIPLIER
+    weights = [(position + 1) * FINGERPRINT_MULTIPLIER % 2**31 for position in range(keys.shape[1])]
+    weights = torch.tensor(weights, device=keys.device, dtype=torch.int64)
     _, rows = torch.unique((keys * weights).sum(dim=1), return_inverse=True)
     count = int(rows.max()) + 1 if rows.numel() else 0
     first = torch.full((count,), keys.shape[0], device=keys.device, dtype=torch.int64)
