@@ -88,9 +88,6 @@ POSITION_TABLE = 512
 
 #: Width of the paper's word embeddings (GloVe 42B, §4.3), for which :func:`width_for` gives the paper's sizes.
 PAPER_WIDTH = 300
-#: The multiplier spreading the positions' weights of :func:`distinct_queries`' fingerprint over [0, 2³¹) (Knuth's
-#: multiplicative hash; the weights stay int32-sized, so ids × weights summed over a row fit in int64).
-FINGERPRINT_MULTIPLIER = 2654435761
 
 
 @dataclass(frozen=True)
@@ -195,23 +192,10 @@ def distinct_queries(
 
     ``query_ids`` / ``query_mask`` are ``[B, L]``; returns ``ids [U, L]``, ``mask [U, L]`` (bool) and
     ``rows [B]`` with ``ids[rows] == query_ids`` and ``mask[rows] == query_mask``.
-
-    Each row gets one 64-bit fingerprint (a weighted sum of its ids and mask) and the rows are grouped by a 1-D
-    ``torch.unique`` of the fingerprints — ``torch.unique(dim=0)`` sorts whole rows and takes milliseconds per
-    batch on a GPU. The grouping is then checked exactly; should two different rows share a fingerprint, the rows
-    are grouped by ``torch.unique(dim=0)`` instead.
     """
     length = query_ids.shape[1]
     keys = torch.cat([query_ids.long(), query_mask.long()], dim=1)
-    weights = [(position + 1) * FINGERPRINT_MULTIPLIER % 2**31 for position in range(keys.shape[1])]
-    weights = torch.tensor(weights, device=keys.device, dtype=torch.int64)
-    _, rows = torch.unique((keys * weights).sum(dim=1), return_inverse=True)
-    count = int(rows.max()) + 1 if rows.numel() else 0
-    first = torch.full((count,), keys.shape[0], device=keys.device, dtype=torch.int64)
-    first = first.scatter_reduce(0, rows, torch.arange(keys.shape[0], device=keys.device), reduce="amin")
-    distinct = keys[first]
-    if not torch.equal(distinct[rows], keys):
-        distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
+    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
     return distinct[:, :length].to(query_ids.dtype), distinct[:, length:].bool(), rows
 
 

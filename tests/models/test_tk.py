@@ -251,13 +251,3 @@ def test_device_and_cpu_autocast() -> None:
     assert mixed.device.type == device.type and mixed.dtype == torch.float32
     assert torch.isfinite(mixed).all()
     assert torch.allclose(mixed, full, atol=0.5)  # loose: the Transformer ran in bfloat16
-
-
-def test_distinct_queries_falls_back_to_whole_rows_when_fingerprints_collide(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows that differ but share a fingerprint (a multiplier of 0 makes every fingerprint 0) are still told apart."""
-    q_ids = torch.tensor([[5, 6, 0], [7, 8, 9], [5, 6, 0], [1, 0, 0]])
-    q_mask = q_ids > 0
-    monkeypatch.setattr(tk, "FINGERPRINT_MULTIPLIER", 0)
-    ids, mask, rows = tk.distinct_queries(q_ids, q_mask)
-    assert ids.shape[0] == 3
-    assert torch.equal(ids[rows], q_ids) and torch.equal(mask[rows], q_mask)

@@ -82,7 +82,8 @@ def test_a_truncated_index_file_names_itself_and_bad_arguments_are_refused(tmp_p
     build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
     vectors = tmp_path / "index" / "vectors.bin"
     vectors.write_bytes(vectors.read_bytes()[:10])
-    with pytest.raises(ValueError, match=r"vectors\.bin: 10 bytes, but the index header .*header\.json expects .* truncated"):
+    expected = r"vectors\.bin: 10 bytes, but the index header .*header\.json expects .* truncated"
+    with pytest.raises(ValueError, match=expected):
         load_index(tmp_path / "index")
     with pytest.raises(FileNotFoundError, match="no passage index"):
         load_index(tmp_path / "nothing")
