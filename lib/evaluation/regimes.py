@@ -12,13 +12,17 @@ read and the interaction and kernels are paid. This module measures both regimes
 
 :func:`regime_latencies` times one model at several candidate counts over real queries: per query, ``repetitions``
 timed runs after one untimed warm-up run, the median per query, and over the queries the median and the spread
-(max / min of the per-query medians). :func:`cost_rows` gives a model's rows of the cost table, one per regime and
-index precision, with the index's bytes per passage and its build time.
+(max / min of the per-query medians). A count whose timing would take longer than ``Timing.max_seconds`` (BERT-cat
+run whole on 1,000 candidates on 2 CPU cores) is estimated from the smaller counts' measurements instead and flagged.
+:func:`cost_rows` gives a model's rows of the cost table, one per regime and index precision, with the index's bytes
+per passage and its build time; :func:`query_cost` reads a row as a fixed cost per query plus a cost per candidate,
+the form :mod:`lib.evaluation.time_budget` draws budgets from.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,49 +86,96 @@ class TimedQueries:
 
 @dataclass(frozen=True)
 class Timing:
-    """How it is timed: the candidate ``counts``, the scoring ``batch_size`` and the timed runs per query
-    (``repetitions``, after one untimed warm-up run)."""
+    """How it is timed: the candidate ``counts``, the scoring ``batch_size``, the timed runs per query
+    (``repetitions``, after one untimed warm-up run) and the longest a count's timing may take (``max_seconds``,
+    projected from the count below it; a longer one is estimated, :func:`regime_latencies`)."""
 
     counts: Sequence[int]
     batch_size: int = 256
     repetitions: int = 3
+    max_seconds: float = math.inf
 
     def __post_init__(self) -> None:
         if not self.counts or min(self.counts) < 1 or self.batch_size < 1 or self.repetitions < 1:
             raise ValueError(f"timing needs positive counts, batch size and repetitions, got {self}")
+        if not self.max_seconds > 0:
+            raise ValueError(f"timing needs max_seconds > 0, got {self.max_seconds}")
+
+
+def _query_latency(
+    model: nn.Module,
+    tokenizer: Any,
+    timed: TimedQueries,
+    timing: Timing,
+    index: PassageIndex | None,
+    qid: str,
+    count: int,
+) -> float:
+    """One query's median latency (ms) over ``count`` candidates: *stored* with ``index``, else *whole*."""
+    device = next(model.parameters()).device
+    if index is None:
+        pairs, repeated = candidate_pairs(timed.first_stage, timed.queries, timed.texts, count, qid)
+        tensors = encode_pairs(tokenizer, pairs, device)
+        return measure_latency(model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated).milliseconds
+    ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
+    query = (ids.to(device), mask.to(device))
+    pids = candidates_of(timed.first_stage, qid, count)
+    work = functools.partial(stored_rerank, model, query, index, pids, timing.batch_size)
+    return median_ms(work, device, timing.repetitions, 1)
+
+
+def _estimate(measured: Mapping[int, float], count: int) -> float:
+    """``count``'s latency on the line through the two largest measured counts (proportional from one)."""
+    known = sorted(measured)
+    if len(known) == 1:
+        return measured[known[0]] * count / known[0]
+    low, high = known[-2], known[-1]
+    slope = max((measured[high] - measured[low]) / (high - low), 0.0)
+    return measured[high] + slope * (count - high)
 
 
 def regime_latencies(
     model: nn.Module, tokenizer: Any, timed: TimedQueries, timing: Timing, index: PassageIndex | None = None
-) -> dict[int, dict[str, float]]:
+) -> dict[int, dict[str, Any]]:
     """Per candidate count: the median over the timed queries of each query's median latency (ms), the spread (max /
-    min of those per-query medians) and the number of queries — the *stored* regime when ``index`` is given, else
-    *whole*. One untimed warm-up run precedes each query's timed ones (a cold first run is another measurement)."""
+    min of those per-query medians), the number of queries and whether it was ``measured`` — the *stored* regime when
+    ``index`` is given, else *whole*. One untimed warm-up run precedes each query's timed ones (a cold first run is
+    another measurement). Counts run smallest first; a count whose timing would exceed ``timing.max_seconds``
+    (projected in proportion from the largest count measured) is estimated on the line through the two largest
+    measured counts, with a spread of NaN."""
     if not timed.qids:
         raise ValueError("parameter 'timed' names no query")
-    device = next(model.parameters()).device
     model.eval()
-    results = {}
-    for count in timing.counts:
-        per_query = []
-        for qid in timed.qids:
-            if index is None:
-                pairs, repeated = candidate_pairs(timed.first_stage, timed.queries, timed.texts, count, qid)
-                tensors = encode_pairs(tokenizer, pairs, device)
-                latency = measure_latency(model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated)
-                per_query.append(latency.milliseconds)
+    results: dict[int, dict[str, Any]] = {}
+    measured: dict[int, float] = {}
+    for count in sorted(timing.counts):
+        if measured:
+            largest = max(measured)
+            projected = measured[largest] * count / largest * (timing.repetitions + 1) * len(timed.qids) / 1000.0
+            if projected > timing.max_seconds:
+                ms = _estimate(measured, count)
+                results[count] = {"ms": ms, "spread": math.nan, "queries": len(timed.qids), "measured": False}
                 continue
-            ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
-            query = (ids.to(device), mask.to(device))
-            pids = candidates_of(timed.first_stage, qid, count)
-            work = functools.partial(stored_rerank, model, query, index, pids, timing.batch_size)
-            per_query.append(median_ms(work, device, timing.repetitions, 1))
+        per_query = [_query_latency(model, tokenizer, timed, timing, index, qid, count) for qid in timed.qids]
+        measured[count] = statistics.median(per_query)
         results[count] = {
-            "ms": statistics.median(per_query),
+            "ms": measured[count],
             "spread": max(per_query) / max(min(per_query), 1e-9),
             "queries": len(per_query),
+            "measured": True,
         }
     return results
+
+
+def query_cost(row: Mapping[str, Any], counts: Sequence[int]) -> tuple[float, float]:
+    """A cost-table row as ``(fixed_ms, docs_per_ms)``: the line through its latencies at the two smallest of
+    ``counts`` (``ms_<count>`` columns), its intercept the fixed cost per query (encoding the query; at least 0),
+    its slope the cost per candidate — :mod:`lib.evaluation.time_budget`'s ``fixed_ms`` and speed."""
+    low, high = sorted(counts)[:2]
+    slope = (float(row[f"ms_{high}"]) - float(row[f"ms_{low}"])) / (high - low)
+    if not slope > 0:  # a flat measurement (noise): all of the cost per candidate, none fixed
+        return 0.0, high / float(row[f"ms_{high}"])
+    return max(float(row[f"ms_{low}"]) - slope * low, 0.0), 1.0 / slope
 
 
 def cost_rows(
@@ -139,7 +190,8 @@ def cost_rows(
     """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes``, its index
     of the timed queries' candidates built into ``folder/<name>-<dtype>``: its bytes per passage, and its build time
     scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
-    ``timed.texts``). Columns :data:`COLUMNS`, then ``ms_<count>`` and ``spread_<count>`` per count."""
+    ``timed.texts``). Columns :data:`COLUMNS`, then ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per
+    count."""
     settings = [("whole", None)] + ([("stored", dtype) for dtype in dtypes] if is_precomputable(model) else [])
     pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
     rows = []
@@ -157,8 +209,12 @@ def cost_rows(
         }
         for count, values in regime_latencies(model, tokenizer, timed, timing, index).items():
             row[f"ms_{count}"], row[f"spread_{count}"] = values["ms"], values["spread"]
+            row[f"measured_{count}"] = values["measured"]
         rows.append(row)
     return rows
 
 
-__all__ = ["COLUMNS", "TimedQueries", "Timing", "candidates_of", "cost_rows", "regime_latencies", "stored_rerank"]
+__all__ = [
+    "COLUMNS", "TimedQueries", "Timing", "candidates_of", "cost_rows", "query_cost", "regime_latencies",
+    "stored_rerank",
+]  # fmt: skip

@@ -11,6 +11,11 @@ does, every model scores all candidates once and every depth is evaluated from t
 Each curve is a step function of ``T`` that changes only at the budgets ``k / r`` (``k = 1 … D``), so
 evaluating at those breakpoints (:func:`breakpoints`) gives every curve, every "best model per budget"
 and every crossover exactly, not on a sampled grid.
+
+A model whose passages are stored at index time (:mod:`lib.evaluation.regimes`) pays a fixed cost per query
+before its first candidate — encoding the query — so its cost is affine, ``f + k / r``: every function here
+takes an optional ``fixed_ms`` per model (0 by default, the paper's proportional cost), and ``depth(T)`` is
+``min(D, ⌊(T − f)·r⌋)`` from ``T = f`` on, 0 before.
 """
 
 from __future__ import annotations
@@ -29,19 +34,24 @@ from lib.reranking.scoring import scored_depth
 _FLOOR_TOLERANCE = 1e-9
 
 
-def depth_at_budget(budget_ms: float, docs_per_ms: float, max_depth: int) -> int:
-    """The re-ranking depth a model reaches in ``budget_ms``: ``min(max_depth, ⌊budget_ms · docs_per_ms⌋)``.
+def depth_at_budget(budget_ms: float, docs_per_ms: float, max_depth: int, fixed_ms: float = 0.0) -> int:
+    """The re-ranking depth a model reaches in ``budget_ms``: ``min(max_depth, ⌊(budget_ms − f) · docs_per_ms⌋)``,
+    0 while the budget does not cover the fixed cost ``f = fixed_ms`` per query.
 
     A budget of 0 gives depth 0 (the first stage's ranking). Negative or non-finite inputs are a
     ``ValueError`` naming the parameter.
     """
+    if not math.isfinite(fixed_ms) or fixed_ms < 0:
+        raise ValueError(f"parameter 'fixed_ms' must be a finite number >= 0, got {fixed_ms}")
     if not math.isfinite(budget_ms) or budget_ms < 0:
         raise ValueError(f"parameter 'budget_ms' must be a finite number >= 0, got {budget_ms}")
     if not math.isfinite(docs_per_ms) or docs_per_ms <= 0:
         raise ValueError(f"parameter 'docs_per_ms' must be a finite number > 0, got {docs_per_ms}")
     if max_depth < 0:
         raise ValueError(f"parameter 'max_depth' must be >= 0, got {max_depth}")
-    return min(int(max_depth), math.floor(budget_ms * docs_per_ms + _FLOOR_TOLERANCE))
+    if budget_ms < fixed_ms:
+        return 0
+    return min(int(max_depth), math.floor((budget_ms - fixed_ms) * docs_per_ms + _FLOOR_TOLERANCE))
 
 
 def depth_curve(first_stage: Run, scores: Run, qrels: Qrels, measures: Sequence[str] | None = None) -> pd.DataFrame:
@@ -57,13 +67,17 @@ def depth_curve(first_stage: Run, scores: Run, qrels: Qrels, measures: Sequence[
     return frame.drop(columns="qid").groupby("depth").mean()
 
 
-def breakpoints(speeds: Mapping[str, float], max_depths: Mapping[str, int]) -> np.ndarray:
-    """Every budget (ms) at which some model's depth changes — ``k / r`` for ``k = 1 … D`` — with 0, sorted."""
+def breakpoints(
+    speeds: Mapping[str, float], max_depths: Mapping[str, int], fixed_ms: Mapping[str, float] | None = None
+) -> np.ndarray:
+    """Every budget (ms) at which some model's depth changes — ``f + k / r`` for ``k = 1 … D`` (``f``: the model's
+    ``fixed_ms``, 0 if not given) — with 0, sorted."""
     budgets = {0.0}
     for model, rate in speeds.items():
         if not math.isfinite(rate) or rate <= 0:
             raise ValueError(f"speed of model {model!r} must be a finite number > 0, got {rate}")
-        budgets.update(k / rate for k in range(1, int(max_depths[model]) + 1))
+        fixed = (fixed_ms or {}).get(model, 0.0)
+        budgets.update(fixed + k / rate for k in range(1, int(max_depths[model]) + 1))
     return np.array(sorted(budgets))
 
 
@@ -73,12 +87,16 @@ def first_stage_curve(curve: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_curves(
-    curves: Mapping[str, pd.DataFrame], speeds: Mapping[str, float], budgets: Iterable[float]
+    curves: Mapping[str, pd.DataFrame],
+    speeds: Mapping[str, float],
+    budgets: Iterable[float],
+    fixed_ms: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Effectiveness under each budget: a long frame ``model, budget_ms, depth, <measure…>``.
 
-    ``curves`` are :func:`depth_curve` frames per model, ``speeds`` the models' documents per ms. A
-    curve that holds depth 0 only (:func:`first_stage_curve`) needs no speed: it stays at depth 0.
+    ``curves`` are :func:`depth_curve` frames per model, ``speeds`` the models' documents per ms, ``fixed_ms`` their
+    fixed costs per query (0 if not given). A curve that holds depth 0 only (:func:`first_stage_curve`) needs no
+    speed: it stays at depth 0.
     """
     budgets = list(budgets)
     frames = []
@@ -86,7 +104,8 @@ def budget_curves(
         max_depth = int(curve.index.max())
         if max_depth > 0 and model not in speeds:
             raise ValueError(f"no speed given for model {model!r}")
-        depths = [depth_at_budget(budget, speeds.get(model, 1.0), max_depth) for budget in budgets]
+        fixed = (fixed_ms or {}).get(model, 0.0)
+        depths = [depth_at_budget(budget, speeds.get(model, 1.0), max_depth, fixed) for budget in budgets]
         frame = curve.loc[depths].reset_index()
         frame.insert(0, "budget_ms", budgets)
         frame.insert(0, "model", model)

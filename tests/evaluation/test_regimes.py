@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,15 @@ import torch
 
 from lib import data
 from lib.core.types import query_order
-from lib.evaluation.regimes import TimedQueries, Timing, candidates_of, cost_rows, regime_latencies, stored_rerank
+from lib.evaluation.regimes import (
+    TimedQueries,
+    Timing,
+    candidates_of,
+    cost_rows,
+    query_cost,
+    regime_latencies,
+    stored_rerank,
+)
 from lib.evaluation.stored_latency import is_precomputable
 from lib.models.knrm import KNRM
 from lib.representations.text import QUERY_MAX_LENGTH
@@ -86,6 +95,29 @@ def test_the_cost_rows_have_both_regimes_for_a_storable_model_and_one_for_the_re
         regime_latencies(model, words, TimedQueries(FIRST_STAGE, QUERIES, TEXTS, []), Timing([1]))
     with pytest.raises(ValueError, match="positive counts"):
         Timing([0])
+    with pytest.raises(ValueError, match="max_seconds > 0"):
+        Timing([1], max_seconds=0)
+
+
+def test_a_count_too_slow_to_time_is_estimated_on_the_line_of_the_two_below(tmp_path: Path) -> None:
+    """A tiny time limit: the first count is measured, the second from the first (in proportion), the third from
+    the line through the first two... of which only one was measured, so in proportion too; all flagged."""
+    model, words = tk_and_words(TEXTS)
+    counter = Counting(model)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1", "q2"])
+    measured = regime_latencies(model, words, timed, Timing([4, 2, 8], repetitions=1, max_seconds=1e-9), index)
+    assert counter.calls == 2 * 2, "only the smallest count is timed: 2 queries × (1 timed + 1 warm-up)"
+    assert [measured[count]["measured"] for count in (2, 4, 8)] == [True, False, False]
+    assert measured[4]["ms"] == pytest.approx(2 * measured[2]["ms"]) and math.isnan(measured[4]["spread"])
+    assert measured[8]["ms"] == pytest.approx(4 * measured[2]["ms"])
+
+
+def test_query_cost_reads_a_fixed_cost_and_a_speed_off_the_two_smallest_counts() -> None:
+    fixed, speed = query_cost({"ms_10": 12.0, "ms_100": 30.0, "ms_1000": 500.0}, [1000, 100, 10])
+    assert speed == pytest.approx(5.0) and fixed == pytest.approx(10.0)  # 0.2 ms per candidate after 10 ms
+    assert query_cost({"ms_10": 1.0, "ms_100": 100.0}, [10, 100]) == pytest.approx((0.0, 90 / 99))  # no negative cost
+    assert query_cost({"ms_10": 5.0, "ms_100": 4.0}, [10, 100]) == pytest.approx((0.0, 25.0))  # flat: all per candidate
 
 
 @pytest.mark.usefixtures("converted")

@@ -99,6 +99,19 @@ def test_breakpoints_are_every_k_over_r() -> None:
         breakpoints({"fast": 0.0}, {"fast": 3})
 
 
+def test_a_fixed_cost_per_query_delays_every_depth() -> None:
+    """Stored passages: the query is encoded first (f ms), then r documents per ms."""
+    assert depth_at_budget(2.9, 10.0, 100, fixed_ms=3.0) == 0
+    assert depth_at_budget(3.0, 10.0, 100, fixed_ms=3.0) == 0
+    assert depth_at_budget(3.35, 10.0, 100, fixed_ms=3.0) == 3
+    assert depth_at_budget(100.0, 10.0, 100, fixed_ms=3.0) == 100
+    with pytest.raises(ValueError, match="'fixed_ms'"):
+        depth_at_budget(1.0, 1.0, 10, fixed_ms=-1.0)
+    assert list(breakpoints({"stored": 1.0}, {"stored": 2}, {"stored": 5.0})) == pytest.approx([0, 6, 7])
+    curves = budget_curves({"stored": SLOW}, {"stored": 1.0}, [0.0, 5.5, 6.0, 8.0], fixed_ms={"stored": 5.0})
+    assert curves["depth"].to_list() == [0, 0, 1, 3]
+
+
 def test_budget_curves_map_budgets_to_depths(frame: pd.DataFrame) -> None:
     slow = frame[frame["model"] == "slow"].set_index("budget_ms")
     assert slow.loc[0.0, "depth"] == 0 and slow.loc[0.0, "nDCG@10"] == 0.5
