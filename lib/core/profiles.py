@@ -138,6 +138,11 @@ class SpeedSettings(_Replaceable):
     ``architectures`` are the paper-size models the chapter times (BERT-Large takes minutes to build
     and time on 2 cores, so the smoke profile leaves it out; ``bert-cat-book``, the book's small BERT,
     can be added).
+
+    The ``regime_*`` knobs time the book's trained models in the two regimes (:mod:`lib.evaluation.regimes`): the
+    first ``regime_queries`` DL19 queries, ``regime_counts`` candidates each, ``regime_repetitions`` timed runs per
+    query, a count estimated instead when its timing would take more than ``regime_max_seconds``, and the stored
+    indexes in each of ``regime_dtypes``.
     """
 
     batch_sizes: Mapping[str, int] = field(default_factory=lambda: {"word": 256, "wordpiece": 32})
@@ -166,9 +171,14 @@ class SpeedSettings(_Replaceable):
         "bert-base",
         "bert-large",
     )
+    regime_queries: int = 10
+    regime_counts: tuple[int, ...] = (10, 100, 1000)
+    regime_repetitions: int = 3
+    regime_max_seconds: float = 120.0
+    regime_dtypes: tuple[str, ...] = ("float16", "int8")
 
     def __post_init__(self) -> None:
-        for name in ("probe_documents", "min_documents", "max_documents", "repetitions"):
+        for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries"):
             if getattr(self, name) < 1:
                 raise ValueError(f"speed setting {name!r} must be >= 1, got {getattr(self, name)}")
         if self.min_documents > self.max_documents:
@@ -330,6 +340,7 @@ PROFILES: dict[str, Profile] = {
             probe_documents=2, min_documents=2, max_documents=32, target_seconds=0.2, repetitions=1,
             latency_counts=(100, 1000), max_latency_seconds=2.0,
             architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-base"),
+            regime_queries=2, regime_counts=(10, 100), regime_repetitions=1, regime_max_seconds=5.0,
         ),
         clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
         tilde=TildeSettings(

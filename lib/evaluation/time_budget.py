@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from lib.core.types import Qrels, Run
 from lib.evaluation.depths import depth_sweep
@@ -197,3 +198,54 @@ def leading_spans(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
                 )
                 start = None
     return pd.DataFrame(rows, columns=["model", "from_ms", "to_ms", "best"])
+
+
+def per_query_at_depth(first_stage: Run, scores: Run, qrels: Qrels, depth: int, measure: str) -> pd.Series:
+    """Each judged query's ``measure`` when the top ``depth`` candidates are re-ranked by ``scores``, by qid."""
+    frame = depth_sweep(first_stage, scores, qrels, [depth], [measure])
+    return frame.set_index("qid")[measure]
+
+
+def paired_at_budgets(
+    first_stage: Run,
+    scores: Mapping[str, Run],
+    costs: Mapping[str, tuple[float, float]],
+    qrels: Qrels,
+    budgets: Sequence[float],
+    measure: str,
+) -> pd.DataFrame:
+    """Two models compared under each of ``budgets`` by a paired two-tailed t-test over the judged queries.
+
+    ``scores`` and ``costs`` name the same two models (the first is ``model``, the second ``rival``); a cost is
+    ``(fixed_ms, docs_per_ms)``. Each model re-ranks the depth its cost reaches under the budget
+    (:func:`depth_at_budget`); the p-values are Bonferroni-corrected over the budgets. One row per budget:
+    ``budget_ms, model, rival, model depth, rival depth, model, rival`` (the means), ``delta`` (model − rival),
+    ``p``, ``p_bonferroni``, ``significant``, ``queries``.
+    """
+    if len(scores) != 2 or set(scores) != set(costs):
+        raise ValueError(f"paired_at_budgets compares two models with a cost each, got {list(scores)} / {list(costs)}")
+    model, rival = scores
+    max_depths = {name: scored_depth(first_stage, run) for name, run in scores.items()}
+    rows = []
+    for budget in budgets:
+        depths = {
+            name: depth_at_budget(budget, costs[name][1], max_depths[name], costs[name][0]) for name in (model, rival)
+        }
+        values = {name: per_query_at_depth(first_stage, scores[name], qrels, depths[name], measure) for name in depths}
+        shared = values[model].index.intersection(values[rival].index)
+        difference = values[model][shared] - values[rival][shared]
+        p_value = (
+            1.0
+            if difference.abs().max() == 0
+            else float(stats.ttest_rel(values[model][shared], values[rival][shared]).pvalue)
+        )
+        rows.append({
+            "budget_ms": float(budget), "model": model, "rival": rival, "model depth": depths[model],
+            "rival depth": depths[rival], "model mean": float(values[model][shared].mean()),
+            "rival mean": float(values[rival][shared].mean()), "delta": float(difference.mean()), "p": p_value,
+            "queries": len(shared),
+        })  # fmt: skip
+    table = pd.DataFrame(rows)
+    table["p_bonferroni"] = (table["p"] * max(len(table), 1)).clip(upper=1.0)
+    table["significant"] = table["p_bonferroni"] < 0.05
+    return table

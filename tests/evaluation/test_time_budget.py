@@ -21,6 +21,7 @@ from lib.evaluation.time_budget import (
     first_stage_curve,
     leaders,
     leading_spans,
+    paired_at_budgets,
 )
 from lib.reranking.scoring import rerank, score_candidates
 from tests.training import test_pairwise as test_training
@@ -165,3 +166,28 @@ def test_figure_has_one_panel_per_measure(frame: pd.DataFrame) -> None:
     assert "Slow model" in [text.get_text() for text in ax.get_legend().get_texts()]
     with pytest.raises(ValueError, match="positive budget"):
         plot_budget_curves(frame[frame["budget_ms"] == 0], ["nDCG@10"], {"nDCG@10": 0.5})
+
+
+def test_paired_at_budgets_tests_each_model_at_the_depth_its_cost_reaches() -> None:
+    """Three queries whose relevant passage BM25 ranks last: a model that puts it first helps only once it
+    re-ranks all three candidates; the tests are paired over the queries and corrected over the budgets."""
+    first_stage = {q: {f"{q}a": 3.0, f"{q}b": 2.0, f"{q}c": 1.0} for q in ("q1", "q2", "q3")}
+    qrels = {q: {f"{q}c": 1} for q in first_stage}
+    good = {q: {f"{q}a": 0.0, f"{q}b": 0.1, f"{q}c": 1.0} for q in first_stage}
+    good["q3"]["q3b"] = 2.0  # ranks q3's relevant passage second
+    same_as_bm25 = {q: dict(candidates) for q, candidates in first_stage.items()}
+    table = paired_at_budgets(
+        first_stage, {"good": good, "bm25-like": same_as_bm25}, {"good": (2.0, 1.0), "bm25-like": (0.0, 10.0)},
+        qrels, [1.0, 5.0], "MRR@10",
+    )  # fmt: skip
+    assert table["model depth"].to_list() == [0, 3] and table["rival depth"].to_list() == [3, 3]
+    first, second = table.to_dict(orient="records")
+    assert first["delta"] == 0 and first["p"] == 1.0  # under 1 ms the fixed cost leaves BM25's order
+    assert (
+        second["model mean"] == pytest.approx(2.5 / 3)
+        and second["rival mean"] == pytest.approx(1 / 3)
+        and second["queries"] == 3
+    )
+    assert (table["p_bonferroni"] == (table["p"] * 2).clip(upper=1)).all()
+    with pytest.raises(ValueError, match="two models"):
+        paired_at_budgets(first_stage, {"good": good}, {"good": (0.0, 1.0)}, qrels, [1.0], "MRR@10")

@@ -1,0 +1,91 @@
+"""Chapter 3's cost table: the book's trained models timed in both regimes, and the costs budgets are drawn from.
+
+:func:`regime_table` times every model chapter 2 trained (:func:`lib.experiments.artifacts.trained_model`) with
+:func:`lib.evaluation.regimes.cost_rows` on the first ``regime_queries`` DL19 queries (in query order) and their
+BM25 candidates, with the profile's ``regime_*`` speed settings (:class:`lib.core.profiles.SpeedSettings`), each
+model in its own scoring batch size, under the book's autocast (bf16 on a GPU, none on a CPU). Its stored indexes
+are built into a temporary folder that is removed afterwards: the table keeps their sizes and build times.
+
+:func:`regime_costs` reads the table as each model's cost in each regime — ``whole``: run whole at query time;
+``stored``: its cheapest stored index (float16 or int8, by the latency at the largest measured count), or run whole
+when its design cannot store passages (BERT-cat, KNRM, Conv-KNRM) — as a fixed cost per query and a speed
+(:func:`lib.evaluation.regimes.query_cost`), the form :mod:`lib.evaluation.time_budget` takes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from lib.core.device import autocast
+from lib.core.profiles import Profile
+from lib.core.types import query_order
+from lib.data import book_texts, load_queries
+from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
+from lib.experiments import artifacts, first_stage_runs
+from lib.models.registry import model_spec
+
+#: The regimes, in the order chapters show them.
+REGIMES: tuple[str, ...] = ("whole", "stored")
+
+
+def timed_queries(profile: Profile) -> TimedQueries:
+    """The first ``profile.speed.regime_queries`` DL19 queries (query order) with BM25's candidates."""
+    run = first_stage_runs.bm25_run(profile, "dl19")
+    qids = sorted(run, key=query_order)[: profile.speed.regime_queries]
+    return TimedQueries(run, load_queries("dl19"), book_texts(), qids)
+
+
+def regime_table(profile: Profile, models: Sequence[str], device: torch.device, folder: Path) -> pd.DataFrame:
+    """Every model of ``models`` timed in both regimes (module docstring): :func:`cost_rows`' rows, one frame.
+
+    ``folder`` holds the temporary indexes while they are timed (it must exist)."""
+    settings = profile.speed
+    timed = timed_queries(profile)
+    rows = []
+    for name in tqdm(models, desc="two regimes", unit="model"):
+        trained = artifacts.trained_model(profile, name, device)
+        timing = Timing(
+            settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,
+            settings.regime_max_seconds,
+        )  # fmt: skip
+        with tempfile.TemporaryDirectory(dir=folder) as indexes, autocast(device):
+            rows += cost_rows(
+                name, trained.model, trained.tokenizer, timed, timing, Path(indexes), settings.regime_dtypes
+            )
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class RegimeCost:
+    """One model's cost in one regime: a fixed cost per query (ms), a speed (documents per ms) and the table row's
+    regime and index precision it comes from (``stored`` with ``dtype`` "—": the model runs whole)."""
+
+    fixed_ms: float
+    docs_per_ms: float
+    regime: str
+    dtype: str
+
+
+def regime_costs(table: pd.DataFrame, counts: Sequence[int]) -> dict[str, dict[str, RegimeCost]]:
+    """``{regime: {model: RegimeCost}}`` from a :func:`regime_table` (module docstring); ``counts`` its counts."""
+    largest = max(counts)
+    costs: dict[str, dict[str, RegimeCost]] = {regime: {} for regime in REGIMES}
+    for name, rows in table.groupby("model", sort=False):
+        whole = rows[rows["regime"] == "whole"].iloc[0]
+        stored = rows[rows["regime"] == "stored"].sort_values(f"ms_{largest}")
+        costs["whole"][name] = RegimeCost(*query_cost(whole, counts), "whole", "—")
+        cheapest = stored.iloc[0] if not stored.empty else whole
+        costs["stored"][name] = RegimeCost(
+            *query_cost(cheapest, counts), str(cheapest["regime"]), str(cheapest["dtype"])
+        )
+    return costs
+
+
+__all__ = ["REGIMES", "RegimeCost", "regime_costs", "regime_table", "timed_queries"]
