@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lib.chapters.time_budget_figure import plot_budget_curves
+from lib.chapters.time_budget_figure import plot_budget_curves, plot_regimes
 from lib.evaluation.measures import evaluate
 from lib.evaluation.time_budget import (
     best_per_budget,
@@ -166,6 +166,16 @@ def test_figure_has_one_panel_per_measure(frame: pd.DataFrame) -> None:
     assert "Slow model" in [text.get_text() for text in ax.get_legend().get_texts()]
     with pytest.raises(ValueError, match="positive budget"):
         plot_budget_curves(frame[frame["budget_ms"] == 0], ["nDCG@10"], {"nDCG@10": 0.5})
+
+
+def test_regimes_figure_has_one_panel_per_regime_and_draws_the_teacher_dashed(frame: pd.DataFrame) -> None:
+    labels = {"slow": "Slow model", "fast": "Fast (teacher)", "bm25": "BM25"}
+    figure = plot_regimes({"whole": frame, "stored": frame}, "nDCG@10", 0.5, labels, teacher="fast")
+    whole, stored = figure.axes
+    assert [whole.get_title(), stored.get_title()] == ["whole", "stored"]
+    teacher_lines = [line for line in stored.get_lines() if line.get_label() == "Fast (teacher)"]
+    assert teacher_lines and all(line.get_linestyle() == "--" for line in teacher_lines)
+    assert "Slow model" in [text.get_text() for text in stored.get_legend().get_texts()]
 
 
 def test_paired_at_budgets_tests_each_model_at_the_depth_its_cost_reaches() -> None:
