@@ -52,9 +52,10 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from lib.chapters import speed_report
+from lib.chapters import regimes_reading, speed_report
 from lib.chapters.prologue import start_chapter
-from lib.chapters.time_budget_figure import plot_budget_curves
+from lib.chapters.tables import plain
+from lib.chapters.time_budget_figure import plot_budget_curves, plot_regimes
 from lib.core import paths
 from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
@@ -63,7 +64,8 @@ from lib.data import book_texts, load_qrels, load_queries
 from lib.evaluation import time_budget
 from lib.evaluation.precision_effect import precision_effect
 from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark
-from lib.experiments import artifacts, comparison_tables, first_stage_runs
+from lib.experiments import artifacts, comparison_tables, first_stage_runs, regime_costs
+from lib.experiments.tk_choice import is_tk
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
 
@@ -86,6 +88,7 @@ timed = list(speed_settings.architectures)
 #: 300-d, BERT-cat on BERT-Base; None: the model as it is): the model registry says.
 PAPER_SPEED_OF = {name: spec.paper_architecture for name, spec in MODELS.items()}
 LABELS = {**{name: spec.label for name, spec in MODELS.items()}, "bm25": "BM25"}
+LABELS["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from its scores
 
 # %% [markdown]
 # ## How fast is each model?
@@ -322,13 +325,17 @@ display(Markdown(speed_report.bf16_reading(bf16_table)))
 # on the test years, because nothing is tuned on them here (the curves only report).
 
 # %%
+#: Chapter 2's Table 2 models, and the compact TKs of its ladder (timed in the two regimes below).
+curve_models = list(dict.fromkeys(
+    [*models, *(name for name in regime_costs.COMPACT_TKS if name in chapter.profile.training.ladder_models)]
+))  # fmt: skip
 curves: dict[str, dict[str, pd.DataFrame]] = {}
 first_stage_values: dict[str, dict[str, float]] = {}
 for query_set in sets:
     qrels = load_qrels(query_set)
     bm25 = first_stage_runs.bm25_run(chapter.profile, query_set)
     curves[query_set] = {}
-    for name in models:
+    for name in curve_models:
         scores = artifacts.candidate_scores(chapter.profile, query_set, name)
         first_stage = {qid: bm25[qid] for qid in scores}
         curves[query_set][name] = time_budget.depth_curve(first_stage, scores, qrels, measures)
@@ -336,14 +343,16 @@ for query_set in sets:
 depth_frames = pd.concat(
     [
         curve.reset_index().assign(set=s, model=LABELS[m])
-        for s, by_model in curves.items()
-        for m, curve in by_model.items()
+        for s, by in curves.items()
+        for m, curve in by.items()
+        if m in models
     ]
 )
 write_csv(out / "depth_curves.csv", depth_frames)
 max_depth = int(depth_frames["depth"].max())
 glue("max_depth", max_depth, display=False)
 
+# %%
 grid = sns.relplot(data=depth_frames, x="depth", y="nDCG@10", hue="model", col="set", kind="line", height=3.6,
                    aspect=1.3, drawstyle="steps-post")  # fmt: skip
 for ax, query_set in zip(grid.axes.flat, sets, strict=True):
@@ -374,8 +383,8 @@ plt.show()
 def speeds_for(view: str) -> dict[str, float]:
     """Each model's speed: "book" — as chapter 2 measured it; "paper" — its paper-size architecture's, timed here."""
     chosen = {name: float(book_speed[name]) for name in models if name in book_speed}
-    if view == "paper":
-        chosen |= {name: docs_per_ms[PAPER_SPEED_OF[name]] for name in chosen if PAPER_SPEED_OF[name] in docs_per_ms}
+    if view == "paper":  # one clock for all: only the models with a paper-size twin timed here
+        return {name: docs_per_ms[PAPER_SPEED_OF[name]] for name in chosen if PAPER_SPEED_OF[name] in docs_per_ms}
     return chosen
 
 
@@ -418,7 +427,8 @@ for query_set in sets:
 # MiniLM (384 wide) instead of BERT-Base (768 wide, 12 layers). The paper's question is TK against
 # BERT-Base at the paper's sizes. The second view keeps every curve's *effectiveness* from the book
 # but gives each model the speed of its paper-size architecture measured above: TK and the
-# kernel-pooling models at 300-d, BERT-cat at BERT-Base (the bi-encoder keeps its own). It shows the
+# kernel-pooling models at 300-d, BERT-cat at BERT-Base. The models without a paper-size twin (the teacher,
+# the TK on MiniLM) are left out of this view rather than keep their own, smaller clock. It shows the
 # mechanism of the paper's Figure 2 — how many candidates each model reaches in a given time — with
 # the caveat that a real BERT-Base fine-tuned on MS MARCO would be more effective than the book's
 # BERT-cat, so its curve is a lower bound on what BERT would achieve.
@@ -491,7 +501,7 @@ def crossover_rows(view: str) -> list[dict]:
         for measure in measures:
             spans = time_budget.leading_spans(frame, measure)
             row = {"view": view, "set": query_set.upper(), "measure": measure}
-            for name in followed_tks:
+            for name in (tk for tk in followed_tks if tk in set(frame["model"])):  # the paper view: twins only
                 overtakes = time_budget.crossover(frame, measure, name, "bert-cat")
                 row[f"{LABELS[name]} (among the) best (ms)"] = speed_report.leading_ranges(spans, name)
                 row[f"BERT-cat ahead of {LABELS[name]} for good from (ms)"] = (
@@ -504,6 +514,182 @@ def crossover_rows(view: str) -> list[dict]:
 crossover_table = pd.DataFrame(crossover_rows("book") + crossover_rows("paper"))
 write_csv(out / "crossovers.csv", crossover_table)
 crossover_table
+
+# %% [markdown]
+# ## Two regimes: run whole, or passages stored
+#
+# Every curve so far charges a model for all of its work at query time. BERT-cat has no choice: it reads
+# query and passage together. TK does (§3 of the paper; lecture 8, slides 16–27): it contextualises a passage
+# without the query, so an index can hold each passage's vectors, computed once when the collection is
+# indexed, and a query pays only for encoding itself, reading its candidates' stored vectors, the match
+# matrix and the kernels. ColBERT, PreTTR and the bi-encoder are built for the same split. The paper's time
+# budgets (§5.2) were measured with the passage side computed at query time too, so this section measures
+# both **regimes** with one clock (`lib.evaluation.regimes`):
+#
+# - *whole*: everything at query time, as above;
+# - *stored*: the candidates' vectors read from an on-disk index — memory-mapped float16, or int8 with a scale
+#   per vector — and **the read is timed**; the query is encoded once, then scored against its candidates and
+#   sorted. A model whose design cannot store passages (BERT-cat, KNRM, Conv-KNRM) runs whole in both.
+#
+# Every model chapter 2 trained — and TK-BERT-6 with its vectors projected to 64 and 32 dimensions before the
+# kernels, a compact index chapter 2 trains on its ladder — is timed on the first {glue:text}`regime_queries`
+# DL19 queries (10, 100 and 1,000 candidates each, the book's 100 repeated to 1,000): the median over the
+# queries of each query's median run, after one untimed warm-up. A latency whose timing would take longer than
+# the profile allows is estimated on the line through the smaller counts and marked "est.". An index's build
+# time is scaled to the book's whole collection.
+
+# %%
+regime_models = curve_models
+regime_counts = list(speed_settings.regime_counts)
+glue("regime_queries", speed_settings.regime_queries, display=False)
+regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out)
+write_csv(out / "regimes.csv", regime_table)
+print(f"timed on {speed['device']}")
+plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precision=1)
+
+# %% [markdown]
+# *Bytes / passage: what the index stores per passage (0: nothing stored). Index build: seconds to index the
+# whole collection at the measured rate. "est.": estimated, not measured.*
+#
+# Each model's cost in each regime, read off the table as a fixed cost per query (encoding the query; 0 for a
+# model run whole) plus a cost per candidate — the line through its latencies at
+# {glue:text}`regime_low` and {glue:text}`regime_high` candidates (`lib.evaluation.regimes.query_cost`); in the
+# stored regime the cheaper of its two indexes:
+
+# %%
+costs = regime_costs.regime_costs(regime_table, regime_counts)
+glue("regime_low", f"{sorted(regime_counts)[0]:,}", display=False)
+glue("regime_high", f"{sorted(regime_counts)[1]:,}", display=False)
+cost_table = pd.DataFrame(
+    [
+        {"model": LABELS[name], "regime": regime, "index": cost.dtype, "fixed ms / query": round(cost.fixed_ms, 2),
+         "docs / ms": round(cost.docs_per_ms, 3)}
+        for regime, by_model in costs.items()
+        for name, cost in by_model.items()
+    ]
+)  # fmt: skip
+write_csv(out / "regime_costs.csv", cost_table)
+cost_table.pivot(index="model", columns="regime", values=["fixed ms / query", "docs / ms"])
+
+# %% [markdown]
+# ### Figure 2 in both regimes
+#
+# The same effectiveness curves as above, each model at its cost in each regime. The teacher — the MiniLM
+# bi-encoder whose scores every student learned from (chapter 2) — is drawn dashed: a reference line, not a
+# contestant.
+
+# %%
+TEACHER = "bi-encoder"
+
+
+def regime_frame(query_set: str, regime: str) -> pd.DataFrame:
+    """Every model's effectiveness at every breakpoint budget of ``regime``, BM25 as the never-re-ranking model."""
+    cost = costs[regime]
+    speeds = {name: item.docs_per_ms for name, item in cost.items()}
+    fixed = {name: item.fixed_ms for name, item in cost.items()}
+    chosen = {name: curves[query_set][name] for name in cost}
+    budgets = time_budget.breakpoints(speeds, {name: int(c.index.max()) for name, c in chosen.items()}, fixed)
+    chosen["bm25"] = time_budget.first_stage_curve(curves[query_set][models[0]])
+    return time_budget.budget_curves(chosen, speeds, budgets, fixed)
+
+
+regime_frames = {(s, regime): regime_frame(s, regime) for s in sets for regime in regime_costs.REGIMES}
+for (query_set, regime), frame in regime_frames.items():
+    write_csv(out / f"budget_curves_{regime}_{query_set}.csv", frame)
+for query_set in sets:
+    figure = plot_regimes(
+        {regime: regime_frames[query_set, regime].query("model != 'bm25'") for regime in regime_costs.REGIMES},
+        "nDCG@10", first_stage_values[query_set]["nDCG@10"], LABELS, teacher=TEACHER,
+        title=f"{query_set.upper()}: nDCG@10 under a time budget, passages computed at query time or stored",
+    )  # fmt: skip
+    save_figure(figure, out / f"figure2_regimes_{query_set}.png")
+    plt.show()
+
+# %% [markdown]
+# ### The best student under each budget, in each regime
+#
+# Among the students (every model but the teacher; BM25 counts, "BM25" among the best means no student beats
+# the first stage there), with the teacher's value beside them:
+
+# %%
+regime_largest = max(frame["budget_ms"].max() for frame in regime_frames.values())
+regime_grid = [m * 10**e for e in range(0, int(math.log10(regime_largest)) + 2) for m in (1, 2, 5)
+               if m * 10**e <= regime_largest * 2]  # fmt: skip
+student_tables = {
+    s: regimes_reading.student_leaders(
+        {regime: regime_frames[s, regime] for regime in regime_costs.REGIMES}, TEACHER, regime_grid, LABELS, "nDCG@10"
+    )
+    for s in sets
+}
+for query_set, table in student_tables.items():
+    write_csv(out / f"best_student_per_budget_{query_set}.csv", table)
+    display(Markdown(f"**{query_set.upper()}, nDCG@10**"))
+    display(plain(table))
+
+# %% [markdown]
+# ### Tested: {glue:text}`chosen_tk_label` against BERT-cat under each budget
+#
+# Where two curves cross, a point estimate over a few dozen queries says little. Each cell is the difference of
+# nDCG@10 ({glue:text}`chosen_tk_label` − BERT-cat), the depths each re-ranks under that budget, and the paired
+# two-tailed t-test's p over the year's judged queries, Bonferroni-corrected over the budgets of the column;
+# `*`: significant at 0.05.
+
+# %%
+regime_tests = {}
+for query_set in sets:
+    bm25 = first_stage_runs.bm25_run(chapter.profile, query_set)
+    pair = {name: artifacts.candidate_scores(chapter.profile, query_set, name) for name in (chosen_tk, "bert-cat")}
+    first_stage = {qid: bm25[qid] for qid in pair[chosen_tk]}
+    for regime in regime_costs.REGIMES:
+        pair_costs = {name: (costs[regime][name].fixed_ms, costs[regime][name].docs_per_ms) for name in pair}
+        regime_tests[query_set, regime] = time_budget.paired_at_budgets(
+            first_stage, pair, pair_costs, load_qrels(query_set), regime_grid, "nDCG@10"
+        )
+write_csv(
+    out / "regime_tests.csv",
+    pd.concat([frame.assign(set=s, regime=r) for (s, r), frame in regime_tests.items()], ignore_index=True),
+)
+plain(regimes_reading.tests_display(regime_tests))
+
+# %% [markdown]
+# ### A compact TK index
+#
+# TK-BERT-6 stores MiniLM's 384 numbers for every word piece of a passage: in float16, tens of kilobytes per
+# passage, more than the passage's text. ColBERT's answer is a smaller vector per piece (its dimension
+# ablation, §4.5 of Khattab and Zaharia 2020); the book gives TK the same: a learned linear projection of the
+# contextualised vectors to 64 or 32 dimensions before the kernels, trained on chapter 2's protocol (its
+# ladder). Each compact index beside the full one, stored in float16 and int8, with each year's nDCG@10
+# re-ranking all candidates and paired t-tests (Bonferroni over the year's pairs; `*`: significant) against
+# BM25 and against the full TK-BERT-6:
+
+# %%
+compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
+if compact and "tk-bert6" in regime_models:
+    compact_values = {}
+    for query_set in sets:
+        bm25, qrels = first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set)
+        by_model = {}
+        for name in ["tk-bert6", *compact]:
+            scores = artifacts.candidate_scores(chapter.profile, query_set, name)
+            first_stage = {qid: bm25[qid] for qid in scores}
+            by_model[name] = time_budget.per_query_at_depth(first_stage, scores, qrels, max_depth, "nDCG@10")
+        by_model["bm25"] = time_budget.per_query_at_depth(first_stage, scores, qrels, 0, "nDCG@10")
+        compact_values[query_set] = by_model
+    compact_frame = regimes_reading.compact_table(
+        regime_table, compact_values, ["tk-bert6", *compact], "tk-bert6", LABELS
+    )
+    write_csv(out / "compact_tk.csv", compact_frame)
+    display(plain(compact_frame, precision=1))
+else:
+    display(Markdown(f"*The `{chapter.profile.name}` profile trains no compact TK (chapter 2's `ladder_models`).*"))
+
+# %% [markdown]
+# What the two regimes say, year by year:
+
+# %%
+display(Markdown(regimes_reading.regimes_reading(
+    regime_frames, regime_tests, TEACHER, [name for name in regime_models if is_tk(name)], LABELS
+)))  # fmt: skip
 
 # %% [markdown]
 # ## What holds at book scale, and what does not

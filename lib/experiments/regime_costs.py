@@ -33,6 +33,8 @@ from lib.models.registry import model_spec
 
 #: The regimes, in the order chapters show them.
 REGIMES: tuple[str, ...] = ("whole", "stored")
+#: TK-BERT-6 with its vectors projected to 64 and 32 dimensions before the kernels: a compact stored index.
+COMPACT_TKS: tuple[str, ...] = ("tk-bert6-d64", "tk-bert6-d32")
 
 
 def timed_queries(profile: Profile) -> TimedQueries:
@@ -88,4 +90,4 @@ def regime_costs(table: pd.DataFrame, counts: Sequence[int]) -> dict[str, dict[s
     return costs
 
 
-__all__ = ["REGIMES", "RegimeCost", "regime_costs", "regime_table", "timed_queries"]
+__all__ = ["COMPACT_TKS", "REGIMES", "RegimeCost", "regime_costs", "regime_table", "timed_queries"]

@@ -1,0 +1,163 @@
+"""Chapter 3's tables and reading of the two regimes (run whole, passages stored), from the numbers of the run.
+
+- :func:`cost_display` — the cost table (``regimes.csv``) as a reader sees it: labels, sizes, latencies with
+  "est." where a latency was estimated rather than measured;
+- :func:`student_leaders` — the best *student* under each budget in each regime, the teacher's value beside it;
+- :func:`tests_display` — one model against a rival under each budget, each cell with its corrected p;
+- :func:`compact_table` — the compact TK indexes beside the full one: size, stored latency, effectiveness, tests;
+- :func:`regimes_reading` — where the students lead in each regime, whether a TK leads once passages are stored,
+  and where the order of the followed TK and BERT-cat is significant and where it is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from lib.chapters.speed_report import leading_ranges
+from lib.evaluation import time_budget
+from lib.evaluation.comparison import pairwise_tests
+
+
+def cost_display(table: pd.DataFrame, counts: Sequence[int], labels: Mapping[str, str]) -> pd.DataFrame:
+    """The cost table with labels, bytes per passage, the index build time and one latency column per count."""
+
+    def latency(row: pd.Series, count: int) -> str:
+        return f"{row[f'ms_{count}']:,.1f}" + ("" if row.get(f"measured_{count}", True) else " (est.)")
+
+    return pd.DataFrame(
+        {
+            "model": [labels.get(name, name) for name in table["model"]],
+            "regime": table["regime"],
+            "index": table["dtype"],
+            "bytes / passage": table["bytes_per_passage"].round().astype(int),
+            "index build (s)": table["index_seconds"].round(1),
+            **{f"ms for {count:,}": [latency(row, count) for _, row in table.iterrows()] for count in counts},
+        }
+    )
+
+
+def student_leaders(
+    frames: Mapping[str, pd.DataFrame], teacher: str, budgets: Sequence[float], labels: Mapping[str, str], measure: str
+) -> pd.DataFrame:
+    """Per budget of ``budgets``: each regime's best student(s) (every model but ``teacher``, BM25 included) and
+    their value, and the teacher's value in each regime. ``frames``: regime → budget-curves frame."""
+    table = pd.DataFrame({"budget (ms)": list(budgets)})
+    for regime, frame in frames.items():
+        best = time_budget.best_per_budget(frame[frame["model"] != teacher], measure, budgets)
+        table[f"{regime}: best student(s)"] = [" = ".join(labels.get(m, m) for m in tied) for tied in best["leaders"]]
+        table[f"{regime}: {measure}"] = best["best"].round(4).to_numpy()
+        table[f"{regime}: teacher"] = time_budget.best_per_budget(frame, measure, budgets)[teacher].round(4).to_numpy()
+    return table
+
+
+def tests_display(tests: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
+    """``tests`` ((set, regime) → :func:`lib.evaluation.time_budget.paired_at_budgets` frame) as one table: a row per
+    budget, a column per (set, regime), each cell ``delta (depths) p=…`` with ``*`` where significant."""
+
+    def cell(row: pd.Series) -> str:
+        star = "*" if row["significant"] else ""
+        return f"{row['delta']:+.3f} ({row['model depth']} / {row['rival depth']}) p={row['p_bonferroni']:.3f}{star}"
+
+    columns = {
+        f"{query_set.upper()} {regime}": pd.Series([cell(row) for _, row in frame.iterrows()], index=frame["budget_ms"])
+        for (query_set, regime), frame in tests.items()
+    }
+    table = pd.DataFrame(columns)
+    table.index.name = "budget (ms)"
+    return table.reset_index()
+
+
+def compact_table(
+    table: pd.DataFrame,
+    values: Mapping[str, Mapping[str, pd.Series]],
+    names: Sequence[str],
+    reference: str,
+    labels: Mapping[str, str],
+) -> pd.DataFrame:
+    """One row per model of ``names``: its index's bytes per passage in each precision, its stored latency (cheapest
+    index) at the two largest counts, and per test year its nDCG@10 re-ranking every candidate with paired tests
+    against BM25 and against ``reference`` (the full TK; Bonferroni over the pairs of the year).
+
+    ``table`` is the cost table; ``values`` maps a test year to per-query nDCG@10 series by model, ``"bm25"``
+    included."""
+    counts = sorted(int(column.split("_")[1]) for column in table.columns if column.startswith("ms_"))[-2:]
+    tests = {
+        year: pairwise_tests({name: by_model[name] for name in ["bm25", *names]}) for year, by_model in values.items()
+    }
+    rows = []
+    for name in names:
+        stored = table[(table["model"] == name) & (table["regime"] == "stored")].sort_values(f"ms_{counts[-1]}")
+        row: dict[str, object] = {"model": labels.get(name, name)}
+        for _, index in stored.sort_values("dtype").iterrows():
+            row[f"bytes / passage ({index['dtype']})"] = int(round(index["bytes_per_passage"]))
+        for count in counts:
+            row[f"stored ms for {count:,}"] = round(float(stored.iloc[0][f"ms_{count}"]), 1)
+        for year, by_model in values.items():
+            row[f"{year.upper()} nDCG@10"] = round(float(by_model[name].mean()), 4)
+            for against in ("bm25", reference):
+                if against == name:
+                    continue
+                pair = tests[year][
+                    ((tests[year]["run"] == against) & (tests[year]["against"] == name))
+                    | ((tests[year]["run"] == name) & (tests[year]["against"] == against))
+                ]
+                star = "*" if bool(pair["significant"].iloc[0]) else ""
+                row[f"{year.upper()} p vs {labels.get(against, against)}"] = (
+                    f"{float(pair['p_bonferroni'].iloc[0]):.3f}{star}"
+                )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _student_spans(frame: pd.DataFrame, teacher: str, measure: str) -> pd.DataFrame:
+    return time_budget.leading_spans(frame[frame["model"] != teacher], measure)
+
+
+def regimes_reading(
+    frames: Mapping[tuple[str, str], pd.DataFrame],
+    tests: Mapping[tuple[str, str], pd.DataFrame],
+    teacher: str,
+    tks: Sequence[str],
+    labels: Mapping[str, str],
+    measure: str = "nDCG@10",
+) -> str:
+    """Markdown bullets, one per (set, regime) of ``frames``: the budget ranges over which each student leads, the
+    TKs of ``tks`` among them or not, and the budgets at which ``tests``' model and rival differ significantly
+    (Bonferroni over the budgets) or not."""
+    bullets = []
+    for (query_set, regime), frame in frames.items():
+        spans = _student_spans(frame, teacher, measure)
+        leaders = [
+            f"{labels.get(name, name)} {leading_ranges(spans, name)} ms" for name in dict.fromkeys(spans["model"])
+        ]
+        leading_tks = [labels.get(name, name) for name in tks if leading_ranges(spans, name) != "never"]
+        tk_text = (
+            f"a TK leads ({', '.join(leading_tks)})" if leading_tks else "no TK leads at any budget among the students"
+        )
+        test = tests[query_set, regime]
+        model, rival = (labels.get(test[column].iloc[0], test[column].iloc[0]) for column in ("model", "rival"))
+        differs = test[test["delta"] != 0]
+        significant = differs[differs["significant"]]
+        not_significant = differs[~differs["significant"]]
+        parts = [f"significantly different at {_budgets(significant)} ms"] if not significant.empty else []
+        parts += [f"not significantly different at {_budgets(not_significant)} ms"] if not not_significant.empty else []
+        tested = (
+            f"{model} against {rival}: {', '.join(parts)}"
+            if parts
+            else f"{model} and {rival} rank alike at every tested budget"
+        )
+        bullets.append(
+            f"- **{query_set.upper()}, {regime}** — best student by budget: {'; '.join(leaders)}; {tk_text}. "
+            f"{tested} (paired t-tests, Bonferroni over the {len(test)} budgets; the teacher, "
+            f"{labels.get(teacher, teacher)}, is a reference, not a contestant)."
+        )
+    return "\n".join(bullets)
+
+
+def _budgets(rows: pd.DataFrame) -> str:
+    return ", ".join(f"{budget:g}" for budget in rows["budget_ms"])
+
+
+__all__ = ["compact_table", "cost_display", "regimes_reading", "student_leaders", "tests_display"]

@@ -1,0 +1,87 @@
+"""Chapter 3's tables and reading of the two regimes, on small frames whose answers are known."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from lib.chapters import regimes_reading
+from lib.evaluation import time_budget
+
+LABELS = {"tk": "TK", "bert": "BERT-cat", "teacher": "Bi (teacher)", "bm25": "BM25"}
+CURVES = {
+    "tk": pd.DataFrame({"nDCG@10": [0.5, 0.6, 0.65]}, index=pd.Index(range(3), name="depth")),
+    "bert": pd.DataFrame({"nDCG@10": [0.5, 0.7, 0.8]}, index=pd.Index(range(3), name="depth")),
+    "teacher": pd.DataFrame({"nDCG@10": [0.5, 0.75, 0.9]}, index=pd.Index(range(3), name="depth")),
+}
+
+
+def frame(speeds: dict[str, float], fixed: dict[str, float] | None = None) -> pd.DataFrame:
+    budgets = time_budget.breakpoints(speeds, dict.fromkeys(speeds, 2), fixed)
+    chosen = dict(CURVES) | {"bm25": time_budget.first_stage_curve(CURVES["tk"])}
+    return time_budget.budget_curves(chosen, speeds, budgets, fixed)
+
+
+def test_the_cost_table_shows_labels_sizes_and_flags_estimates() -> None:
+    table = pd.DataFrame(
+        [{"model": "tk", "regime": "stored", "dtype": "int8", "bytes_per_passage": 3102.6, "index_seconds": 71.51,
+          "ms_10": 4.9, "ms_100": 25.94, "measured_10": True, "measured_100": False}]
+    )  # fmt: skip
+    shown = regimes_reading.cost_display(table, [10, 100], LABELS).iloc[0].to_dict()
+    assert shown == {"model": "TK", "regime": "stored", "index": "int8", "bytes / passage": 3103,
+                     "index build (s)": 71.5, "ms for 10": "4.9", "ms for 100": "25.9 (est.)"}  # fmt: skip
+
+
+def test_the_best_student_leaves_the_teacher_out_and_shows_its_value() -> None:
+    frames = {"whole": frame({"tk": 1.0, "bert": 0.1, "teacher": 0.1})}
+    table = regimes_reading.student_leaders(frames, "teacher", [1.0, 20.0], LABELS, "nDCG@10")
+    assert table["whole: best student(s)"].to_list() == ["TK", "BERT-cat"]
+    assert table["whole: nDCG@10"].to_list() == [0.6, 0.8]
+    assert table["whole: teacher"].to_list() == [0.5, 0.9]  # better than every student: still not listed
+
+
+def test_tests_and_reading_name_where_the_order_is_significant_and_where_not() -> None:
+    frames = {("dl19", "stored"): frame({"tk": 1.0, "bert": 0.1, "teacher": 0.1}, {"tk": 0.5})}
+    tests = {
+        ("dl19", "stored"): pd.DataFrame(
+            [{"budget_ms": 1.0, "model": "tk", "rival": "bert", "model depth": 1, "rival depth": 0, "delta": 0.1,
+              "p_bonferroni": 0.01, "significant": True},
+             {"budget_ms": 2.0, "model": "tk", "rival": "bert", "model depth": 2, "rival depth": 0, "delta": 0.15,
+              "p_bonferroni": 0.2, "significant": False},
+             {"budget_ms": 50.0, "model": "tk", "rival": "bert", "model depth": 2, "rival depth": 2, "delta": 0.0,
+              "p_bonferroni": 1.0, "significant": False}]
+        )
+    }  # fmt: skip
+    shown = regimes_reading.tests_display(tests)
+    assert shown["DL19 stored"].to_list()[:2] == ["+0.100 (1 / 0) p=0.010*", "+0.150 (2 / 0) p=0.200"]
+    text = regimes_reading.regimes_reading(frames, tests, "teacher", ["tk"], LABELS)
+    assert "**DL19, stored**" in text and "a TK leads (TK)" in text
+    assert "significantly different at 1 ms, not significantly different at 2 ms" in text
+    assert "Bi (teacher)" in text and "not a contestant" in text
+
+
+def test_the_compact_table_tests_each_index_against_bm25_and_the_full_tk() -> None:
+    table = pd.DataFrame(
+        [{"model": name, "regime": "stored", "dtype": dtype, "bytes_per_passage": size, "ms_100": ms,
+          "ms_1000": 10 * ms}
+         for name, dtype, size, ms in [("full", "float16", 60000, 30.0), ("full", "int8", 30000, 25.0),
+                                       ("small", "float16", 5000, 8.0), ("small", "int8", 2600, 9.0)]]
+    )  # fmt: skip
+    qids = [f"q{i}" for i in range(8)]
+    values = {
+        "dl19": {
+            "bm25": pd.Series([0.1, 0.2, 0.1, 0.3, 0.2, 0.1, 0.2, 0.3], index=qids),
+            "full": pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.9], index=qids),
+            "small": pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.8], index=qids),
+        }
+    }
+    shown = regimes_reading.compact_table(
+        table, values, ["full", "small"], "full", {"full": "TK", "small": "TK d32", "bm25": "BM25"}
+    )
+    small = shown.set_index("model").loc["TK d32"]
+    assert small["bytes / passage (int8)"] == 2600 and small["stored ms for 100"] == 8.0
+    assert small["DL19 nDCG@10"] == pytest.approx(0.6625)
+    assert small["DL19 p vs BM25"].endswith("*") and not small["DL19 p vs TK"].endswith("*")
+    assert math.isnan(shown.set_index("model").loc["TK"].get("DL19 p vs TK", math.nan))

@@ -1,0 +1,53 @@
+"""Chapter 3's cost table of the book's trained models, and the costs the budgets are drawn from."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from lib.core.profiles import get_profile
+from lib.experiments import regime_costs
+from tests.experiments.test_artifacts import _save_trained, artifacts_root  # noqa: F401 — the fixture
+
+TABLE = pd.DataFrame(
+    [
+        {"model": "tk2", "regime": "whole", "dtype": "—", "ms_10": 12.0, "ms_100": 102.0, "ms_1000": 1000.0},
+        {"model": "tk2", "regime": "stored", "dtype": "float16", "ms_10": 3.0, "ms_100": 12.0, "ms_1000": 100.0},
+        {"model": "tk2", "regime": "stored", "dtype": "int8", "ms_10": 4.0, "ms_100": 13.0, "ms_1000": 90.0},
+        {"model": "bert-cat", "regime": "whole", "dtype": "—", "ms_10": 100.0, "ms_100": 1000.0, "ms_1000": 1e4},
+    ]
+)
+
+
+def test_each_regime_gets_a_fixed_cost_and_a_speed_and_stored_the_cheapest_index_or_whole() -> None:
+    costs = regime_costs.regime_costs(TABLE, [10, 100, 1000])
+    assert set(costs) == {"whole", "stored"}
+    whole, stored = costs["whole"]["tk2"], costs["stored"]["tk2"]
+    assert whole.fixed_ms == pytest.approx(2.0) and whole.docs_per_ms == pytest.approx(1.0) and whole.dtype == "—"
+    assert stored.dtype == "int8" and stored.regime == "stored"  # cheaper at 1,000 candidates
+    assert stored.fixed_ms == pytest.approx(3.0) and stored.docs_per_ms == pytest.approx(10.0)
+    bert = costs["stored"]["bert-cat"]
+    assert bert.regime == "whole" and bert == costs["whole"]["bert-cat"]  # no index: it runs whole in both
+
+
+def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
+    artifacts_root: Path,  # noqa: F811 — the fixture
+    tmp_path: Path,
+    converted,
+) -> None:
+    _save_trained("smoke", "tk2")
+    profile = get_profile("smoke")
+    speed = profile.speed.replace(regime_queries=1, regime_counts=(2, 5), regime_max_seconds=60)
+    profile = dataclasses.replace(profile, speed=speed)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    table = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder)
+    assert [(row.regime, row.dtype) for row in table.itertuples()] == [
+        ("whole", "—"), ("stored", "float16"), ("stored", "int8")
+    ]  # fmt: skip
+    assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
+    assert list(folder.iterdir()) == []
