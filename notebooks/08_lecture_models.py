@@ -58,7 +58,7 @@ from lib.data import read_run
 from lib.data.registry import sha256_of
 from lib.evaluation import comparison, query_latency, split_sweep
 from lib.evaluation.efficiency import device_name
-from lib.experiments import artifacts, model_runs, model_setup
+from lib.experiments import artifacts, model_runs, model_setup, regime_costs
 from lib.models.prettr import PreTTR
 from lib.models.registry import label, model_spec
 from lib.representations.text import DOC_MAX_LENGTH
@@ -327,28 +327,34 @@ files = {name: name + model_runs.ALL_CANDIDATES for name in compared} | {"tilde-
 effectiveness, timing, stored = {}, [], {}
 for query_set, qs in protocol.tests.items():
     runs = {"bm25": qs.run, **{name: read_run(chapter.run_path(query_set, f)) for name, f in files.items()}}
-    effectiveness[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"])
+    effectiveness[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"], baseline="bert-cat")
 
 # %% [markdown]
-# Each model's query latency, whole or with its passage side stored, and the bytes an index stores per passage:
+# Each model's query latency and what its index stores per passage come from one clock: chapter 3's cost table of
+# the two regimes ({doc}`03_time_budget`) for the models chapter 2 trained, and the same measurement
+# (`lib.experiments.regime_costs`: the same DL19 queries, candidate counts and timed runs) for the models trained
+# here. A model whose passage side can be stored is shown with its cheaper index (float16 or int8, the index
+# column); the others run whole:
 
 # %%
-sample_texts = [protocol.texts[p] for p in passages]
+chapter3_costs = artifacts.regimes(chapter.profile)
+own_models = [name for name in compared if name not in set(chapter3_costs["model"])]
 start = time.perf_counter()
-for name in tqdm(compared, desc="latency", unit="model"):
-    model, tokenizer = (
-        (trained[name]["dl19"].training.model, model_setup.build_model(name, representations, chapter.seed)[1])
-        if name in trained
-        else (models[name].model, models[name].tokenizer)
+own_rows = []
+for name in tqdm(own_models, desc="two regimes", unit="model"):
+    model = trained[name]["dl19"].training.model if name in trained else models[name].model
+    tokenizer = (
+        model_setup.build_model(name, representations, chapter.seed)[1] if name in trained else models[name].tokenizer
     )
-    model = model.to(chapter.device).eval()
-    frame = query_latency.latencies(
-        model, tokenizer, test.run, test.queries, protocol.texts, lecture.latency_counts, timed_qids,
-        model_spec(name).score_batch_size, lecture.latency_repetitions,
-    )  # fmt: skip
-    timing += [{"model": name, **row} for row in frame.to_dict("records")]
-    stored[name] = query_latency.storage(model, tokenizer, sample_texts, DOC_MAX_LENGTH)
+    own_rows += regime_costs.model_rows(chapter.profile, name, model.eval(), tokenizer, chapter.device, out)
 latency_seconds = time.perf_counter() - start
+regime_rows = pd.concat(
+    [chapter3_costs[chapter3_costs["model"].isin(compared)], pd.DataFrame(own_rows)], ignore_index=True
+)
+write_csv(out / "regimes.csv", regime_rows)
+costs = regime_costs.query_time(regime_rows, chapter.profile.speed.regime_counts)
+timing = costs[["model", "candidates", "mode", "ms"]].to_dict("records")
+stored = {row.model: row.bytes_per_passage for row in costs.itertuples() if row.mode == "passages stored"}
 
 # %% [markdown]
 # TILDE's latencies and index sizes come from chapter 6; then everything in one table:
@@ -370,17 +376,21 @@ write_csv(out / "comparison.csv", table.reset_index())
 table.round(3)
 
 # %% [markdown]
-# Query latency is the median over {glue:text}`timed_queries` DL19 queries of re-ranking their BM25
-# candidates (repeated when a query has fewer; timed runs per query: {glue:text}`timed_repetitions`,
-# after one untimed warm-up run before the first query), on {glue:text}`latency_device`; bytes per passage
-# count the stored vectors at float16 over the test passages above. The same numbers as a picture,
-# with the time budgets of {doc}`03_time_budget` as dotted lines:
+# "p vs bert-cat": the paired two-tailed t-test of each model against BERT-cat over the year's judged queries,
+# Bonferroni-corrected over the models (`*`: significant at 0.05). Query latency is the median over
+# {glue:text}`timed_queries` DL19 queries of each query's median re-ranking time (the BM25 candidates, repeated to
+# the count when a query has fewer; {glue:text}`timed_repetitions` timed runs per query after one untimed warm-up),
+# on {glue:text}`latency_device` for the models trained here and on the machine that built chapter 3 for the others;
+# a stored model's time includes reading its candidates' vectors from the index. Bytes per passage: what that index
+# stores. The same numbers as a picture — effectiveness re-ranking all {glue:text}`tradeoff_count` candidates against
+# the latency of re-ranking as many — with the time budgets of {doc}`03_time_budget` as dotted lines:
 
 # %% tags=["hide-input"]
-glue("timed_queries", f"{len(timed_qids)}", display=False)
+glue("timed_queries", f"{chapter.profile.speed.regime_queries}", display=False)
 glue("latency_device", device_name(chapter.device), display=False)
-glue("timed_repetitions", f"{lecture.latency_repetitions}", display=False)
-largest = lecture.latency_counts[-1]
+glue("timed_repetitions", f"{chapter.profile.speed.regime_repetitions}", display=False)
+largest = max(count for count in chapter.profile.speed.regime_counts if count <= max(len(c) for c in test.run.values()))
+glue("tradeoff_count", f"{largest:,}", display=False)
 budgets = artifacts.budget_leaders(chapter.profile, "dl19")["budget (ms)"].tolist()
 figure = lecture_comparison.plot_tradeoff(
     table, "DL19 nDCG@10", f"ms for {largest}", [b for b in budgets if b <= 10 * table[f"ms for {largest}"].max()],

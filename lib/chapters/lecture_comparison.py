@@ -70,7 +70,8 @@ def comparison_table(
     """Slide 27's table for the book: one row per model.
 
     ``effectiveness``: per test set, :func:`lib.evaluation.comparison.compare`'s frame of the models' runs
-    (a row per model, column ``nDCG@10``); ``latency``: columns ``model``, ``candidates``, ``ms`` (the
+    (a row per model, column ``nDCG@10``; with a baseline, a column ``<SET> p vs <baseline>`` of its corrected
+    paired tests, ``*`` where significant); ``latency``: columns ``model``, ``candidates``, ``ms`` (the
     query-time latency); ``storage``: bytes per passage by model. Rows follow ``labels``' order; a model
     missing from a source has an empty cell there.
     """
@@ -80,6 +81,7 @@ def comparison_table(
         for query_set, means in effectiveness.items():
             if name in means.index:
                 row[f"{query_set.upper()} nDCG@10"] = float(means.loc[name, "nDCG@10"])
+                row.update(_p_against_baseline(means, name, query_set))
         for count, group in latency[latency["model"] == name].groupby("candidates"):
             row[f"ms for {count}"] = float(group["ms"].iloc[0])
         row["bytes per passage"] = storage.get(name)
@@ -87,9 +89,22 @@ def comparison_table(
         row["stored per passage"], row["at query time"] = stored, at_query_time
         rows.append(row)
     table = pd.DataFrame(rows).set_index("model")
-    numbers = [c for c in table.columns if c.endswith("nDCG@10") or c.startswith("ms for")]
-    return table[sorted(c for c in numbers if c.endswith("nDCG@10")) + [c for c in numbers if c.startswith("ms")]
-                 + ["bytes per passage", "stored per passage", "at query time"]]  # fmt: skip
+    effective = sorted(c for c in table.columns if c.endswith("nDCG@10") or " p vs " in c)
+    latencies = [c for c in table.columns if c.startswith("ms for")]
+    return table[effective + latencies + ["bytes per passage", "stored per passage", "at query time"]]
+
+
+def _p_against_baseline(means: pd.DataFrame, name: str, query_set: str) -> dict[str, str]:
+    """The cell ``<SET> p vs <baseline>`` of a :func:`lib.evaluation.comparison.compare` frame with a baseline: the
+    corrected p with ``*`` where significant, "—" for the baseline itself; nothing without a baseline."""
+    baseline, correction = means.attrs.get("baseline"), means.attrs.get("correction")
+    if baseline is None:
+        return {}
+    column = f"{query_set.upper()} p vs {baseline}"
+    if name == baseline:
+        return {column: "—"}
+    p_value, significant = means.loc[name, f"nDCG@10 p_{correction}"], means.loc[name, "nDCG@10 significant"]
+    return {column: f"{p_value:.3f}{'*' if significant else ''}"}
 
 
 def label_offsets(

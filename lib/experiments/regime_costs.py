@@ -5,6 +5,8 @@
 BM25 candidates, with the profile's ``regime_*`` speed settings (:class:`lib.core.profiles.SpeedSettings`), each
 model in its own scoring batch size, under the book's autocast (bf16 on a GPU, none on a CPU). Its stored indexes
 are built into a temporary folder that is removed afterwards: the table keeps their sizes and build times.
+:func:`model_rows` times one model the same way (chapter 8 times the models it trains itself with it, so that its
+comparison and chapter 3's table share one clock).
 
 :func:`regime_costs` reads the table as each model's cost in each regime — ``whole``: run whole at query time;
 ``stored``: its cheapest stored index (float16 or int8, by the latency at the largest measured count), or run whole
@@ -18,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
@@ -44,23 +47,28 @@ def timed_queries(profile: Profile) -> TimedQueries:
     return TimedQueries(run, load_queries("dl19"), book_texts(), qids)
 
 
-def regime_table(profile: Profile, models: Sequence[str], device: torch.device, folder: Path) -> pd.DataFrame:
-    """Every model of ``models`` timed in both regimes (module docstring): :func:`cost_rows`' rows, one frame.
-
-    ``folder`` holds the temporary indexes while they are timed (it must exist)."""
+def model_rows(
+    profile: Profile, name: str, model: torch.nn.Module, tokenizer: Any, device: torch.device, folder: Path
+) -> list[dict[str, Any]]:
+    """Registry model ``name`` (``model`` with its ``tokenizer``, on ``device``) timed in both regimes with the
+    profile's settings (module docstring): its rows of the cost table. ``folder`` (it must exist) holds the
+    temporary indexes while they are timed."""
     settings = profile.speed
-    timed = timed_queries(profile)
+    timing = Timing(
+        settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,
+        settings.regime_max_seconds,
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(dir=folder) as indexes, autocast(device):
+        return cost_rows(name, model.to(device), tokenizer, timed_queries(profile), timing, Path(indexes),
+                         settings.regime_dtypes)  # fmt: skip
+
+
+def regime_table(profile: Profile, models: Sequence[str], device: torch.device, folder: Path) -> pd.DataFrame:
+    """Every model of ``models``, as chapter 2 trained it, timed in both regimes (:func:`model_rows`), one frame."""
     rows = []
     for name in tqdm(models, desc="two regimes", unit="model"):
         trained = artifacts.trained_model(profile, name, device)
-        timing = Timing(
-            settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,
-            settings.regime_max_seconds,
-        )  # fmt: skip
-        with tempfile.TemporaryDirectory(dir=folder) as indexes, autocast(device):
-            rows += cost_rows(
-                name, trained.model, trained.tokenizer, timed, timing, Path(indexes), settings.regime_dtypes
-            )
+        rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder)
     return pd.DataFrame(rows)
 
 
@@ -90,4 +98,26 @@ def regime_costs(table: pd.DataFrame, counts: Sequence[int]) -> dict[str, dict[s
     return costs
 
 
-__all__ = ["COMPACT_TKS", "REGIMES", "RegimeCost", "regime_costs", "regime_table", "timed_queries"]
+def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
+    """What a re-ranker costs a query, from a cost table: per model, its cheapest stored index's latency at each of
+    ``counts`` (or its whole latency when it stores nothing), a row per (model, count): ``model, candidates, mode,
+    dtype, ms, measured, bytes_per_passage`` (the index's; 0 when run whole). The cheapest index is chosen as in
+    :func:`regime_costs`."""
+    largest = max(counts)
+    rows = []
+    for name, group in table.groupby("model", sort=False):
+        stored = group[group["regime"] == "stored"].sort_values(f"ms_{largest}")
+        chosen = stored.iloc[0] if not stored.empty else group[group["regime"] == "whole"].iloc[0]
+        mode = "passages stored" if chosen["regime"] == "stored" else "whole at query time"
+        for count in counts:
+            rows.append({
+                "model": name, "candidates": count, "mode": mode, "dtype": chosen["dtype"], "ms": chosen[f"ms_{count}"],
+                "measured": bool(chosen.get(f"measured_{count}", True)),
+                "bytes_per_passage": float(chosen["bytes_per_passage"]),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "COMPACT_TKS", "REGIMES", "RegimeCost", "model_rows", "query_time", "regime_costs", "regime_table", "timed_queries",
+]  # fmt: skip

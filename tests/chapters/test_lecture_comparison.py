@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from lib.chapters import lecture_comparison
+from lib.evaluation.comparison import compare_per_query
 from lib.core.profiles import get_profile
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -112,3 +113,20 @@ def test_the_tradeoff_reading_names_the_best_and_the_fastest_re_ranker() -> None
         "On DL19 the most effective re-ranker here is **BERT-cat**; the fastest at 100 candidates is **TK-2**. "
         "BM25 scores nDCG@10 0.500: a re-ranker above it is worth its latency, one below it is not, whatever its speed."
     )
+
+
+def test_the_table_gives_each_models_corrected_p_against_the_baseline() -> None:
+    qids = [f"q{i}" for i in range(6)]
+    values = {
+        "bert-cat": pd.DataFrame({"nDCG@10": [0.6, 0.7, 0.5, 0.8, 0.6, 0.7]}, index=qids),
+        "tk2": pd.DataFrame({"nDCG@10": [0.2, 0.3, 0.1, 0.3, 0.2, 0.25]}, index=qids),
+        "colbert": pd.DataFrame({"nDCG@10": [0.6, 0.7, 0.5, 0.8, 0.6, 0.69]}, index=qids),
+    }
+    effectiveness = {"dl19": compare_per_query(values, baseline="bert-cat")}
+    latency = pd.DataFrame(columns=["model", "candidates", "ms"])
+    labels = {"bert-cat": "BERT-cat", "tk2": "TK-2", "colbert": "ColBERT"}
+    table = lecture_comparison.comparison_table(effectiveness, latency, {}, labels)
+    assert table.columns[:2].tolist() == ["DL19 nDCG@10", "DL19 p vs bert-cat"]
+    assert table.loc["BERT-cat", "DL19 p vs bert-cat"] == "—"
+    assert table.loc["TK-2", "DL19 p vs bert-cat"].endswith("*")  # far below on every query
+    assert not table.loc["ColBERT", "DL19 p vs bert-cat"].endswith("*")  # one query differs by 0.01

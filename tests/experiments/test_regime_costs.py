@@ -51,3 +51,11 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     ]  # fmt: skip
     assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
     assert list(folder.iterdir()) == []
+
+
+def test_query_time_takes_the_cheapest_index_or_the_whole_model_with_its_bytes() -> None:
+    table = TABLE.assign(bytes_per_passage=[0.0, 6000.0, 3100.0, 0.0])
+    rows = regime_costs.query_time(table, [10, 100]).set_index(["model", "candidates"])
+    assert rows.loc[("tk2", 100), "ms"] == 12.0 and rows.loc[("tk2", 100), "dtype"] == "float16"  # cheaper at 100
+    assert rows.loc[("tk2", 10), "mode"] == "passages stored" and rows.loc[("tk2", 10), "bytes_per_passage"] == 6000
+    assert rows.loc[("bert-cat", 100), "mode"] == "whole at query time" and rows.loc[("bert-cat", 10), "ms"] == 100
