@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from lib.chapters import lecture_comparison
-from lib.evaluation.comparison import compare_per_query
 from lib.core.profiles import get_profile
+from lib.evaluation.comparison import compare_per_query
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
