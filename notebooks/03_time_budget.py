@@ -718,7 +718,19 @@ at_100 = headline.loc[100, "best model(s)"] if 100 in headline.index else "–"
 chosen_leads = {s: speed_report.leading_ranges(time_budget.leading_spans(frames[s, "book"], "nDCG@10"), chosen_tk)
                 for s in sets}  # fmt: skip
 order_models = [name for name in ("knrm", "conv-knrm", chosen_tk, "bert-cat") if name in models]
-order_values = {s: [float(curves[s][name]["nDCG@10"].iloc[-1]) for name in order_models] for s in sets}
+order_values = {
+    s: [
+        time_budget.per_query_at_depth(
+            {qid: first_stage_runs.bm25_run(chapter.profile, s)[qid] for qid in scores},
+            scores,
+            load_qrels(s),
+            max_depth,
+            "nDCG@10",
+        )
+        for scores in (artifacts.candidate_scores(chapter.profile, s, name) for name in order_models)
+    ]
+    for s in sets
+}
 
 # %% [markdown]
 # What this run's numbers say, one finding of the paper at a time:

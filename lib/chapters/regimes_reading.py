@@ -43,7 +43,7 @@ def student_leaders(
 ) -> pd.DataFrame:
     """Per budget of ``budgets``: each regime's best student(s) (every model but ``teacher``, BM25 included) and
     their value, and the teacher's value in each regime. ``frames``: regime → budget-curves frame."""
-    table = pd.DataFrame({"budget (ms)": list(budgets)})
+    table = pd.DataFrame({"budget (ms)": [f"{budget:g}" for budget in budgets]})
     for regime, frame in frames.items():
         best = time_budget.best_per_budget(frame[frame["model"] != teacher], measure, budgets)
         table[f"{regime}: best student(s)"] = [" = ".join(labels.get(m, m) for m in tied) for tied in best["leaders"]]
@@ -65,6 +65,7 @@ def tests_display(tests: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame
         for (query_set, regime), frame in tests.items()
     }
     table = pd.DataFrame(columns)
+    table.index = [f"{budget:g}" for budget in table.index]
     table.index.name = "budget (ms)"
     return table.reset_index()
 

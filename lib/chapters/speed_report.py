@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
+from lib.evaluation.comparison import pairwise_tests
 from lib.evaluation.speed_benchmark import speed_ratios, timed_setting
 
 #: The TK paper's speed-up of TK-2 over BERT-Base (§3.3, Table 2: 4 against 0.1 documents per ms).
@@ -184,13 +185,19 @@ def bf16_reading(table: pd.DataFrame, measure: str = "nDCG@10") -> str:
 def leading_ranges(spans: pd.DataFrame, name: str) -> str:
     """The budget ranges (ms) over which ``name`` is (among) the best, from
     :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, or ``"never"``. Budgets under 10 ms
-    keep one decimal, so a short range never reads ``3–3``."""
+    keep one decimal, and a range whose ends would print alike gets more, so a short range never reads ``13–13``."""
 
-    def ms(value: float) -> str:
-        return "∞" if not math.isfinite(value) else f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+    def ms(value: float, decimals: int = 0) -> str:
+        if not math.isfinite(value):
+            return "∞"
+        return f"{value:,.{decimals}f}" if value >= 10 else f"{value:.{max(decimals, 1)}f}"
+
+    def span(start: float, end: float) -> str:
+        decimals = next(d for d in range(4) if d == 3 or ms(start, d) != ms(end, d))
+        return f"{ms(start, decimals)}–{ms(end, decimals)}"
 
     own = spans[spans["model"] == name]
-    ranges = [f"{ms(start)}–{ms(end)}" for start, end in zip(own["from_ms"], own["to_ms"], strict=True)]
+    ranges = [span(start, end) for start, end in zip(own["from_ms"], own["to_ms"], strict=True)]
     return ", ".join(ranges) or "never"
 
 
@@ -204,14 +211,27 @@ def leads_reading(leads: Mapping[str, str], measure: str = "nDCG@10") -> str:
     )  # fmt: skip
 
 
-def order_reading(values: Mapping[str, Sequence[float]], labels: Sequence[str]) -> str:
-    """Whether the paper's order holds: ``values`` maps a test year to one value per model of ``labels`` (the
-    paper's order, weakest first); it holds where every value is strictly above the one before."""
-    return "; ".join(
-        f"{year.upper()} " + ", ".join(f"{label} {value:.3f}" for label, value in zip(labels, row, strict=True))
-        + (" — holds" if all(a < b for a, b in itertools.pairwise(row)) else " — does not hold")
-        for year, row in values.items()
-    ) + "."  # fmt: skip
+def order_reading(values: Mapping[str, Sequence[pd.Series]], labels: Sequence[str]) -> str:
+    """Whether the paper's order holds, as tested: ``values`` maps a test year to one per-query series per model of
+    ``labels`` (the paper's order, weakest first). Each step from a model to the next is a paired two-tailed t-test
+    (:func:`lib.evaluation.comparison.pairwise_tests`, Bonferroni over every pair of the year's models); the order
+    holds where every step is higher and significantly so."""
+    sentences = []
+    for year, series in values.items():
+        tests = pairwise_tests(dict(zip(labels, series, strict=True))).set_index(["run", "against"])
+        steps, holds = [], True
+        for weaker, stronger in itertools.pairwise(labels):
+            test = tests.loc[(weaker, stronger)]
+            higher = float(test["mean against"]) > float(test["mean"])
+            verdict = "significantly " if bool(test["significant"]) else "not significantly "
+            verdict += "higher" if higher else "lower or equal"
+            holds = holds and higher and bool(test["significant"])
+            steps.append(f"{stronger} {verdict} than {weaker} (p = {float(test['p_bonferroni']):.3f})")
+        means = ", ".join(f"{label} {float(s.mean()):.3f}" for label, s in zip(labels, series, strict=True))
+        sentences.append(
+            f"{year.upper()} {means}: {'; '.join(steps)} — " + ("holds" if holds else "does not hold as tested")
+        )
+    return "; ".join(sentences) + " (paired t-tests, Bonferroni over the year's pairs)."
 
 
 def speed_order_sentence(
@@ -270,7 +290,9 @@ def chosen_tk_finding(label: str, leads: Mapping[str, str]) -> str:
     return f"- **The TK chosen on validation, {label}.** {leads_reading(leads)} (the book's own speeds, chapter 2)."
 
 
-def order_finding(max_depth: int, tk_label: str, values: Mapping[str, Sequence[float]], labels: Sequence[str]) -> str:
+def order_finding(
+    max_depth: int, tk_label: str, values: Mapping[str, Sequence[pd.Series]], labels: Sequence[str]
+) -> str:
     """The reading's bullet on the paper's order of effectiveness (:func:`order_reading`), ``tk_label`` as TK."""
     return (
         f"- **The paper's order** (KNRM < Conv-KNRM < TK < BERT-cat, nDCG@10 re-ranking all {max_depth}), with "

@@ -99,13 +99,14 @@ def test_bf16_reading() -> None:
 def test_leading_ranges_and_the_sentence_say_where_a_model_leads() -> None:
     spans = pd.DataFrame(
         {
-            "model": ["tk2", "tk2", "bert-cat", "tk1"],
-            "from_ms": [1.0, 50.0, 2.0, 3.2],
-            "to_ms": [20.0, math.inf, 50.0, 3.4],
+            "model": ["tk2", "tk2", "bert-cat", "tk1", "tk3"],
+            "from_ms": [1.0, 50.0, 2.0, 3.2, 13.21],
+            "to_ms": [20.0, math.inf, 50.0, 3.4, 13.46],
         }
     )
     assert speed_report.leading_ranges(spans, "tk2") == "1.0–20, 50–∞"
     assert speed_report.leading_ranges(spans, "tk1") == "3.2–3.4"  # not "3–3"
+    assert speed_report.leading_ranges(spans, "tk3") == "13.2–13.5"  # not "13–13"
     assert speed_report.leading_ranges(spans, "knrm") == "never"
     sentence = speed_report.leads_reading({"dl19": "1–20", "dl20": "never"})
     assert (
@@ -114,12 +115,19 @@ def test_leading_ranges_and_the_sentence_say_where_a_model_leads() -> None:
     )
 
 
-def test_the_papers_order_holds_only_where_every_value_rises() -> None:
+def test_the_papers_order_holds_only_where_every_step_is_significantly_higher() -> None:
+    qids = [f"q{i}" for i in range(8)]
+    low = pd.Series([0.1, 0.2, 0.1, 0.3, 0.2, 0.1, 0.2, 0.3], index=qids)
+    high = low + pd.Series([0.30, 0.35, 0.32, 0.31, 0.36, 0.29, 0.33, 0.34], index=qids)
+    near = high + pd.Series([0.01, -0.01, 0.0, 0.02, -0.02, 0.01, 0.0, 0.0], index=qids)
     labels = ["KNRM", "TK", "BERT-cat"]
-    text = speed_report.order_reading({"dl19": [0.3, 0.5, 0.6], "dl20": [0.3, 0.5, 0.5]}, labels)
-    assert text == (
-        "DL19 KNRM 0.300, TK 0.500, BERT-cat 0.600 — holds; DL20 KNRM 0.300, TK 0.500, BERT-cat 0.500 — does not hold."
-    )
+    top = high + pd.Series([0.30, 0.31, 0.29, 0.30, 0.32, 0.28, 0.30, 0.30], index=qids)
+    text = speed_report.order_reading({"dl19": [low, high, top], "dl20": [low, high, near]}, labels)
+    dl19, dl20 = text.split("; DL20")
+    assert dl19.startswith("DL19 KNRM 0.188, TK 0.512, BERT-cat 0.812: TK significantly higher than KNRM")
+    assert dl19.endswith("— holds")
+    assert "BERT-cat not significantly higher than TK" in dl20 and "does not hold as tested" in dl20
+    assert text.endswith("(paired t-tests, Bonferroni over the year's pairs).")
 
 
 def test_the_speed_order_sentence_names_every_swapped_pair() -> None:
@@ -152,5 +160,7 @@ def test_the_findings_bullets_follow_the_numbers() -> None:
         "- **The TK chosen on validation, TK-2.** On DL19 nDCG@10 it leads at no budget (the book's own speeds, "
         "chapter 2)."
     )
-    order = speed_report.order_finding(100, "TK-2", {"dl19": [0.4, 0.5]}, ["KNRM", "TK-2"])
-    assert order.endswith("with TK-2 as TK: DL19 KNRM 0.400, TK-2 0.500 — holds.")
+    qids = [f"q{i}" for i in range(4)]
+    knrm, tk = pd.Series([0.4, 0.3, 0.5, 0.4], index=qids), pd.Series([0.8, 0.75, 0.85, 0.82], index=qids)
+    order = speed_report.order_finding(100, "TK-2", {"dl19": [knrm, tk]}, ["KNRM", "TK-2"])
+    assert "with TK-2 as TK: DL19 KNRM 0.400, TK-2 0.805: TK-2 significantly higher than KNRM" in order
