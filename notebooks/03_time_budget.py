@@ -539,7 +539,9 @@ crossover_table
 # time is scaled to the book's whole collection.
 
 # %%
-regime_models = curve_models
+#: The TKs of chapter 2's ladder of pre-training depth beyond those (timed for the ladder's verdict below).
+ladder_tks = [name for name in chapter.profile.training.ladder_models if is_tk(name) and name not in curve_models]
+regime_models = [*curve_models, *ladder_tks]
 regime_counts = list(speed_settings.regime_counts)
 glue("regime_queries", speed_settings.regime_queries, display=False)
 regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out)
@@ -584,7 +586,7 @@ TEACHER = "bi-encoder"
 
 def regime_frame(query_set: str, regime: str) -> pd.DataFrame:
     """Every model's effectiveness at every breakpoint budget of ``regime``, BM25 as the never-re-ranking model."""
-    cost = costs[regime]
+    cost = {name: item for name, item in costs[regime].items() if name in curve_models}
     speeds = {name: item.docs_per_ms for name, item in cost.items()}
     fixed = {name: item.fixed_ms for name, item in cost.items()}
     chosen = {name: curves[query_set][name] for name in cost}
@@ -682,6 +684,18 @@ if compact and "tk-bert6" in regime_models:
     display(plain(compact_frame, precision=1))
 else:
     display(Markdown(f"*The `{chapter.profile.name}` profile trains no compact TK (chapter 2's `ladder_models`).*"))
+
+# %% [markdown]
+# ### The ladder's verdict in both regimes
+#
+# Chapter 2 asked whether a TK that beats BM25 is fast enough to be worth having — at least 5× BERT-cat's
+# documents per millisecond — and measured it run whole. Each TK of its ladder at 100 candidates per query, run
+# whole and with its passages stored, against BERT-cat (which can only run whole), on this table's clock:
+
+# %%
+verdict = regimes_reading.ladder_verdict(regime_table, [n for n in regime_models if is_tk(n)], "bert-cat", LABELS)
+write_csv(out / "ladder_verdict.csv", verdict)
+plain(verdict, precision=1)
 
 # %% [markdown]
 # What the two regimes say, year by year:

@@ -5,12 +5,14 @@
 - :func:`student_leaders` — the best *student* under each budget in each regime, the teacher's value beside it;
 - :func:`tests_display` — one model against a rival under each budget, each cell with its corrected p;
 - :func:`compact_table` — the compact TK indexes beside the full one: size, stored latency, effectiveness, tests;
+- :func:`ladder_verdict` — chapter 2's 5× bar for each TK, run whole and with its passages stored;
 - :func:`regimes_reading` — where the students lead in each regime, whether a TK leads once passages are stored,
   and where the order of the followed TK and BERT-cat is significant and where it is not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -112,6 +114,33 @@ def compact_table(
     return pd.DataFrame(rows)
 
 
+#: Chapter 2's bar: a TK is worth having beside BERT-cat when it re-ranks at least this many times as fast.
+SPEED_BAR = 5.0
+
+
+def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Per TK of ``tks``: its latency at 100 candidates run whole and stored (its cheaper index), how many times
+    faster than ``reference`` run whole each is, and whether that reaches :data:`SPEED_BAR`."""
+    count = (
+        100 if "ms_100" in table.columns else max(int(c.split("_")[1]) for c in table.columns if c.startswith("ms_"))
+    )
+    column = f"ms_{count}"
+    base = float(table[(table["model"] == reference) & (table["regime"] == "whole")][column].iloc[0])
+    rows = []
+    for name in tks:
+        own = table[table["model"] == name]
+        whole = float(own[own["regime"] == "whole"][column].iloc[0])
+        stored_rows = own[own["regime"] == "stored"]
+        stored = float(stored_rows[column].min()) if not stored_rows.empty else math.nan
+        row = {"TK": labels.get(name, name), f"whole ms for {count}": whole, f"stored ms for {count}": stored}
+        for regime, ms in (("whole", whole), ("stored", stored)):
+            ratio = base / ms if ms > 0 else math.nan
+            row[f"{regime}: × {labels.get(reference, reference)}"] = round(ratio, 1)
+            row[f"{regime}: ≥ {SPEED_BAR:g}×"] = "yes" if ratio >= SPEED_BAR else "no"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _student_spans(frame: pd.DataFrame, teacher: str, measure: str) -> pd.DataFrame:
     return time_budget.leading_spans(frame[frame["model"] != teacher], measure)
 
@@ -161,4 +190,12 @@ def _budgets(rows: pd.DataFrame) -> str:
     return ", ".join(f"{budget:g}" for budget in rows["budget_ms"])
 
 
-__all__ = ["compact_table", "cost_display", "regimes_reading", "student_leaders", "tests_display"]
+__all__ = [
+    "SPEED_BAR",
+    "compact_table",
+    "cost_display",
+    "ladder_verdict",
+    "regimes_reading",
+    "student_leaders",
+    "tests_display",
+]

@@ -85,3 +85,15 @@ def test_the_compact_table_tests_each_index_against_bm25_and_the_full_tk() -> No
     assert small["DL19 nDCG@10"] == pytest.approx(0.6625)
     assert small["DL19 p vs BM25"].endswith("*") and not small["DL19 p vs TK"].endswith("*")
     assert math.isnan(shown.set_index("model").loc["TK"].get("DL19 p vs TK", math.nan))
+
+
+def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() -> None:
+    table = pd.DataFrame(
+        [{"model": "bert", "regime": "whole", "ms_100": 1000.0},
+         {"model": "tk", "regime": "whole", "ms_100": 500.0},
+         {"model": "tk", "regime": "stored", "ms_100": 150.0},
+         {"model": "tk", "regime": "stored", "ms_100": 100.0}]
+    )  # fmt: skip
+    row = regimes_reading.ladder_verdict(table, ["tk"], "bert", LABELS).iloc[0].to_dict()
+    assert row["whole: × BERT-cat"] == 2.0 and row["whole: ≥ 5×"] == "no"
+    assert row["stored ms for 100"] == 100.0 and row["stored: × BERT-cat"] == 10.0 and row["stored: ≥ 5×"] == "yes"
