@@ -731,6 +731,9 @@ headline = leader_tables[sets[0], "paper", "nDCG@10"].set_index("budget (ms)")
 at_100 = headline.loc[100, "best model(s)"] if 100 in headline.index else "–"
 chosen_leads = {s: speed_report.leading_ranges(time_budget.leading_spans(frames[s, "book"], "nDCG@10"), chosen_tk)
                 for s in sets}  # fmt: skip
+
+# %%
+#: The paper's order of effectiveness, weakest first, with the chosen TK as TK; tested on per-query nDCG@10.
 order_models = [name for name in ("knrm", "conv-knrm", chosen_tk, "bert-cat") if name in models]
 order_values = {
     s: [
