@@ -5,6 +5,7 @@
 - :func:`student_leaders` — the best *student* under each budget in each regime, the teacher's value beside it;
 - :func:`tests_display` — one model against a rival under each budget, each cell with its corrected p;
 - :func:`compact_table` — the compact TK indexes beside the full one: size, stored latency, effectiveness, tests;
+- :func:`committed_regimes` — the cost tables ``python -m benchmarks.regimes`` committed (a GPU's, say), one frame;
 - :func:`ladder_verdict` — chapter 2's 5× bar for each TK, run whole and with its passages stored;
 - :func:`regimes_reading` — where the students lead in each regime, whether a TK leads once passages are stored,
   and where the order of the followed TK and BERT-cat is significant and where it is not.
@@ -12,8 +13,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -114,6 +117,27 @@ def compact_table(
     return pd.DataFrame(rows)
 
 
+def committed_regimes(folder: Path, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Every cost table committed under ``folder`` (``benchmarks/results/regimes/*.json``) as one frame: the file's
+    device and date, then each row's model (labelled), regime, index, bytes per passage and latencies. Empty (with
+    those columns) when none is committed."""
+    frames = []
+    for path in sorted(folder.glob("*.json")):
+        result = json.loads(path.read_text())
+        rows = pd.DataFrame(result["rows"])
+        counts = result["settings"]["counts"]
+        frames.append(
+            pd.DataFrame({
+                "device": result["device"], "date": result["environment"]["date"][:10],
+                "model": [labels.get(name, name) for name in rows["model"]], "regime": rows["regime"],
+                "index": rows["dtype"], "bytes / passage": rows["bytes_per_passage"].round().astype(int),
+                **{f"ms for {count:,}": rows[f"ms_{count}"].round(2) for count in counts},
+            })
+        )  # fmt: skip
+    columns = ["device", "date", "model", "regime", "index", "bytes / passage"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
 #: Chapter 2's bar: a TK is worth having beside BERT-cat when it re-ranks at least this many times as fast.
 SPEED_BAR = 5.0
 
@@ -192,6 +216,7 @@ def _budgets(rows: pd.DataFrame) -> str:
 
 __all__ = [
     "SPEED_BAR",
+    "committed_regimes",
     "compact_table",
     "cost_display",
     "ladder_verdict",

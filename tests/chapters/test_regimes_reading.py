@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -97,3 +98,14 @@ def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() 
     row = regimes_reading.ladder_verdict(table, ["tk"], "bert", LABELS).iloc[0].to_dict()
     assert row["whole: × BERT-cat"] == 2.0 and row["whole: ≥ 5×"] == "no"
     assert row["stored ms for 100"] == 100.0 and row["stored: × BERT-cat"] == 10.0 and row["stored: ≥ 5×"] == "yes"
+
+
+def test_committed_cost_tables_are_read_with_their_device_and_date(tmp_path) -> None:
+    assert regimes_reading.committed_regimes(tmp_path, LABELS).empty
+    real = sorted((Path(__file__).parents[2] / "benchmarks" / "results" / "regimes").glob("*.json"))
+    assert real, "the H100's cost table is committed"
+    (tmp_path / real[0].name).write_text(real[0].read_text())
+    table = regimes_reading.committed_regimes(tmp_path, {"tk2": "TK-2"})
+    assert table["device"].str.contains("H100").all() and set(table["regime"]) == {"whole", "stored"}
+    tk2 = table[(table["model"] == "TK-2") & (table["index"] == "int8")].iloc[0]
+    assert tk2["bytes / passage"] > 0 and tk2["ms for 1,000"] > 0
