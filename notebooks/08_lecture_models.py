@@ -45,13 +45,14 @@ import time
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import Image, Markdown, display
 from myst_nb import glue
 from tqdm import tqdm
 
 from lib.analyses import stopword_gate
 from lib.chapters import lecture_comparison
 from lib.chapters.prologue import start_chapter
+from lib.chapters.tables import plain
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
@@ -103,28 +104,52 @@ pd.DataFrame(
 ).set_index("model").round(3)  # fmt: skip
 
 # %% [markdown]
-# ## BERT-cat and why it is slow (slides 7–11, 14)
+# ## BERT-cat (slides 7–11)
 #
 # BERT-cat reads `[CLS] query [SEP] passage [SEP]` through every layer, so each query term attends to
-# each passage term — and all of that runs again for every candidate. Chapter 2 trained it on
-# {glue:text}`bert_layers` MiniLM layers for {glue:text}`bert_steps` steps; its results are in the
-# comparison at the end of this chapter.
+# each passage term. Chapter 2 trained it on {glue:text}`bert_layers` MiniLM layers for {glue:text}`bert_steps`
+# steps ({doc}`02_training`); its results are in the comparison below (slides 25–27).
 #
 # ```{admonition} Questions
-# 1. BERT-cat's cost grows with the number of candidates and with the passage length. Which of the two
-#    does the lecture's time budget (slide 25) control, and which does it not?
+# 1. Slide 12's mono-duo pattern re-ranks BERT-cat's top candidates once more with a model that reads the query
+#    and *two* passages and says which is more relevant. How many duo passes does re-ranking the top 10 take,
+#    and why is it applied to the top only?
 # 2. Slide 13 scores long documents with a sliding window and takes the best window. What does that
 #    do to the cost per document?
 # ```
 #
 # ```{admonition} Answers
 # :class: dropdown
-# 1. The budget controls how many candidates are re-ranked (the depth); the passage length is fixed
-#    by the collection (and the cap of 200 words here). Attention is quadratic in the joint length.
+# 1. One pass per ordered pair of the top 10: 10 × 9 = 90 (45 if one pass serves both orders), each on a
+#    sequence about twice as long as BERT-cat's. The count grows with the square of the depth, so the duo
+#    step only re-orders the few candidates that matter most to the top of the ranking.
 # 2. It multiplies it by the number of windows: every window is one more BERT-cat pass.
 # ```
 #
-# ## Splitting BERT: PreTTR (slides 15–19)
+# ## Efficiency: where BERT-cat's time goes, and where it can move (slides 14–16)
+#
+# All of BERT-cat's work runs again for every candidate at query time. The lecture's ways out (slide 16): a
+# smaller BERT (chapter 2's BERT-cat already runs on MiniLM's six layers instead of BERT-Base's twelve), or
+# moving work from query time to indexing time — compute what depends on the passage alone once, store it,
+# and pay at query time only for the query and its interaction with the stored passages. {doc}`03_time_budget`
+# times every model both ways (run whole, passages stored); the sections below are the lecture's ways of
+# splitting the work.
+#
+# ```{admonition} Questions
+# 1. BERT-cat's cost grows with the number of candidates and with the passage length. Which of the two
+#    does the lecture's time budget (slide 25) control, and which does it not?
+# 2. Which part of a stored model's query-time work grows with the number of candidates, and which does not?
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. The budget controls how many candidates are re-ranked (the depth); the passage length is fixed
+#    by the collection (and the cap of 200 words here). Attention is quadratic in the joint length.
+# 2. Encoding the query is paid once per query; reading the stored vectors and the interaction (late
+#    interaction, kernels, upper layers) are paid per candidate.
+# ```
+#
+# ## Splitting BERT: PreTTR (slides 17–19)
 #
 # PreTTR runs the first *k* of BERT's *L* layers on the query and on the passage separately and
 # only the last *L − k* on their concatenation. The passage's half-encoded vectors can be computed
@@ -265,51 +290,43 @@ print("my_maxsim agrees with lib.models.colbert.maxsim")
 # 2. 62 vectors (with `[CLS]` and `[SEP]`) × 128 × 2 bytes ≈ 15.9 kB; with 384 dimensions ≈ 47.6 kB.
 # ```
 #
-# ## TK-Sparse: contextualised stopwords (slides 30–33)
+# ## TK (slides 22–24)
 #
-# TK's passage side does not depend on the query either, so an index can store TK's contextualised
-# vectors: one per word. TK-Sparse adds a gate after the contextualisation; a word whose gate is 0
-# leaves the kernels, so it need not be stored, and an L1 penalty on the gates pushes them to 0.
-# Unlike a stopword list, the gate decides per occurrence, in context. Which words does it remove in
-# the test passages?
+# TK contextualises query and passage separately, each with a few Transformer layers over its word vectors,
+# and lets them meet only in a match matrix of cosines pooled by Gaussian kernels ({doc}`02_training` builds it
+# from the paper's equations 1–10, slides 22–24). Because the passage side never sees the query, its vectors can
+# be stored like ColBERT's. Two TKs side by side: the paper's TK-2 on GloVe word vectors and the TK chapter 2
+# chose on validation, {glue:text}`chosen_tk_label`, with each year's nDCG@10 re-ranking every candidate (the
+# paired t-test against TK-2, Bonferroni over the systems) and chapter 3's costs at 100 candidates per query:
 
 # %%
-sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
-passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
-passages = passages[: lecture.stopword_passages]
-occurrences = stopword_gate.gate_occurrences(
-    sparse, representations.vocabulary, [protocol.texts[p] for p in passages], DOC_MAX_LENGTH
-)
-overlap = stopword_gate.stopword_overlap(occurrences)
-removed_terms = stopword_gate.stopword_table(occurrences)
-write_csv(out / "stopwords.csv", removed_terms.reset_index())
-glue("removed_share", f"{overlap['removed']:.0%}", display=False)
-glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
-glue("listed_removed", f"{overlap['NLTK stopwords removed']:.0%}", display=False)
-glue("stopword_passages", f"{len(passages):,}", display=False)
-removed_terms.round(3)
+tk_pair = list(dict.fromkeys(["tk2", artifacts.chosen_tk(chapter.profile)]))
+glue("chosen_tk_label", label(tk_pair[-1]), display=False)
+tk_costs = regime_costs.query_time(artifacts.regimes(chapter.profile), chapter.profile.speed.regime_counts)
+tk_rows = {name: {"model": label(name)} for name in tk_pair}
+for query_set, qs in protocol.tests.items():
+    tk_runs = {name: read_run(chapter.run_path(query_set, name + model_runs.ALL_CANDIDATES)) for name in tk_pair}
+    tested = comparison.compare(tk_runs, qs.qrels, ["nDCG@10"], baseline="tk2")
+    for name in tk_pair:
+        tk_rows[name][f"{query_set.upper()} nDCG@10"] = round(float(tested.loc[name, "nDCG@10"]), 4)
+        p_value = tested.loc[name, "nDCG@10 p_bonferroni"]
+        tk_rows[name][f"{query_set.upper()} p vs TK-2"] = "—" if name == "tk2" else f"{p_value:.3f}"
+whole = artifacts.regimes(chapter.profile).query("regime == 'whole'").set_index("model")
+for name in tk_pair:
+    cost = tk_costs[(tk_costs["model"] == name) & (tk_costs["candidates"] == max(tk_costs["candidates"].min(), 100))]
+    tk_rows[name] |= {"whole ms": round(float(whole.loc[name, f"ms_{int(cost['candidates'].iloc[0])}"]), 1),
+                      "stored ms": round(float(cost["ms"].iloc[0]), 1),
+                      "bytes / passage": int(cost["bytes_per_passage"].iloc[0])}  # fmt: skip
+plain(pd.DataFrame(list(tk_rows.values())))
 
 # %% [markdown]
-# Over {glue:text}`stopword_passages` test passages the gate removes {glue:text}`removed_share` of
-# the word occurrences. Of the removed occurrences {glue:text}`removed_listed` are words of NLTK's
-# stopword list, and of the listed stopwords' occurrences {glue:text}`listed_removed` are removed:
-# the two lists overlap without being the same, as on slide 33. The table shows the words removed
-# most often and what share of their occurrences goes.
-#
-# ```{admonition} Questions
-# 1. Why does the gate act on the kernel activations rather than on the cosine match matrix?
-# 2. A classic stopword list removes "the" everywhere. Give a query where removing "the" from the
-#    passages would hurt, and say how a contextualised gate can avoid that.
-# ```
-#
-# ```{admonition} Answers
-# :class: dropdown
-# 1. A cosine of 0 is a value, not an absence: it would count in the kernel at μ = 0. Multiplying the
-#    kernel activations by the gate removes the word from every kernel.
-# 2. "The Who" or "The The" (band names), or "to be or not to be". The gate sees the word's
-#    contextualised vector, so it can keep "the" where the context makes it part of a name.
-# ```
-#
+# Slide 26's question — which model is best when each query has a fixed time — is chapter 3's Figure 2; here on
+# DL19, with the passages computed at query time and stored (the teacher dashed: a reference, not a contestant):
+
+# %%
+Image(filename=artifacts.budget_figure(chapter.profile, "dl19"))
+
+# %% [markdown]
 # ## Comparing the models (slides 25–27)
 #
 # The last step puts everything in one table: effectiveness on both test years (nDCG@10 re-ranking
@@ -428,13 +445,65 @@ plt.show()
 #
 # ```{admonition} Answers
 # :class: dropdown
-# 1. At book scale BERT-cat is not the most effective model (it trained for minutes, within the `book`
-#    profile's budget), so a ratio to it says nothing about the architectures; compare with BM25 and the
-#    teacher instead.
+# 1. A ratio to BERT-cat assumes BERT-cat is the best-trained model; at book scale it trained for minutes,
+#    within the profile's budget, so a ratio to it says more about that budget than about the architectures.
+#    The p-values against BERT-cat in the table say which differences the test years support.
 # 2. The ones that run BERT on every candidate (BERT-cat, PreTTR's top layers): their work is large
 #    matrix products that a GPU parallelises. TILDE's look-ups and TK's small kernels gain little.
 # 3. Multiply the bytes per passage by 8.8 × 10⁶: tens of kilobytes per passage become hundreds of
 #    gigabytes, which is why ColBERT and PreTTR compress, and why TK-Sparse removes words.
+# ```
+#
+# ## Understanding TK (slides 28–29)
+#
+# TK's score is a sum of per-kernel terms, so it can be taken apart exactly: {doc}`05_interpreting_tk` shows
+# which query–passage word pairs fill which kernel for the paper's example and for DL19 queries (the Neural IR
+# Explorer's view, slide 29), and {doc}`04_query_clusters` clusters queries by TK's contextualised query vectors
+# (slide 28).
+#
+# ## TK-Sparse: contextualised stopwords (slides 30–33)
+#
+# TK's passage side does not depend on the query either, so an index can store TK's contextualised
+# vectors: one per word. TK-Sparse adds a gate after the contextualisation; a word whose gate is 0
+# leaves the kernels, so it need not be stored, and an L1 penalty on the gates pushes them to 0.
+# Unlike a stopword list, the gate decides per occurrence, in context. Which words does it remove in
+# the test passages?
+
+# %%
+sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
+passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
+passages = passages[: lecture.stopword_passages]
+occurrences = stopword_gate.gate_occurrences(
+    sparse, representations.vocabulary, [protocol.texts[p] for p in passages], DOC_MAX_LENGTH
+)
+overlap = stopword_gate.stopword_overlap(occurrences)
+removed_terms = stopword_gate.stopword_table(occurrences)
+write_csv(out / "stopwords.csv", removed_terms.reset_index())
+glue("removed_share", f"{overlap['removed']:.0%}", display=False)
+glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
+glue("listed_removed", f"{overlap['NLTK stopwords removed']:.0%}", display=False)
+glue("stopword_passages", f"{len(passages):,}", display=False)
+removed_terms.round(3)
+
+# %% [markdown]
+# Over {glue:text}`stopword_passages` test passages the gate removes {glue:text}`removed_share` of
+# the word occurrences. Of the removed occurrences {glue:text}`removed_listed` are words of NLTK's
+# stopword list, and of the listed stopwords' occurrences {glue:text}`listed_removed` are removed:
+# the two lists overlap without being the same, as on slide 33. The table shows the words removed
+# most often and what share of their occurrences goes.
+#
+# ```{admonition} Questions
+# 1. Why does the gate act on the kernel activations rather than on the cosine match matrix?
+# 2. A classic stopword list removes "the" everywhere. Give a query where removing "the" from the
+#    passages would hurt, and say how a contextualised gate can avoid that.
+# ```
+#
+# ```{admonition} Answers
+# :class: dropdown
+# 1. A cosine of 0 is a value, not an absence: it would count in the kernel at μ = 0. Multiplying the
+#    kernel activations by the gate removes the word from every kernel.
+# 2. "The Who" or "The The" (band names), or "to be or not to be". The gate sees the word's
+#    contextualised vector, so it can keep "the" where the context makes it part of a name.
 # ```
 #
 # ## What this chapter shows

@@ -12,8 +12,9 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
   :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2),
   :func:`training_protocol` (its settings, seed and distillation protocol, for chapters that train more models);
 - chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture),
-  :func:`budget_leaders` (the best model under each time budget) and :func:`regimes` (``regimes.csv``, every trained
-  model's query-time cost run whole and with its passages stored);
+  :func:`budget_leaders` (the best model under each time budget), :func:`regimes` (``regimes.csv``, every trained
+  model's query-time cost run whole and with its passages stored) and :func:`budget_figure` (Figure 2 in both
+  regimes);
 - chapter 6 (``06_tilde``): :func:`tilde_latency` and :func:`tilde_index_size` (TILDE's and TILDEv2's
   per-query latency and bytes per passage).
 
@@ -242,6 +243,13 @@ def regimes(profile: Profile) -> pd.DataFrame:
     """Chapter 3's cost table of the two regimes (:func:`lib.experiments.regime_costs.regime_table`'s rows)."""
     path = _folder(profile, TIME_BUDGET_CHAPTER) / "regimes.csv"
     return pd.read_csv(_required(path, "the cost of every model in both regimes", TIME_BUDGET_CHAPTER, profile))
+
+
+def budget_figure(profile: Profile, query_set: str) -> Path:
+    """Chapter 3's Figure 2 of ``query_set`` in both regimes (a PNG: nDCG@10 under a time budget, run whole and
+    with passages stored)."""
+    path = _folder(profile, TIME_BUDGET_CHAPTER) / f"figure2_regimes_{query_set}.png"
+    return _required(path, f"the time-budget figure of {query_set}", TIME_BUDGET_CHAPTER, profile)
 
 
 def tilde_latency(profile: Profile) -> pd.DataFrame:
