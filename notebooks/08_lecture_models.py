@@ -314,8 +314,8 @@ for query_set, qs in protocol.tests.items():
 whole = artifacts.regimes(chapter.profile).query("regime == 'whole'").set_index("model")
 for name in tk_pair:
     cost = tk_costs[(tk_costs["model"] == name) & (tk_costs["candidates"] == max(tk_costs["candidates"].min(), 100))]
-    tk_rows[name] |= {"whole ms": round(float(whole.loc[name, f"ms_{int(cost['candidates'].iloc[0])}"]), 1),
-                      "stored ms": round(float(cost["ms"].iloc[0]), 1),
+    tk_rows[name] |= {"whole ms": f"{float(whole.loc[name, f'ms_{int(cost['candidates'].iloc[0])}']):,.1f}",
+                      "stored ms": f"{float(cost['ms'].iloc[0]):,.1f}",
                       "bytes / passage": int(cost["bytes_per_passage"].iloc[0])}  # fmt: skip
 plain(pd.DataFrame(list(tk_rows.values())))
 
