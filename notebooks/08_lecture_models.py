@@ -313,10 +313,10 @@ for query_set, qs in protocol.tests.items():
         tk_rows[name][f"{query_set.upper()} p vs TK-2"] = "—" if name == "tk2" else f"{p_value:.3f}"
 whole = artifacts.regimes(chapter.profile).query("regime == 'whole'").set_index("model")
 for name in tk_pair:
-    cost = tk_costs[(tk_costs["model"] == name) & (tk_costs["candidates"] == max(tk_costs["candidates"].min(), 100))]
-    tk_rows[name] |= {"whole ms": f"{float(whole.loc[name, f'ms_{int(cost['candidates'].iloc[0])}']):,.1f}",
-                      "stored ms": f"{float(cost['ms'].iloc[0]):,.1f}",
-                      "bytes / passage": int(cost["bytes_per_passage"].iloc[0])}  # fmt: skip
+    count = max(tk_costs["candidates"].min(), 100)
+    cost = tk_costs[(tk_costs["model"] == name) & (tk_costs["candidates"] == count)].iloc[0]
+    tk_rows[name] |= {"whole ms": f"{float(whole.loc[name, f'ms_{count}']):,.1f}", "stored ms": f"{cost['ms']:,.1f}",
+                      "bytes / passage": int(cost["bytes_per_passage"])}  # fmt: skip
 plain(pd.DataFrame(list(tk_rows.values())))
 
 # %% [markdown]
