@@ -230,10 +230,13 @@ class LectureSettings(_Replaceable):
     ``latency_repetitions``: timed runs per query; ``stopword_passages``: the test passages whose
     terms TK-Sparse's gate is read on; ``prettr_min_saving``: the share of BERT-cat's per-candidate
     layers a PreTTR split must save to be fine-tuned (``k ≥ ⌈share · L⌉``; the split is chosen among
-    those on validation, :func:`lib.evaluation.split_sweep.choose_split`).
+    those on validation, :func:`lib.evaluation.split_sweep.choose_split`); ``sparsity_weights``: the weights λ of
+    TK-Sparse's L1 penalty trained for its sweep (slide 32; :data:`lib.models.tk_sparse.SPARSITY_WEIGHT`, the
+    ``tk2-sparse`` of ``models``, among them or not), the one used chosen on validation.
     """
 
     models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
+    sparsity_weights: tuple[float, ...] = (0.1, 0.5, 2.0)
     latency_counts: tuple[int, ...] = (100, 1000)
     latency_queries: int = 3
     latency_repetitions: int = 3
@@ -248,6 +251,8 @@ class LectureSettings(_Replaceable):
                 raise ValueError(f"lecture setting {name!r} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.prettr_min_saving < 1:
             raise ValueError(f"lecture setting 'prettr_min_saving' must be in [0, 1), got {self.prettr_min_saving}")
+        if not self.sparsity_weights or min(self.sparsity_weights) < 0:
+            raise ValueError(f"lecture setting 'sparsity_weights' must be weights >= 0, got {self.sparsity_weights}")
 
 
 @dataclass(frozen=True)
@@ -349,7 +354,8 @@ PROFILES: dict[str, Profile] = {
         ),
         trec=TrecSettings(inits=(42, 1)),
         lecture=LectureSettings(
-            latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200
+            latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200,
+            sparsity_weights=(0.5, 2.0),
         ),
     ),
     "book": Profile(

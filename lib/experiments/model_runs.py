@@ -112,8 +112,9 @@ class RunVariant:
     ``name`` names a run of the same architecture on other representations (``tk2-word2vec``): its
     checkpoint, scores and runs use that name. ``start`` — a model of the architecture and what its weights
     are (:attr:`lib.training.pairwise.TrainingConfig.start`) — is trained instead of a freshly built one
-    (chapter 8's PreTTR from chapter 2's BERT-cat). ``reuse_from``: a chapter whose checkpoint of the
-    architecture this run starts from when it has none of its own — a finished run of the same protocol,
+    (chapter 8's PreTTR from chapter 2's BERT-cat). ``tokenizer`` replaces the architecture's own in training and
+    scoring (chapter 8's TK-2 on passages and queries without stopwords). ``reuse_from``: a chapter whose checkpoint
+    of the architecture this run starts from when it has none of its own — a finished run of the same protocol,
     settings and seed is then resumed as finished, not trained again (chapter 7's init with chapter 2's seed
     is chapter 2's model); any other difference trains afresh (its fingerprint differs,
     :func:`lib.training.loop.check_fingerprint`).
@@ -121,6 +122,7 @@ class RunVariant:
 
     name: str | None = None
     start: tuple[torch.nn.Module, str] | None = None
+    tokenizer: Any | None = None
     reuse_from: str | None = None
 
     def run_name(self, architecture: str) -> str:
@@ -159,6 +161,8 @@ def run_model(
     config = dataclasses.replace(training_config(name, settings, seed, device), progress=progress)
     if variant.start is not None:
         model, config = variant.start[0], dataclasses.replace(config, start=variant.start[1])
+    if variant.tokenizer is not None:
+        tokenizer = variant.tokenizer
     if model_spec(name).zero_shot:
         model = model.to(resolve_device(device)).eval()
         columns = ["step", "epoch", "train_loss", *config.measures]

@@ -9,9 +9,18 @@ https://github.com/nltk/nltk_data). It is the list the TILDE authors used: their
 (ielab/TILDE, ``tools.py``, ``get_stop_ids``) hard-codes the same 179 words with the comment
 "from nltk.corpus import stopwords, stopwords.words('english')". Later NLTK data releases added a
 few words (e.g. "he'd", "i'm"); the book keeps the paper's list.
+
+:class:`StopwordRemoving` applies the list before a word model (chapter 8's baseline for TK-Sparse).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from lib.representations.text import Vocabulary, tokenize
 
 #: ``nltk.corpus.stopwords.words("english")`` (NLTK stopwords corpus, 179 words, file order; see the module doc).
 NLTK_ENGLISH_STOPWORDS: tuple[str, ...] = (
@@ -40,3 +49,26 @@ KEPT_QUESTION_WORDS: frozenset[str] = frozenset({"where", "how", "what", "when",
 TILDE_STOPWORDS: frozenset[str] = frozenset(NLTK_ENGLISH_STOPWORDS) - KEPT_QUESTION_WORDS
 
 __all__ = ["KEPT_QUESTION_WORDS", "NLTK_ENGLISH_STOPWORDS", "TILDE_STOPWORDS"]
+
+
+@dataclass(frozen=True)
+class StopwordRemoving:
+    """A word tokenizer that drops ``stopwords`` from every text before ``vocabulary`` encodes it: the classic
+    stopword list applied before the model, the baseline TK-Sparse's learned stopwords must beat (lecture 8,
+    slide 31). ``encode`` and ``len`` behave as the vocabulary's; a text of stopwords only encodes to no token."""
+
+    vocabulary: Vocabulary
+    stopwords: frozenset[str] = frozenset(NLTK_ENGLISH_STOPWORDS)
+
+    def __len__(self) -> int:
+        return len(self.vocabulary)
+
+    def without_stopwords(self, text: str) -> str:
+        """``text``'s words (:func:`lib.representations.text.tokenize`) that are not stopwords, space-joined."""
+        return " ".join(word for word in tokenize(text) if word not in self.stopwords)
+
+    def encode(self, texts: Sequence[str], max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The vocabulary's ids and mask of ``texts`` without their stopwords (:meth:`without_stopwords`)."""
+        if isinstance(texts, str):
+            raise TypeError("parameter 'texts' must be a list of strings, not one string")
+        return self.vocabulary.encode([self.without_stopwords(text) for text in texts], max_length)

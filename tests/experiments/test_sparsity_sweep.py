@@ -1,0 +1,28 @@
+"""Chapter 8's λ sweep and stopword baseline: the shares, the runs' names and the choice on validation."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from lib.experiments import sparsity_sweep
+from lib.models.tk_sparse import SPARSITY_WEIGHT
+
+
+def test_the_stopword_share_counts_listed_word_occurrences() -> None:
+    assert sparsity_sweep.stopword_share(["The receptor of the cell", "receptor"]) == pytest.approx(3 / 6)
+    assert sparsity_sweep.stopword_share([]) == 0.0
+
+
+def test_the_runs_follow_the_table_and_the_default_weight_is_chapter_8s_own_run() -> None:
+    names = sparsity_sweep.run_names([0.1, SPARSITY_WEIGHT, 2.0])
+    assert names == ["tk2", "tk2-stopwords", "tk2-sparse-lambda-0.1", "tk2-sparse", "tk2-sparse-lambda-2"]
+
+
+def test_lambda_is_chosen_on_validation_alone_the_smaller_on_a_tie() -> None:
+    sweep = pd.DataFrame(
+        {"λ": [0.1, 0.5, 2.0, math.nan], "validation": [0.40, 0.45, 0.45, 0.99], "DL19 nDCG@10": [0.9, 0.1, 0.1, 0.9]}
+    )
+    assert sparsity_sweep.chosen_weight(sweep) == 0.5  # the baseline's row (no λ) and the test year play no part
