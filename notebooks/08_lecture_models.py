@@ -533,6 +533,8 @@ for query_set, qs in protocol.tests.items():  # each run against TK-2: paired t-
         "—" if name == "tk2" else f"{tested.loc[name, 'nDCG@10 p_bonferroni']:.3f}"
         + ("*" if tested.loc[name, "nDCG@10 significant"] else "") for name in names
     ]  # fmt: skip
+tested_columns = sorted(column for column in sweep_table if column.startswith("DL"))
+sweep_table = sweep_table[["model", "λ", "removed (validation passages)", "validation", *tested_columns]]
 write_csv(out / "sparsity_sweep.csv", sweep_table)
 glue("chosen_lambda", f"{sparsity_sweep.chosen_weight(sweep):g}", display=False)
 plain(sweep_table, precision=3)
@@ -546,6 +548,7 @@ points["test year"] = points["test year"].str.split().str[0]
 points["label"] = [m if pd.isna(w) else f"λ = {w:g}" for m, w in zip(points["model"], points["λ"], strict=True)]
 grid = sns.relplot(data=points, x="removed (validation passages)", y="nDCG@10", hue="label", col="test year",
                    height=3.4, aspect=1.2, s=70)  # fmt: skip
+grid.set_titles("{col_name}")
 for ax in grid.axes.flat:
     ax.axvspan(0.2, 0.4, color="0.9", zorder=0, label="slide 32: 20–40 % removed")
     ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
