@@ -1,10 +1,10 @@
-"""A model's query latency on real test queries, whole and with its passage side stored, and its bytes per passage.
+"""A model's query latency on real test queries, whole and with its passage side stored in memory.
 
 Lecture 8 (slides 16–27) compares re-rankers by what they cost at query time. :func:`latencies` times
 re-ranking a query's candidates with the model run whole at query time
 (:func:`lib.evaluation.efficiency.measure_latency`) and, for a model whose passage side can be pre-computed,
-with that side stored (:func:`lib.evaluation.stored_latency.measure_stored_latency`); :func:`storage` is what
-the index then holds per passage (:func:`lib.evaluation.stored_latency.bytes_per_passage`).
+with that side stored (:func:`lib.evaluation.stored_latency.measure_stored_latency`). Chapter 8 reads PreTTR's
+dial with it; the book's cost table of both regimes, with an on-disk index, is :mod:`lib.evaluation.regimes`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency
-from lib.evaluation.stored_latency import bytes_per_passage, is_precomputable, measure_stored_latency, store_passages
+from lib.evaluation.stored_latency import is_precomputable, measure_stored_latency
 
 
 def latencies(
@@ -53,14 +53,3 @@ def latencies(
                 timed["passages stored"].append(stored.milliseconds)
         rows += [{"candidates": count, "mode": mode, "ms": statistics.median(values)} for mode, values in timed.items()]
     return pd.DataFrame(rows)
-
-
-def storage(model: torch.nn.Module, tokenizer: Any, texts: Sequence[str], max_length: int) -> float:
-    """Bytes per passage of ``model``'s stored passage side over ``texts`` (float16); 0 for a model that
-    stores nothing but the text (:func:`lib.evaluation.stored_latency.bytes_per_passage`)."""
-    if not is_precomputable(model):
-        return 0.0
-    ids, mask = tokenizer.encode(list(texts), max_length)
-    device = next(model.parameters()).device
-    vectors, stored = store_passages(model, ids.to(device), mask.to(device))
-    return bytes_per_passage(vectors, stored)

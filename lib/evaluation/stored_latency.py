@@ -1,4 +1,4 @@
-"""Query latency and storage when the passage side is pre-computed (lecture 8, slides 16–21 and 27).
+"""Query latency when the passage side is pre-computed and held in memory (lecture 8, slides 16–21 and 27).
 
 A model whose passage side does not depend on the query (PreTTR's lower layers, ColBERT's token
 vectors, TK's contextualised vectors, TK-Sparse's kept vectors, a bi-encoder's one vector) lets an
@@ -11,8 +11,9 @@ vectors, mask) → scores [N]`` (``score_encoded`` is the two in one call).
 - :func:`measure_stored_latency` — times the query-time work only: encode the query, score the stored
   candidates, sort (median over repetitions), as :func:`lib.evaluation.efficiency.measure_latency`
   times a model that runs whole at query time.
-- :func:`bytes_per_passage` — what the index holds per passage: stored vectors × dimension × 2 bytes
-  (float16, the precision an index keeps; chapter 6 shows float16 changes no TILDE ranking).
+
+What an on-disk index of these vectors holds per passage, and the time to read it, is
+:mod:`lib.evaluation.regimes`' (with :mod:`lib.reranking.passage_index`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ import torch
 from torch import nn
 
 from lib.evaluation.efficiency import Latency, Tensors, device_name, median_ms
-
-#: Bytes per stored number (float16).
-STORED_BYTES = 2
 
 
 def is_precomputable(model: nn.Module) -> bool:
@@ -48,11 +46,6 @@ def store_passages(
     vectors = torch.cat([nn.functional.pad(v, (0, 0, 0, length - v.shape[1])) for v, _ in parts])
     mask = torch.cat([nn.functional.pad(m, (0, length - m.shape[1])) for _, m in parts])
     return vectors, mask
-
-
-def bytes_per_passage(vectors: torch.Tensor, mask: torch.Tensor) -> float:
-    """The mean bytes an index stores per passage: its stored vectors × their dimension × :data:`STORED_BYTES`."""
-    return float(mask.sum(dim=1).float().mean()) * vectors.shape[-1] * STORED_BYTES
 
 
 def measure_stored_latency(

@@ -1,4 +1,4 @@
-"""Query latency, whole and with the passage side stored, and storage (``lib.evaluation.query_latency``)."""
+"""Query latency, whole and with the passage side stored (``lib.evaluation.query_latency``)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ def test_latencies_time_both_modes_for_a_model_with_a_passage_side() -> None:
         (2, "passages stored"), (2, "whole at query time"), (5, "passages stored"), (5, "whole at query time"),
     ]  # fmt: skip
     assert (frame["ms"] > 0).all()
-    assert query_latency.storage(model, vocabulary, list(texts.values()), 200) > 0
 
 
 def test_latencies_warm_up_once_per_count_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,6 @@ import pytest
 import torch
 
 from lib.evaluation.stored_latency import (
-    STORED_BYTES,
-    bytes_per_passage,
     is_precomputable,
     measure_stored_latency,
     store_passages,
@@ -39,11 +37,6 @@ def test_stored_passages_are_padded_batches_of_encode_passages() -> None:
         direct, direct_mask = model.encode_passages(doc_ids, doc_mask)
     assert torch.equal(mask[:, : direct_mask.shape[1]], direct_mask)
     assert torch.allclose(vectors[:, : direct.shape[1]], direct, atol=1e-6)
-
-
-def test_bytes_per_passage_counts_stored_vectors_at_float16() -> None:
-    mask = torch.tensor([[True, True, False], [True, True, True]])
-    assert bytes_per_passage(torch.zeros(2, 3, 16), mask) == 2.5 * 16 * STORED_BYTES
 
 
 def test_stored_latency_times_every_candidate_of_the_query() -> None:
