@@ -532,9 +532,10 @@ crossover_table
 #   sorted. A model whose design cannot store passages (BERT-cat, KNRM, Conv-KNRM) runs whole in both.
 #
 # Every model chapter 2 trained — and TK-BERT-6 with its vectors projected to 64 and 32 dimensions before the
-# kernels, a compact index chapter 2 trains on its ladder — is timed on the first {glue:text}`regime_queries`
-# DL19 queries (10, 100 and 1,000 candidates each, the book's 100 repeated to 1,000): the median over the
-# queries of each query's median run, after one untimed warm-up. A latency whose timing would take longer than
+# kernels, a compact index chapter 2 trains on its ladder when the profile has it — is timed on the first
+# {glue:text}`regime_queries` DL19 queries with {glue:text}`regime_count_list` candidates each (a query's BM25
+# candidates repeated when it has fewer): the median over the queries of each query's median run, after one
+# untimed warm-up. A latency whose timing would take longer than
 # the profile allows is estimated on the line through the smaller counts and marked "est.". An index's build
 # time is scaled to the book's whole collection.
 
@@ -544,6 +545,7 @@ ladder_tks = [name for name in chapter.profile.training.ladder_models if is_tk(n
 regime_models = [*curve_models, *ladder_tks]
 regime_counts = list(speed_settings.regime_counts)
 glue("regime_queries", speed_settings.regime_queries, display=False)
+glue("regime_count_list", " / ".join(f"{count:,}" for count in regime_counts), display=False)
 regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out)
 write_csv(out / "regimes.csv", regime_table)
 print(f"timed on {speed['device']}")
