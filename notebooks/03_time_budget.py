@@ -761,6 +761,13 @@ reading = [
     speed_report.budget_finding(never, sets[0], best_models[sets[0], "nDCG@10"], at_100),
     speed_report.chosen_tk_finding(LABELS[chosen_tk], chosen_leads),
     speed_report.order_finding(max_depth, LABELS[chosen_tk], order_values, [LABELS[m] for m in order_models]),
+    regimes_reading.thesis_finding(
+        student_tables[sets[0]],
+        {r: regime_tests[sets[0], r] for r in regime_costs.REGIMES},
+        sets[0],
+        [10, 50, 100, 500],
+        LABELS,
+    ),
     speed_report.MECHANISM_FINDING,
 ]
 display(Markdown("\n".join(reading)))

@@ -7,6 +7,8 @@
 - :func:`compact_table` — the compact TK indexes beside the full one: size, stored latency, effectiveness, tests;
 - :func:`committed_regimes` — the cost tables ``python -m benchmarks.regimes`` committed (a GPU's, say), one frame;
 - :func:`ladder_verdict` — chapter 2's 5× bar for each TK, run whole and with its passages stored;
+- :func:`thesis_finding` — the chapter's closing bullet: the best student at a few budgets in each regime and
+  whether the followed TK and BERT-cat differ significantly there;
 - :func:`regimes_reading` — where the students lead in each regime, whether a TK leads once passages are stored,
   and where the order of the followed TK and BERT-cat is significant and where it is not.
 """
@@ -165,6 +167,42 @@ def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labe
     return pd.DataFrame(rows)
 
 
+def thesis_finding(
+    students: pd.DataFrame,
+    tests: Mapping[str, pd.DataFrame],
+    query_set: str,
+    budgets: Sequence[float],
+    labels: Mapping[str, str],
+) -> str:
+    """The reading's bullet on the paper's thesis in both regimes, for ``query_set``: at each of ``budgets`` (those
+    of ``students``' grid, a :func:`student_leaders` table) the best student(s) of each regime, and ``tests``
+    (regime → a :func:`lib.evaluation.time_budget.paired_at_budgets` frame) at that budget."""
+    by_budget = students.set_index("budget (ms)")
+    parts = []
+    for regime, test in tests.items():
+        tested = test.set_index("budget_ms")
+        cells = []
+        for budget in budgets:
+            key = f"{budget:g}"
+            if key not in by_budget.index or budget not in tested.index:
+                continue
+            row = tested.loc[budget]
+            verdict = (
+                "no difference" if row["delta"] == 0
+                else f"{labels.get(ahead := row['model'] if row['delta'] > 0 else row['rival'], ahead)} ahead, "
+                + ("significantly" if row["significant"] else "not significantly")
+            )  # fmt: skip
+            cells.append(f"{key} ms: {by_budget.loc[key, f'{regime}: best student(s)']} ({verdict})")
+        if cells:
+            parts.append(f"*{regime}* — " + "; ".join(cells))
+    return (
+        f"- **The thesis in both regimes ({query_set.upper()} nDCG@10).** The best student under a budget, and in "
+        f"brackets the chosen TK against BERT-cat there (paired t-test, Bonferroni over the budgets): "
+        + ". ".join(parts)
+        + "."
+    )
+
+
 def _student_spans(frame: pd.DataFrame, teacher: str, measure: str) -> pd.DataFrame:
     return time_budget.leading_spans(frame[frame["model"] != teacher], measure)
 
@@ -223,4 +261,5 @@ __all__ = [
     "regimes_reading",
     "student_leaders",
     "tests_display",
+    "thesis_finding",
 ]

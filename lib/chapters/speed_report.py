@@ -222,11 +222,14 @@ def order_reading(values: Mapping[str, Sequence[pd.Series]], labels: Sequence[st
         steps, holds = [], True
         for weaker, stronger in itertools.pairwise(labels):
             test = tests.loc[(weaker, stronger)]
-            higher = float(test["mean against"]) > float(test["mean"])
-            verdict = "significantly " if bool(test["significant"]) else "not significantly "
-            verdict += "higher" if higher else "lower or equal"
-            holds = holds and higher and bool(test["significant"])
-            steps.append(f"{stronger} {verdict} than {weaker} (p = {float(test['p_bonferroni']):.3f})")
+            higher, significant = float(test["mean against"]) > float(test["mean"]), bool(test["significant"])
+            verdict = (
+                f"significantly higher than {weaker}" if higher and significant
+                else f"higher than {weaker}, not significantly" if higher
+                else f"not higher than {weaker}"
+            )  # fmt: skip
+            holds = holds and higher and significant
+            steps.append(f"{stronger} {verdict} (p = {float(test['p_bonferroni']):.3f})")
         means = ", ".join(f"{label} {float(s.mean()):.3f}" for label, s in zip(labels, series, strict=True))
         sentences.append(
             f"{year.upper()} {means}: {'; '.join(steps)} — " + ("holds" if holds else "does not hold as tested")

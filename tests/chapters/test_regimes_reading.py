@@ -109,3 +109,27 @@ def test_committed_cost_tables_are_read_with_their_device_and_date(tmp_path) -> 
     assert table["device"].str.contains("H100").all() and set(table["regime"]) == {"whole", "stored"}
     tk2 = table[(table["model"] == "TK-2") & (table["index"] == "int8")].iloc[0]
     assert tk2["bytes / passage"] > 0 and tk2["ms for 1,000"] > 0
+
+
+def test_the_thesis_bullet_names_the_best_student_and_the_tested_order_per_regime() -> None:
+    students = pd.DataFrame(
+        {
+            "budget (ms)": ["10", "100"],
+            "whole: best student(s)": ["BM25", "TK"],
+            "stored: best student(s)": ["TK", "BERT-cat"],
+        }
+    )
+    tests = {
+        regime: pd.DataFrame(
+            [{"budget_ms": 10.0, "model": "tk", "rival": "bert", "delta": delta10, "significant": False},
+             {"budget_ms": 100.0, "model": "tk", "rival": "bert", "delta": -0.05, "significant": True}]
+        )
+        for regime, delta10 in (("whole", 0.0), ("stored", 0.04))
+    }  # fmt: skip
+    text = regimes_reading.thesis_finding(students, tests, "dl19", [10, 100, 1000], LABELS)
+    assert text.startswith("- **The thesis in both regimes (DL19 nDCG@10).**")
+    assert "*whole* — 10 ms: BM25 (no difference); 100 ms: TK (BERT-cat ahead, significantly)" in text
+    assert (
+        "*stored* — 10 ms: TK (TK ahead, not significantly); 100 ms: BERT-cat (BERT-cat ahead, significantly)" in text
+    )
+    assert "1000 ms" not in text  # a budget outside the grid is left out
