@@ -555,8 +555,9 @@ plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precisi
 # *Bytes / passage: what the index stores per passage (0: nothing stored). Index build: seconds to index the
 # whole collection at the measured rate. "est.": estimated, not measured.*
 #
-# Each model's cost in each regime, read off the table as a fixed cost per query (encoding the query; 0 for a
-# model run whole) plus a cost per candidate — the line through its latencies at
+# Each model's cost in each regime, read off the table as a fixed cost per query (what a query costs before its
+# first candidate: above all encoding the query when passages are stored) plus a cost per candidate — the line
+# through its latencies at
 # {glue:text}`regime_low` and {glue:text}`regime_high` candidates (`lib.evaluation.regimes.query_cost`); in the
 # stored regime the cheaper of its two indexes:
 
