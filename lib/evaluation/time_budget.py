@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from lib.core.types import Qrels, Run
+from lib.evaluation.comparison import pairwise_tests
 from lib.evaluation.depths import depth_sweep
 from lib.reranking.scoring import scored_depth
 
@@ -232,18 +232,11 @@ def paired_at_budgets(
             name: depth_at_budget(budget, costs[name][1], max_depths[name], costs[name][0]) for name in (model, rival)
         }
         values = {name: per_query_at_depth(first_stage, scores[name], qrels, depths[name], measure) for name in depths}
-        shared = values[model].index.intersection(values[rival].index)
-        difference = values[model][shared] - values[rival][shared]
-        p_value = (
-            1.0
-            if difference.abs().max() == 0
-            else float(stats.ttest_rel(values[model][shared], values[rival][shared]).pvalue)
-        )
+        test = pairwise_tests(values).iloc[0]  # one pair: its p is the uncorrected p
         rows.append({
             "budget_ms": float(budget), "model": model, "rival": rival, "model depth": depths[model],
-            "rival depth": depths[rival], "model mean": float(values[model][shared].mean()),
-            "rival mean": float(values[rival][shared].mean()), "delta": float(difference.mean()), "p": p_value,
-            "queries": len(shared),
+            "rival depth": depths[rival], "model mean": float(test["mean"]), "rival mean": float(test["mean against"]),
+            "delta": float(test["delta"]), "p": float(test["p"]), "queries": int(test["queries"]),
         })  # fmt: skip
     table = pd.DataFrame(rows)
     table["p_bonferroni"] = (table["p"] * max(len(table), 1)).clip(upper=1.0)
