@@ -661,7 +661,7 @@ plain(regimes_reading.tests_display(regime_tests))
 #
 # TK-BERT-6 stores MiniLM's 384 numbers for every word piece of a passage: in float16, tens of kilobytes per
 # passage, more than the passage's text. ColBERT's answer is a smaller vector per piece (its dimension
-# ablation, §4.5 of Khattab and Zaharia 2020); the book gives TK the same: a learned linear projection of the
+# ablation {cite}`khattab2020colbert`); the book gives TK the same: a learned linear projection of the
 # contextualised vectors to 64 or 32 dimensions before the kernels, trained on chapter 2's protocol (its
 # ladder). Each compact index beside the full one, stored in float16 and int8, with each year's nDCG@10
 # re-ranking all candidates and paired t-tests (Bonferroni over the year's pairs; `*`: significant) against
