@@ -105,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     write_json(args.out, result)
     for row in result["rows"]:
         times = "  ".join(f"{count}: {row[f'ms_{count}']:.2f} ms" for count in args.counts)
-        print(f"{row['model']:<14} {row['regime']:<6} {row['dtype']:<7} {row['bytes_per_passage']:>9.0f} B  {times}")
+        print(
+            f"{row['model']:<14} {row['regime']:<6} {row['dtype']:<7} {row['bytes_per_passage']:>9.0f} B  {times}  "
+            f"peak {row['peak_memory_mb']:.0f} MiB"
+        )
     print(f"written: {args.out}")
     return 0
 

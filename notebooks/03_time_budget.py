@@ -555,6 +555,23 @@ plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precisi
 # *Bytes / passage: what the index stores per passage (0: nothing stored). Index build: seconds to index the
 # whole collection at the measured rate. "est.": estimated, not measured.*
 #
+# The same measurement on a GPU, committed with the book (`python -m benchmarks.regimes --device cuda`: untrained
+# weights of the same architectures, whose speed does not depend on them; bf16 autocast), with the peak GPU memory
+# torch held while each row was timed — the weights, a batch's activations and the stored vectors read:
+
+# %%
+gpu_regimes = regimes_reading.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", LABELS)
+if gpu_regimes.empty:
+    display(Markdown("*No GPU cost table is committed under `benchmarks/results/regimes/` yet.*"))
+else:
+    plain(gpu_regimes, precision=1)
+    display(Markdown(regimes_reading.stored_slower(gpu_regimes)))
+
+# %% [markdown]
+# Where a stored index loses on a GPU, the reason is the read: a model run whole is a few large matrix products the
+# GPU is built for, while a stored index is read from the host's memory-mapped file and copied to the GPU, the
+# bytes per passage above for every candidate. The smaller the index, the less the stored regime pays for it.
+#
 # Each model's cost in each regime, read off the table as a fixed cost per query (what a query costs before its
 # first candidate: above all encoding the query when passages are stored) plus a cost per candidate — the line
 # through its latencies at

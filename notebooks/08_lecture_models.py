@@ -51,9 +51,10 @@ from myst_nb import glue
 from tqdm import tqdm
 
 from lib.analyses import stopword_gate
-from lib.chapters import lecture_comparison
+from lib.chapters import lecture_comparison, regimes_reading
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tables import plain
+from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
@@ -396,6 +397,8 @@ for count in chapter.profile.speed.regime_counts:
         float(whole.loc[name, f"ms_{count}"]) if name in stored and name in whole.index else float("nan")
         for name in labels
     ]
+gpu_costs = regimes_reading.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
+table = table.join(lecture_comparison.gpu_memory(gpu_costs, labels, list(stored)))
 write_csv(out / "comparison.csv", table.reset_index())
 table.round(3)
 
@@ -406,8 +409,11 @@ table.round(3)
 # the count when a query has fewer; {glue:text}`timed_repetitions` timed runs per query after one untimed warm-up),
 # on {glue:text}`latency_device` for the models trained here and on the machine that built chapter 3 for the others;
 # a stored model's time includes reading its candidates' vectors from the index. Bytes per passage: what that index
-# stores. The same numbers as a picture — effectiveness re-ranking all {glue:text}`tradeoff_count` candidates against
-# the latency of re-ranking as many — with the time budgets of {doc}`03_time_budget` as dotted lines:
+# stores. Peak GPU MiB: the most memory torch held on that GPU while the model was timed in the same regime
+# (chapter 3's committed GPU cost table, untrained weights of the same architecture: the weights, a batch's
+# activations and the stored vectors read; empty where the GPU did not time the model). The same numbers as a
+# picture — effectiveness re-ranking all {glue:text}`tradeoff_count` candidates against the latency of re-ranking
+# as many — with the time budgets of {doc}`03_time_budget` as dotted lines:
 
 # %% tags=["hide-input"]
 glue("timed_queries", f"{chapter.profile.speed.regime_queries}", display=False)

@@ -94,6 +94,20 @@ def comparison_table(
     return table[effective + latencies + ["bytes per passage", "stored per passage", "at query time"]]
 
 
+def gpu_memory(committed: pd.DataFrame, shown: Mapping[str, str], stored: Sequence[str]) -> pd.DataFrame:
+    """Per device of :func:`lib.chapters.regimes_reading.committed_regimes`' frame, a column "peak GPU MiB
+    (<device>)" for the rows of :func:`comparison_table` (``shown``: model → its row's label): a model of ``stored``
+    in its stored regime (its cheaper index's peak), the others run whole; empty where the device did not time it."""
+    columns = {}
+    for device, rows in committed.groupby("device", sort=True):
+        peaks = {}
+        for name, row_label in shown.items():
+            regime = rows[(rows["model"] == row_label) & (rows["regime"] == ("stored" if name in stored else "whole"))]
+            peaks[row_label] = float(regime["peak GPU MiB"].min()) if len(regime) else math.nan
+        columns[f"peak GPU MiB ({device})"] = pd.Series(peaks)
+    return pd.DataFrame(columns, index=list(shown.values()))
+
+
 def _p_against_baseline(means: pd.DataFrame, name: str, query_set: str) -> dict[str, str]:
     """The cell ``<SET> p vs <baseline>`` of a :func:`lib.evaluation.comparison.compare` frame with a baseline: the
     corrected p with ``*`` where significant, "—" for the baseline itself; nothing without a baseline."""

@@ -6,6 +6,7 @@
 - :func:`tests_display` — one model against a rival under each budget, each cell with its corrected p;
 - :func:`compact_table` — the compact TK indexes beside the full one: size, stored latency, effectiveness, tests;
 - :func:`committed_regimes` — the cost tables ``python -m benchmarks.regimes`` committed (a GPU's, say), one frame;
+  :func:`stored_slower` — where in them a stored index costs more than running the model whole;
 - :func:`ladder_verdict` — chapter 2's 5× bar for each TK, run whole and with its passages stored;
 - :func:`thesis_finding` — the chapter's closing bullet: the best student at a few budgets in each regime and
   whether the followed TK and BERT-cat differ significantly there;
@@ -121,23 +122,44 @@ def compact_table(
 
 def committed_regimes(folder: Path, labels: Mapping[str, str]) -> pd.DataFrame:
     """Every cost table committed under ``folder`` (``benchmarks/results/regimes/*.json``) as one frame: the file's
-    device and date, then each row's model (labelled), regime, index, bytes per passage and latencies. Empty (with
-    those columns) when none is committed."""
+    device and date, then each row's model (labelled), regime, index, bytes per passage, latencies and, where the
+    file measured it, the peak GPU memory torch held while the row was timed ("peak GPU MiB"). Empty (with those
+    columns) when none is committed."""
     frames = []
     for path in sorted(folder.glob("*.json")):
         result = json.loads(path.read_text())
         rows = pd.DataFrame(result["rows"])
         counts = result["settings"]["counts"]
+        memory = rows["peak_memory_mb"].round() if "peak_memory_mb" in rows else float("nan")
         frames.append(
             pd.DataFrame({
                 "device": result["device"], "date": result["environment"]["date"][:10],
                 "model": [labels.get(name, name) for name in rows["model"]], "regime": rows["regime"],
                 "index": rows["dtype"], "bytes / passage": rows["bytes_per_passage"].round().astype(int),
                 **{f"ms for {count:,}": rows[f"ms_{count}"].round(2) for count in counts},
+                "peak GPU MiB": memory,
             })
         )  # fmt: skip
     columns = ["device", "date", "model", "regime", "index", "bytes / passage"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def stored_slower(committed: pd.DataFrame) -> str:
+    """A sentence on :func:`committed_regimes`' frame: per device, the models whose cheaper stored index takes longer
+    than running them whole at the largest count (reading the index costs more than the passage side it saves)."""
+    column = [c for c in committed.columns if c.startswith("ms for ")][-1]
+    found = []
+    for device, rows in committed.groupby("device", sort=True):
+        stored = rows[rows["regime"] == "stored"].groupby("model")[column].min()
+        whole = rows[rows["regime"] == "whole"].set_index("model")[column]
+        slower = [f"{model} ({stored[model]:,.1f} against {whole[model]:,.1f} ms)" for model in stored.index
+                  if model in whole.index and stored[model] > whole[model]]  # fmt: skip
+        found.append(
+            f"On the {device}, stored indexes cost more than running the model whole at {column[7:]} candidates for "
+            f"{', '.join(slower)}." if slower else f"On the {device}, every stored index is cheaper than running "
+            f"its model whole at {column[7:]} candidates."
+        )  # fmt: skip
+    return " ".join(found)
 
 
 #: Chapter 2's bar: a TK is worth having beside BERT-cat when it re-ranks at least this many times as fast.
@@ -255,6 +277,7 @@ def _budgets(rows: pd.DataFrame) -> str:
 __all__ = [
     "SPEED_BAR",
     "committed_regimes",
+    "stored_slower",
     "compact_table",
     "cost_display",
     "ladder_verdict",

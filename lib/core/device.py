@@ -60,3 +60,19 @@ def autocast(device: torch.device, amp: bool | str = "auto") -> contextlib.Abstr
     if amp_enabled(device, amp):
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start a new peak of :func:`peak_memory_mb` on ``device`` (nothing to do off CUDA)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """The most GPU memory torch held on ``device`` (weights and activations, MiB) since
+    :func:`reset_peak_memory`; NaN off CUDA, where the process's memory is not the model's alone."""
+    if device.type != "cuda":
+        return float("nan")
+    torch.cuda.synchronize(device)
+    return torch.cuda.max_memory_allocated(device) / 2**20

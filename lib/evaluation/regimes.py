@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from lib.core.device import peak_memory_mb, reset_peak_memory
 from lib.core.types import ranking_from_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
@@ -190,10 +191,12 @@ def cost_rows(
     """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes``, its index
     of the timed queries' candidates built into ``folder/<name>-<dtype>``: its bytes per passage, and its build time
     scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
-    ``timed.texts``). Columns :data:`COLUMNS`, then ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per
-    count."""
+    ``timed.texts``), and on a GPU the peak memory torch held while the regime was timed (``peak_memory_mb``: the
+    weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns :data:`COLUMNS`, then
+    ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count."""
     settings = [("whole", None)] + ([("stored", dtype) for dtype in dtypes] if is_precomputable(model) else [])
     pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
+    device = next(model.parameters()).device
     rows = []
     for regime, dtype in settings:
         index = None
@@ -207,9 +210,11 @@ def cost_rows(
             "index_seconds": index.header["seconds"] / max(len(index), 1) * len(timed.texts) if index else 0.0,
             "queries": len(timed.qids),
         }
+        reset_peak_memory(device)
         for count, values in regime_latencies(model, tokenizer, timed, timing, index).items():
             row[f"ms_{count}"], row[f"spread_{count}"] = values["ms"], values["spread"]
             row[f"measured_{count}"] = values["measured"]
+        row["peak_memory_mb"] = peak_memory_mb(device)
         rows.append(row)
     return rows
 

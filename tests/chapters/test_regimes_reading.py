@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -109,6 +110,25 @@ def test_committed_cost_tables_are_read_with_their_device_and_date(tmp_path) -> 
     assert table["device"].str.contains("H100").all() and set(table["regime"]) == {"whole", "stored"}
     tk2 = table[(table["model"] == "TK-2") & (table["index"] == "int8")].iloc[0]
     assert tk2["bytes / passage"] > 0 and tk2["ms for 1,000"] > 0
+    assert tk2["peak GPU MiB"] > 0  # the H100's file measured the memory
+    frame = pd.DataFrame(
+        [{"device": "GPU", "model": "A", "regime": "whole", "ms for 1,000": 10.0},
+         {"device": "GPU", "model": "A", "regime": "stored", "ms for 1,000": 30.0},
+         {"device": "GPU", "model": "A", "regime": "stored", "ms for 1,000": 20.0},
+         {"device": "GPU", "model": "B", "regime": "whole", "ms for 1,000": 10.0},
+         {"device": "GPU", "model": "B", "regime": "stored", "ms for 1,000": 5.0}]
+    )  # fmt: skip
+    assert regimes_reading.stored_slower(frame) == (
+        "On the GPU, stored indexes cost more than running the model whole at 1,000 candidates for A (20.0 against "
+        "10.0 ms)."
+    )
+    faster = regimes_reading.stored_slower(frame[frame["model"] == "B"])
+    assert faster == "On the GPU, every stored index is cheaper than running its model whole at 1,000 candidates."
+    older = json.loads(real[0].read_text())
+    for row in older["rows"]:
+        del row["peak_memory_mb"]
+    (tmp_path / real[0].name).write_text(json.dumps(older))
+    assert regimes_reading.committed_regimes(tmp_path, {})["peak GPU MiB"].isna().all()  # a file from before it
 
 
 def test_the_thesis_bullet_names_the_best_student_and_the_tested_order_per_regime() -> None:

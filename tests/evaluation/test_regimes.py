@@ -89,6 +89,7 @@ def test_the_cost_rows_have_both_regimes_for_a_storable_model_and_one_for_the_re
     assert rows[0]["bytes_per_passage"] == 0 and rows[1]["bytes_per_passage"] > rows[2]["bytes_per_passage"] > 0
     assert all(row["ms_2"] > 0 and row["ms_5"] > 0 and row["queries"] == 2 for row in rows)
     assert (tmp_path / "tk-int8" / "header.json").is_file()
+    assert all(math.isnan(row["peak_memory_mb"]) for row in rows)  # a CPU: the process's memory is not the model's
     knrm = cost_rows("knrm", KNRM(torch.randn(len(words), 8)), words, timed, Timing([2]), tmp_path)
     assert [row["regime"] for row in knrm] == ["whole"]
     with pytest.raises(ValueError, match="names no query"):
