@@ -61,7 +61,7 @@ from lib.data import read_run
 from lib.data.registry import sha256_of
 from lib.evaluation import comparison, query_latency, split_sweep
 from lib.evaluation.efficiency import device_name
-from lib.experiments import artifacts, model_runs, model_setup, regime_costs, sparsity_sweep
+from lib.experiments import artifacts, model_runs, model_setup, mono_duo, regime_costs, sparsity_sweep
 from lib.models.prettr import PreTTR
 from lib.models.registry import label, model_spec
 from lib.representations.text import DOC_MAX_LENGTH
@@ -112,19 +112,57 @@ pd.DataFrame(
 # each passage term. Chapter 2 trained it on {glue:text}`bert_layers` MiniLM layers for {glue:text}`bert_steps`
 # steps ({doc}`02_training`); its results are in the comparison below (slides 25–27).
 #
+# ## Mono-duo: BERT-cat's top again, in pairs (slide 12)
+#
+# Slide 12's pattern re-ranks twice: a *mono* model (BERT-cat) scores every candidate alone, then a *duo* model
+# reads the query and **two** passages, `[CLS] q [SEP] d_i [SEP] d_j [SEP]`, and gives the probability `p_ij` that
+# `d_i` is the more relevant. It scores every ordered pair of mono's top *k*, and each passage's duo score is the
+# sum of its probabilities of beating the others (SUM, one of the aggregations of Nogueira et al.'s duoBERT
+# paper {cite}`nogueira2019multistage`; the pattern's name is Pradeep et al.'s {cite}`pradeep2021expando`). The book's duo model starts from chapter 2's fine-tuned BERT-cat encoder with a new head, learns the
+# teacher's margin with its sign from both orders of chapter 2's triples (`lib.training.duo`; the papers train on
+# MS MARCO's labels, which the book's training queries do not have), and is validated and early-stopped on the
+# validation queries' mono top *k* — a short schedule, since every row is a query and two passages:
+
+# %%
+start = time.perf_counter()
+mono = artifacts.trained_model(chapter.profile, "bert-cat", chapter.device)
+duo_result = mono_duo.run_mono_duo(mono.model, mono.tokenizer, protocol, settings, lecture, chapter)
+duo_seconds = time.perf_counter() - start
+duo_training = duo_result.training
+print(
+    f"duo model: best {settings.validation_metric} {duo_training.best_metric:.3f} on validation at step "
+    f"{duo_training.best_step} of {duo_training.steps}; trained, validated and applied in {duo_seconds:.0f} s"
+)
+
+# %% [markdown]
+# Both test years, mono's ranking against mono-duo's, the duo re-ranking mono's top {glue:text}`duo_top_k` (a
+# paired two-tailed t-test per year), with the duo's cost: {glue:text}`duo_passes` passes per query, timed per
+# query on {glue:text}`duo_device`:
+
+# %%
+duo_table = mono_duo.mono_duo_table(duo_result, protocol.tests, settings.validation_metric)
+write_csv(out / "mono_duo.csv", duo_table)
+glue("duo_top_k", f"{duo_result.top_k}", display=False)
+glue("duo_passes", f"{duo_result.top_k * (duo_result.top_k - 1)}", display=False)
+glue("duo_device", device_name(chapter.device), display=False)
+plain(duo_table, precision=3)
+
+# %% tags=["hide-input"]
+display(Markdown(lecture_comparison.mono_duo_reading(duo_table, settings.validation_metric)))
+
+# %% [markdown]
 # ```{admonition} Questions
-# 1. Slide 12's mono-duo pattern re-ranks BERT-cat's top candidates once more with a model that reads the query
-#    and *two* passages and says which is more relevant. How many duo passes does re-ranking the top 10 take,
-#    and why is it applied to the top only?
+# 1. How many duo passes would re-ranking the top 20 take, and the top 100? Why is the duo step applied to the
+#    top only?
 # 2. Slide 13 scores long documents with a sliding window and takes the best window. What does that
 #    do to the cost per document?
 # ```
 #
 # ```{admonition} Answers
 # :class: dropdown
-# 1. One pass per ordered pair of the top 10: 10 × 9 = 90 (45 if one pass serves both orders), each on a
-#    sequence about twice as long as BERT-cat's. The count grows with the square of the depth, so the duo
-#    step only re-orders the few candidates that matter most to the top of the ranking.
+# 1. One pass per ordered pair: 20 × 19 = 380 and 100 × 99 = 9,900, each on a sequence about twice as long as
+#    BERT-cat's. The count grows with the square of the depth, so the duo step only re-orders the few candidates
+#    that matter most to the top of the ranking.
 # 2. It multiplies it by the number of windows: every window is one more BERT-cat pass.
 # ```
 #

@@ -180,6 +180,26 @@ def plot_tradeoff(
     return figure
 
 
+def mono_duo_reading(table: pd.DataFrame, measure: str) -> str:
+    """Chapter 8's reading of :func:`lib.experiments.mono_duo.mono_duo_table`: per year, mono-duo's ``measure``
+    against mono's with the test's verdict, and what the duo step costs per query."""
+    sentences = []
+    for row in table.to_dict("records"):
+        verdict = (
+            ("significantly higher than" if row["delta"] > 0 else "significantly lower than")
+            if row["significant"] else "not significantly different from"
+        )  # fmt: skip
+        sentences.append(
+            f"On {row['year']} mono-duo's {measure} ({row[f'mono-duo {measure}']:.3f}) is {verdict} mono BERT-cat's "
+            f"({row[f'mono {measure}']:.3f}; paired t-test over {row['queries']} queries, p = {row['p']:.3f})."
+        )
+    sentences.append(
+        f"The duo step costs {int(table['duo passes / query'].iloc[0])} passes per query, "
+        f"{table['duo ms / query'].median():,.0f} ms per query (the median over the years' per-query medians)."
+    )
+    return " ".join(sentences)
+
+
 def tradeoff_reading(table: pd.DataFrame, candidates: int) -> str:
     """The comparison table in one reading (``table``: :func:`comparison_table`'s, a "BM25" row): the most
     effective re-ranker on DL19, the fastest at ``candidates`` candidates, and BM25's bar."""

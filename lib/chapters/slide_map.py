@@ -18,7 +18,6 @@ TAUGHT_SLIDES: tuple[int, ...] = tuple(range(7, 41))
 
 #: Why a taught slide has no section of its own yet.
 NOT_COVERED: dict[int, str] = {
-    12: "mono-duo: a discussion question in chapter 8's BERT-cat section; no duo model yet",
     13: "BERT-cat on long documents (FirstP, MaxP): a discussion question in chapter 8; the book has passages only",
     **{
         slide: "long documents (TKL, IDCM): the book's data are passages; a chapter on them is planned"

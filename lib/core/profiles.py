@@ -232,7 +232,11 @@ class LectureSettings(_Replaceable):
     layers a PreTTR split must save to be fine-tuned (``k ≥ ⌈share · L⌉``; the split is chosen among
     those on validation, :func:`lib.evaluation.split_sweep.choose_split`); ``sparsity_weights``: the weights λ of
     TK-Sparse's L1 penalty trained for its sweep (slide 32; :data:`lib.models.tk_sparse.SPARSITY_WEIGHT`, the
-    ``tk2-sparse`` of ``models``, among them or not), the one used chosen on validation.
+    ``tk2-sparse`` of ``models``, among them or not), the one used chosen on validation. Mono-duo (slide 12,
+    :mod:`lib.experiments.mono_duo`): the duo model re-ranks mono BERT-cat's top ``duo_top_k``, trained for at most
+    ``duo_max_steps`` steps of ``duo_batch_size`` triples (both orders of each), validated every
+    ``duo_validate_every`` steps, stopped after ``duo_patience`` validations without improvement — a budget: each
+    step reads two passages per row, and each validation ``k (k − 1)`` pairs per validation query.
     """
 
     models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
@@ -242,8 +246,20 @@ class LectureSettings(_Replaceable):
     latency_repetitions: int = 3
     stopword_passages: int = 3000
     prettr_min_saving: float = 0.5
+    duo_top_k: int = 10
+    duo_batch_size: int = 4
+    duo_max_steps: int = 60
+    duo_validate_every: int = 20
+    duo_patience: int = 2
 
     def __post_init__(self) -> None:
+        for name in ("duo_batch_size", "duo_max_steps", "duo_validate_every", "duo_patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"lecture setting {name!r} must be >= 1, got {getattr(self, name)}")
+        if self.duo_top_k < 2:
+            raise ValueError(
+                f"lecture setting 'duo_top_k' must be >= 2 (the duo model compares pairs), got {self.duo_top_k}"
+            )
         if not self.latency_counts or min(self.latency_counts) < 1:
             raise ValueError(f"lecture setting 'latency_counts' must be positive counts, got {self.latency_counts}")
         for name in ("latency_queries", "latency_repetitions", "stopword_passages"):
@@ -355,7 +371,7 @@ PROFILES: dict[str, Profile] = {
         trec=TrecSettings(inits=(42, 1)),
         lecture=LectureSettings(
             latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200,
-            sparsity_weights=(0.5, 2.0),
+            sparsity_weights=(0.5, 2.0), duo_top_k=3, duo_batch_size=2, duo_max_steps=2, duo_validate_every=1,
         ),
     ),
     "book": Profile(

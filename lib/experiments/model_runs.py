@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,26 +176,7 @@ def run_model(
         model, history, best_step = result.model, result.history, result.best_step
 
     def scores_of(queries: dict[str, str], run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        """Every candidate's score, computed once per build (:mod:`lib.experiments.score_cache`); a bi-encoder encodes
-        each text once, reusing the teacher's corpus vectors."""
-        dense_scoring = isinstance(model, BiEncoder)
-        device = next(model.parameters()).device
-        key = score_cache.scoring_key(
-            model, tokenizer, queries, protocol.texts, run, method="dense" if dense_scoring else "pairs",
-            max_lengths=[QUERY_MAX_LENGTH, DOC_MAX_LENGTH], device=device.type, bf16=amp_enabled(device),
-            known=score_cache.encodings_digest(protocol.distillation.passages) if dense_scoring else None,
-        )  # fmt: skip
-
-        def compute() -> dict[str, dict[str, float]]:
-            if dense_scoring:
-                return dense.candidate_scores(
-                    model, tokenizer, queries, protocol.texts, run, QUERY_MAX_LENGTH, DOC_MAX_LENGTH,
-                    known=protocol.distillation.passages,
-                )  # fmt: skip
-            options = ScoringOptions(config.eval_batch_size)
-            return score_candidates(model, tokenizer, queries, protocol.texts, run, depth=None, options=options)
-
-        return score_cache.cached_scores(score_cache_folder(profile), key, run, compute)
+        return candidate_scores(model, tokenizer, protocol, profile, queries, run, config.eval_batch_size)
 
     validation = protocol.validation
     validation_scores = scores_of(validation.queries, validation.run)
@@ -224,6 +206,38 @@ def run_model(
             training=result,
         )
     return results
+
+
+def candidate_scores(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    protocol: Protocol,
+    profile: Profile,
+    queries: Mapping[str, str],
+    run: Run,
+    batch_size: int,
+) -> Run:
+    """Every candidate of ``run`` scored by ``model``, computed once per build (:mod:`lib.experiments.score_cache`,
+    keyed by the exact weights, tokenizer, texts, caps, device and precision): a bi-encoder encodes each text once,
+    reusing the teacher's corpus vectors; any other model scores the pairs, ``batch_size`` at a time."""
+    dense_scoring = isinstance(model, BiEncoder)
+    device = next(model.parameters()).device
+    key = score_cache.scoring_key(
+        model, tokenizer, queries, protocol.texts, run, method="dense" if dense_scoring else "pairs",
+        max_lengths=[QUERY_MAX_LENGTH, DOC_MAX_LENGTH], device=device.type, bf16=amp_enabled(device),
+        known=score_cache.encodings_digest(protocol.distillation.passages) if dense_scoring else None,
+    )  # fmt: skip
+
+    def compute() -> Run:
+        if dense_scoring:
+            return dense.candidate_scores(
+                model, tokenizer, queries, protocol.texts, run, QUERY_MAX_LENGTH, DOC_MAX_LENGTH,
+                known=protocol.distillation.passages,
+            )  # fmt: skip
+        options = ScoringOptions(batch_size)
+        return score_candidates(model, tokenizer, queries, protocol.texts, run, depth=None, options=options)
+
+    return score_cache.cached_scores(score_cache_folder(profile), key, run, compute)
 
 
 def train_on_protocol(

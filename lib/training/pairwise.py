@@ -246,7 +246,7 @@ def _digest(lines: Iterable[str]) -> str:
     return hasher.hexdigest()
 
 
-def _fingerprint(
+def training_fingerprint(
     model: nn.Module,
     pairs: Sequence[Pair | Group],
     validation: JudgedSet,
@@ -412,8 +412,11 @@ def regularisation(model: nn.Module) -> torch.Tensor | float:
     return penalty() if callable(penalty) else 0.0
 
 
-class _Validator:
-    """The pairwise trainer's checkpoint hook: validate, keep the best weights, stop early, record history."""
+class Validator:
+    """A trainer's checkpoint hook: validate, keep the best weights, stop early, record history.
+
+    :meth:`metrics` re-ranks the validation candidates with a pointwise model (the pairwise trainer's); a trainer
+    whose model re-ranks otherwise (:mod:`lib.training.duo`) overrides it and keeps the rest."""
 
     def __init__(
         self,
@@ -551,7 +554,7 @@ def train(
     amp_enabled(device, config.amp)  # validates the value
     checkpoint_dir = Path(checkpoint_dir)
     _check_inputs(pairs, queries, texts, margins, teacher_scores)
-    fingerprint = _fingerprint(model, pairs, validation, config, margins, teacher_scores)
+    fingerprint = training_fingerprint(model, pairs, validation, config, margins, teacher_scores)
     model.to(device)
     optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))
     lengths = pair_lengths(pairs, texts) if config.bucket_batches > 1 else np.zeros(0, dtype=np.int32)
@@ -574,16 +577,16 @@ def train(
         progress=config.progress,
         mismatch=config.mismatch,
     )
-    validator = _Validator(model, tokenizer, validation, texts, config, device, checkpoint_dir, len(pairs))
+    validator = Validator(model, tokenizer, validation, texts, config, device, checkpoint_dir, len(pairs))
     checkpoint_path = checkpoint_dir / CHECKPOINT_NAME
     schedule = warmup_decay(optimizer, config.warmup_steps, config.max_steps) if config.warmup_steps else None
     state = run_loop(
         model, optimizer, loss_of_step, checkpoint_path, fingerprint, settings, schedule, on_checkpoint=validator
     )
-    return _best_of(model, state, checkpoint_dir)
+    return best_of(model, state, checkpoint_dir)
 
 
-def _best_of(model: nn.Module, state: LoopState, checkpoint_dir: Path) -> TrainingResult:
+def best_of(model: nn.Module, state: LoopState, checkpoint_dir: Path) -> TrainingResult:
     """The end of :func:`train`: ``model`` with its best weights (kept in ``best.pt`` too), and the run's result."""
     extra = state.extra
     model.load_state_dict(extra["best_model"])
@@ -608,7 +611,10 @@ __all__ = [
     "Pair",
     "TrainingConfig",
     "TrainingResult",
+    "Validator",
+    "best_of",
     "hinge_loss",
     "train",
+    "training_fingerprint",
     "training_pairs",
 ]

@@ -146,3 +146,16 @@ def test_the_gpu_memory_column_takes_a_stored_models_cheaper_index_and_the_rest_
     column = memory["peak GPU MiB (H100)"]
     assert column["TK"] == 140.0 and column["BERT-cat"] == 900.0 and math.isnan(column["TILDE"])
     assert lecture_comparison.gpu_memory(committed.iloc[:0], shown, []).empty
+
+
+def test_the_mono_duo_reading_gives_each_years_verdict_and_the_cost() -> None:
+    table = pd.DataFrame(
+        [{"year": "DL19", "mono nDCG@10": 0.6, "mono-duo nDCG@10": 0.65, "delta": 0.05, "p": 0.01,
+          "significant": True, "queries": 43, "duo passes / query": 90, "duo ms / query": 1000.0},
+         {"year": "DL20", "mono nDCG@10": 0.6, "mono-duo nDCG@10": 0.59, "delta": -0.01, "p": 0.6,
+          "significant": False, "queries": 54, "duo passes / query": 90, "duo ms / query": 2000.0}]
+    )  # fmt: skip
+    text = lecture_comparison.mono_duo_reading(table, "nDCG@10")
+    assert "On DL19 mono-duo's nDCG@10 (0.650) is significantly higher than mono BERT-cat's (0.600;" in text
+    assert "On DL20 mono-duo's nDCG@10 (0.590) is not significantly different from mono BERT-cat's" in text
+    assert "90 passes per query, 1,500 ms per query" in text
