@@ -45,6 +45,7 @@ from myst_nb import glue
 from lib import data
 from lib.chapters import first_stage_reading
 from lib.chapters.prologue import start_chapter
+from lib.chapters.tables import plain
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
@@ -88,7 +89,7 @@ if all((raw / name).is_file() for name in REGISTRY):
     )
 else:
     registry = Markdown(f"The registry's files are not fetched into {paths.shown(raw)} (`make data` fetches them).")
-registry
+plain(registry)
 
 # %% [markdown]
 # The registry holds {glue:text}`n_registry_files` files. In the book subset, the queries with
@@ -224,7 +225,7 @@ else:
     published_runs = [f"runs/{s}__{system}.trec" for s, system in PUBLISHED_NDCG10]
     reproduced = Markdown(data.missing_sentence("scored BM25 and BM25+RM3 runs", published_runs))
     glue("shipped_reading", first_stage_reading.published_reading(None), display=False)
-reproduced
+plain(reproduced)
 
 # %% [markdown]
 # {glue:text}`shipped_reading`
@@ -248,7 +249,7 @@ else:
     significance_view = Markdown(
         data.missing_sentence("scored runs of other first stages", ["runs/<set>__<system>.trec"])
     )
-significance_view
+plain(significance_view)
 
 # %% [markdown]
 # ## A first stage of our own: pyserini over the data folder's corpus
@@ -290,7 +291,7 @@ for query_set in ("dl19", "dl20"):
 book_index = pd.DataFrame(book_rows)
 write_csv(out / "first_stage_bookcorpus.csv", book_index)
 glue("n_bookcorpus_queries", int(book_index["queries"].min()), display=False)
-book_index
+plain(book_index)
 
 # %% [markdown]
 # (Evaluated on {glue:text}`n_bookcorpus_queries` queries per set in this profile.) Over the book

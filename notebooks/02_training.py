@@ -66,6 +66,7 @@ from myst_nb import glue
 from lib.analyses import pair_vectors
 from lib.chapters import pretraining_ladder, training_reading
 from lib.chapters.prologue import skipped, start_chapter
+from lib.chapters.tables import plain
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.core.types import ranking_from_run, top_of_run
@@ -164,7 +165,9 @@ def neighbours(word: str, k: int = 6) -> str:
 
 
 probe_words = [w for w in ("define", "receptor", "flight", "cost", "symptoms", "president") if w in vocabulary]
-pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [neighbours(w) for w in probe_words]})
+plain(
+    pd.DataFrame({"word": probe_words, f"nearest ({settings.embedding_method})": [neighbours(w) for w in probe_words]})
+)
 
 # %% [markdown]
 # {glue:text}`vector_coverage` of the {glue:text}`vocabulary_size` words have a vector of their own. Their
@@ -494,7 +497,7 @@ shown
 # %%
 significance = comparison_tables.significance_against_bm25(chapter.profile, protocol, results, models)
 write_csv(out / "significance_vs_bm25.csv", significance)
-significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "p_bonferroni", "significant"]]
+plain(significance[["set", "depth", "system", "mean", "baseline_mean", "delta", "p", "p_bonferroni", "significant"]])
 
 # %% [markdown]
 # ## How much pre-training does TK need?
@@ -769,7 +772,7 @@ for name in trained:
 training_progress = pd.DataFrame(progress_rows)
 write_csv(out / "training_progress.csv", training_progress)
 glue("max_epoch_fraction", f"{training_progress['fraction of an epoch'].max():.2f}", display=False)
-training_progress
+plain(training_progress, precision=3)
 
 # %% [markdown]
 # How to read this honestly. No model saw more than {glue:text}`max_epoch_fraction` of one pass over

@@ -179,7 +179,7 @@ book_speed_table = pd.DataFrame(
     }
 )
 write_csv(out / "book_model_speeds.csv", book_speed_table)
-book_speed_table
+plain(book_speed_table)
 
 
 # %%
@@ -249,7 +249,7 @@ for path in sorted(results_dir.glob("*.json")):
         )
 committed_table = pd.DataFrame(committed)
 if committed:
-    display(committed_table)
+    display(plain(committed_table))
 else:
     display(Markdown("*No benchmark result is committed under `benchmarks/results/` yet.*"))
 
@@ -268,7 +268,7 @@ write_csv(out / "committed_ratios.csv", ratio_table)
 if ratio_table.empty:
     display(Markdown("*No committed run timed both TK-2 and BERT-Base.*"))
 else:
-    display(ratio_table)
+    display(plain(ratio_table))
     display(Markdown(speed_report.ratio_reading(ratio_table)))
 
 # %% [markdown]
@@ -474,7 +474,7 @@ leader_tables = {
 for (query_set, view, measure), table in leader_tables.items():
     write_csv(out / f"best_per_budget_{view}_{query_set}_{measure.replace('@', '')}.csv", table)
 display(Markdown(f"**{sets[0].upper()}, nDCG@10, BERT-cat at BERT-Base's speed**"))
-leader_tables[sets[0], "paper", "nDCG@10"]
+plain(leader_tables[sets[0], "paper", "nDCG@10"])
 
 # %% [markdown]
 # ### Crossovers
@@ -513,7 +513,7 @@ def crossover_rows(view: str) -> list[dict]:
 
 crossover_table = pd.DataFrame(crossover_rows("book") + crossover_rows("paper"))
 write_csv(out / "crossovers.csv", crossover_table)
-crossover_table
+plain(crossover_table)
 
 # %% [markdown]
 # ## Two regimes: run whole, or passages stored

@@ -76,6 +76,7 @@ from myst_nb import glue
 from lib.analyses import tilde_diagnostics
 from lib.chapters import tilde_figures, tilde_latencies, tilde_reading, tilde_tables
 from lib.chapters.prologue import start_chapter
+from lib.chapters.tables import plain
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts, missing_sentence
@@ -294,7 +295,7 @@ tilde_tables.marked_table2(table2, test_sets, MEASURES)
 # %%
 against_random = tilde_comparisons.versus_random(systems, {s: year[BM25].qrels for s, year in years.items()})
 write_csv(out / "versus_random.csv", against_random)
-against_random.round(4)
+plain(against_random)
 
 # %% [markdown]
 # ### Latency on one CPU core
@@ -335,7 +336,7 @@ glue("latency_target", "meets" if ql_top <= tilde_reading.LATENCY_TARGET_MS else
 bert_ratio = tilde_timings.latency_of(latencies, "BERT-cat (chapter 2)", top) / ql_top
 glue("bert_cat_ratio", f"{bert_ratio:,.0f}" if math.isfinite(bert_ratio) else "(not measured)", display=False)
 glue("v2_latency_top", f"{tilde_timings.latency_of(latencies, 'TILDEv2', top):.2f}", display=False)
-latencies
+plain(latencies)
 
 # %% [markdown]
 # TILDE-QL re-ranks {glue:text}`latency_top` candidates in **{glue:text}`ql_latency_top` ms** per
@@ -398,7 +399,7 @@ for test_set in ablation_sets:
     ablation_tables[test_set] = tilde_comparisons.ablation(scores, bm25.run, bm25.qrels, MEASURES)
     write_csv(out / f"table3_{test_set}.csv", ablation_tables[test_set])
     display(Markdown(f"**{test_set.upper()}** (BM25 top-{depth}; † significant against L_BiQDL / TILDE-QDL)"))
-    display(tilde_tables.marked_ablation(ablation_tables[test_set], MEASURES))
+    display(plain(tilde_tables.marked_ablation(ablation_tables[test_set], MEASURES)))
 
 # %% [markdown]
 # ## Figure 2: the weight α

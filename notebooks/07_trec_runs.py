@@ -57,6 +57,7 @@ from myst_nb import glue
 from lib.analyses import query_types
 from lib.chapters import trec_runs
 from lib.chapters.prologue import start_chapter
+from lib.chapters.tables import plain
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
@@ -246,7 +247,7 @@ tests = pd.concat(
     ignore_index=True,
 )
 write_csv(out / "pairwise_tests.csv", tests)
-tests[["set", "run", "against", "mean", "mean against", "delta", "p_bonferroni", "significant"]]
+plain(tests[["set", "run", "against", "mean", "mean against", "delta", "p_bonferroni", "significant"]])
 
 # %% [markdown]
 # ## Best and worst queries

@@ -118,10 +118,11 @@ pd.DataFrame(
 # reads the query and **two** passages, `[CLS] q [SEP] d_i [SEP] d_j [SEP]`, and gives the probability `p_ij` that
 # `d_i` is the more relevant. It scores every ordered pair of mono's top *k*, and each passage's duo score is the
 # sum of its probabilities of beating the others (SUM, one of the aggregations of Nogueira et al.'s duoBERT
-# paper {cite}`nogueira2019multistage`; the pattern's name is Pradeep et al.'s {cite}`pradeep2021expando`). The book's duo model starts from chapter 2's fine-tuned BERT-cat encoder with a new head, learns the
-# teacher's margin with its sign from both orders of chapter 2's triples (`lib.training.duo`; the papers train on
-# MS MARCO's labels, which the book's training queries do not have), and is validated and early-stopped on the
-# validation queries' mono top *k* — a short schedule, since every row is a query and two passages:
+# paper {cite}`nogueira2019multistage`; the pattern's name is Pradeep et al.'s {cite}`pradeep2021expando`). The
+# book's duo model starts from chapter 2's fine-tuned BERT-cat encoder with a new head, learns the teacher's margin
+# with its sign from both orders of chapter 2's triples (`lib.training.duo`; the papers train on MS MARCO's labels,
+# which the book's training queries do not have), and is validated and early-stopped on the validation queries'
+# mono top *k* — a short schedule, since every row is a query and two passages:
 
 # %%
 start = time.perf_counter()

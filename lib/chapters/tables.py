@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from pandas.io.formats.style import Styler
 
 
-def plain(frame: pd.DataFrame, precision: int = 4) -> Styler:
-    """``frame`` for display: its index hidden, floats shown with ``precision`` decimals, NaN as an empty cell."""
+def plain(frame: pd.DataFrame | Any, precision: int = 4) -> Styler | Any:
+    """``frame`` for display: its index hidden, floats shown with ``precision`` decimals, NaN as an empty cell.
+    Anything else — the note a chapter shows where its data lack a table — is shown as it is."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
     return frame.style.hide(axis="index").format(precision=precision, na_rep="", thousands=",")
 
 

@@ -15,3 +15,23 @@ def test_a_plain_table_hides_the_row_numbers_and_rounds() -> None:
     ).to_html()
     assert "0.5123" in html and "0.512345" not in html and "1,234.5000" in html
     assert 'class="row_heading' not in html  # the index is hidden
+    assert page_numbers_rows(html) is False
+
+
+def test_a_note_in_a_tables_place_is_shown_as_it_is() -> None:
+    note = "no table: the data folder lacks it"
+    assert plain(note) is note
+
+
+def page_numbers_rows(html: str) -> bool:
+    """Whether a table's HTML numbers its rows 0, 1, 2, … with an unnamed index (the check of the executed pages)."""
+    from tests.chapters.test_pages import numbers_rows
+
+    return numbers_rows(html)
+
+
+def test_the_pages_check_finds_pandas_row_numbers() -> None:
+    frame = pd.DataFrame({"model": ["TK-2", "BM25"], "nDCG@10": [0.5, 0.4]})
+    assert page_numbers_rows(frame.to_html()) and page_numbers_rows(frame.style.to_html())
+    assert not page_numbers_rows(frame.set_index("model").to_html())
+    assert not page_numbers_rows(frame.rename_axis("k").to_html())  # a named index carries something
