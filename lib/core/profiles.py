@@ -4,7 +4,7 @@
 default) and ``paper`` (full MS MARCO on a GPU). A chapter's papermill ``parameters`` cell names the
 profile and may override a knob; ``None`` in a parameters cell means "the profile's default", which
 the chapter reads from its section here: ``training`` (chapter 2), ``speed`` (chapter 3), ``clusters``
-(chapter 4), ``tilde`` (chapter 6), ``trec`` (chapter 7), ``lecture`` (chapter 8).
+(chapter 4), ``tilde`` (chapter 6), ``trec`` (chapter 7), ``lecture`` (chapter 8), ``long`` (chapter 9).
 :func:`with_overrides` applies a chapter's overrides to its section; :func:`lib.chapters.prologue.start_chapter`
 calls it once (the chapter's ``settings``). ARCHITECTURE.md, "Chapters", says how a chapter uses them.
 """
@@ -272,6 +272,39 @@ class LectureSettings(_Replaceable):
 
 
 @dataclass(frozen=True)
+class LongSettings(_Replaceable):
+    """Chapter 9's knobs (long documents; lecture 8, slides 13 and 34–40).
+
+    TIME (:mod:`lib.data.time_collection`, evaluation only): every model re-ranks BM25's top ``time_depth``
+    documents of each query. A document is read up to its first ``max_pieces`` word pieces (or words, for the word
+    models). BERT-cat on documents: FirstP reads the first ``first_pieces`` word pieces, MaxP windows of ``window``
+    pieces every ``stride`` (:mod:`lib.models.long_bert`). Assembled documents
+    (:mod:`lib.data.assembled_documents`): ``relevant_per_query`` relevant and ``others_per_query`` non-relevant
+    documents per query, the relevant passage's position read in ``position_bins`` equal bins. ``timed_documents``:
+    how many of DL19's assembled documents each model's speed is measured on.
+    """
+
+    time_depth: int = 50
+    max_pieces: int = 2048
+    first_pieces: int = 512
+    window: int = 200
+    stride: int = 100
+    relevant_per_query: int = 2
+    others_per_query: int = 8
+    position_bins: int = 5
+    timed_documents: int = 64
+
+    def __post_init__(self) -> None:
+        names = ("time_depth", "max_pieces", "first_pieces", "window", "stride", "relevant_per_query",
+                 "others_per_query", "position_bins", "timed_documents")  # fmt: skip
+        for name in names:
+            if getattr(self, name) < 1:
+                raise ValueError(f"long-document setting {name!r} must be >= 1, got {getattr(self, name)}")
+        if self.stride > self.window:
+            raise ValueError(f"long-document setting 'stride' ({self.stride}) must not exceed 'window' ({self.window})")
+
+
+@dataclass(frozen=True)
 class TildeSettings(_Replaceable):
     """Chapter 6's knobs: TILDE's and TILDEv2's fine-tuning schedules and the latency repetitions.
 
@@ -327,7 +360,7 @@ class Profile:
             (chapter 6's TILDE starts from the paper's BERT).
         substitutions: what the profile puts in place of a ``paper`` part that cannot be had here, one line
             each; every chapter prints them (:func:`lib.chapters.prologue.start_chapter`), so none is silent.
-        training, speed, clusters, tilde, trec, lecture: the per-chapter sections (see the module doc).
+        training, speed, clusters, tilde, trec, lecture, long: the per-chapter sections (see the module doc).
     """
 
     name: str
@@ -342,6 +375,7 @@ class Profile:
     tilde: TildeSettings = TildeSettings()
     trec: TrecSettings = TrecSettings()
     lecture: LectureSettings = LectureSettings()
+    long: LongSettings = LongSettings()
 
 
 PROFILES: dict[str, Profile] = {
@@ -373,6 +407,7 @@ PROFILES: dict[str, Profile] = {
             latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200,
             sparsity_weights=(0.5, 2.0), duo_top_k=3, duo_batch_size=2, duo_max_steps=2, duo_validate_every=1,
         ),
+        long=LongSettings(time_depth=10, relevant_per_query=1, others_per_query=3, position_bins=3, timed_documents=8),
     ),
     "book": Profile(
         "book",
@@ -478,7 +513,7 @@ PROFILES["paper-mini"] = paper_miniature(PROFILES["paper"])
 
 
 #: The sections of a :class:`Profile` a chapter may take as its own settings.
-SECTIONS: tuple[str, ...] = ("training", "speed", "clusters", "tilde", "trec", "lecture")
+SECTIONS: tuple[str, ...] = ("training", "speed", "clusters", "tilde", "trec", "lecture", "long")
 
 
 def get_profile(name: str) -> Profile:

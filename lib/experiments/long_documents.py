@@ -1,0 +1,81 @@
+"""Chapter 9's data: TIME with its BM25 candidates, and documents assembled from the test years' passages.
+
+- :func:`time_set`: the TIME collection (:mod:`lib.data.time_collection`; evaluation only, never trained or tuned
+  on) as a judged set: its queries (the profile's slice), binary judgments and BM25's top ``depth`` documents from a
+  Lucene index of its 423 documents (:mod:`lib.first_stage.lucene`, the book's BM25), with the documents' texts.
+- :func:`assembled_set`: one judged year's documents assembled from its real passages
+  (:mod:`lib.data.assembled_documents`): relevant documents around each query's passages judged relevant (grade ≥
+  the year's relevance level), filler from its passages judged 0, then from the other queries' BM25 candidates;
+  lengths drawn from TIME's documents. The candidates are the query's documents in a seeded random order, and
+  BM25's order of the same documents (from an index of all the year's assembled documents; a document that shares
+  no term with the query last) is returned beside them as the first stage to compare against.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lib.core.atomic import write_text
+from lib.core.profiles import Profile, limit_queries
+from lib.core.types import JudgedSet, Run, query_order, ranking_from_run
+from lib.data.assembled_documents import AssembledSet, assemble
+from lib.data.time_collection import load_time
+from lib.evaluation.measures import relevance_level
+from lib.first_stage import lucene
+
+
+def _bm25(documents: dict[str, str], queries: dict[str, str], folder: Path, depth: int) -> Run:
+    """BM25's top ``depth`` of ``documents`` for each query, from a Lucene index built (once) in ``folder``."""
+    collection = "".join(f"{docid}\t{' '.join(text.split())}\n" for docid, text in documents.items())
+    write_text(folder / "collection.tsv", collection)
+    index = lucene.build_index(folder / "collection.tsv", folder / "index", progress=False)
+    return lucene.retrieve(index, queries, "bm25", k=depth)
+
+
+def time_set(profile: Profile, folder: Path, depth: int) -> tuple[JudgedSet, dict[str, str]]:
+    """TIME as a judged set re-ranking BM25's top ``depth`` (the profile's slice of its queries), and its documents'
+    texts; the index lives in ``folder``."""
+    collection = load_time()
+    qids = limit_queries(list(collection.queries), profile)
+    queries = {qid: collection.queries[qid] for qid in qids}
+    run = _bm25(collection.documents, queries, folder, depth)
+    qrels = {qid: collection.qrels[qid] for qid in qids if qid in collection.qrels}
+    return JudgedSet("time", queries, qrels, run), collection.documents
+
+
+def assembled_set(
+    judged: JudgedSet,
+    texts: dict[str, str],
+    lengths: list[int],
+    counts: tuple[int, int],
+    seed: int,
+    folder: Path,
+) -> tuple[AssembledSet, JudgedSet, Run]:
+    """``judged``'s documents assembled from its passages (module docstring; ``counts``: relevant and non-relevant
+    documents per query), as a judged set whose run is the documents in a seeded random order, and BM25's ranking of
+    the same documents (its index in ``folder``)."""
+    level = relevance_level(judged.qrels)
+    relevant, negatives = {}, {}
+    for qid in sorted(judged.queries, key=query_order):
+        grades = {pid: grade for pid, grade in judged.qrels.get(qid, {}).items() if pid in texts}
+        relevant[qid] = {pid: grade for pid, grade in grades.items() if grade >= level}
+        negatives[qid] = sorted(pid for pid, grade in grades.items() if grade == 0)
+    pool = sorted({pid for run in judged.run.values() for pid in run if pid in texts})
+    assembled = assemble(relevant, negatives, pool, texts, lengths, seed, *counts)
+    queries = {qid: judged.queries[qid] for qid in assembled.qrels}
+    as_judged = JudgedSet(f"{judged.name}-assembled", queries, assembled.qrels, assembled.run)
+    ranked = _bm25(assembled.documents, queries, folder, len(assembled.documents))
+    bm25 = {}
+    for qid, candidates in assembled.run.items():  # BM25's order of the query's own documents, unmatched ones last
+        order = [doc for doc in ranking_from_run(ranked[qid]) if doc in candidates]
+        order += [doc for doc in ranking_from_run(candidates) if doc not in order]
+        bm25[qid] = {doc: float(len(order) - rank) for rank, doc in enumerate(order)}
+    return assembled, as_judged, bm25
+
+
+def time_lengths() -> list[int]:
+    """The word counts of TIME's documents: the lengths assembled documents are drawn from."""
+    return [len(text.split()) for text in load_time().documents.values()]
+
+
+__all__ = ["assembled_set", "time_lengths", "time_set"]
