@@ -287,8 +287,8 @@ class LongSettings(_Replaceable):
     time_depth: int = 50
     max_pieces: int = 2048
     first_pieces: int = 512
-    window: int = 200
-    stride: int = 100
+    window: int = 150
+    stride: int = 75
     relevant_per_query: int = 2
     others_per_query: int = 8
     position_bins: int = 5

@@ -10,7 +10,8 @@ A later chapter never builds a path into an earlier chapter's artifacts; it asks
   :func:`training_settings`, :func:`small_bert` and
   :func:`small_bert_pretraining` (the masked-LM pre-trained BERT and its record),
   :func:`candidate_scores` (a model's score of every test candidate) and :func:`table2` (Table 2),
-  :func:`training_protocol` (its settings, seed and distillation protocol, for chapters that train more models);
+  :func:`training_protocol` (its settings, seed and distillation protocol, for chapters that train more models),
+  :func:`test_sets` (its test years as it re-ranked them, for a chapter that only tests on them);
 - chapter 3 (``03_time_budget``): :func:`speeds` (``speed.json``, the measured speed of every architecture),
   :func:`budget_leaders` (the best model under each time budget), :func:`regimes` (``regimes.csv``, every trained
   model's query-time cost run whole and with its passages stored) and :func:`budget_figure` (Figure 2 in both
@@ -40,7 +41,9 @@ from lib.core import paths
 from lib.core.broken_files import read_checked
 from lib.core.device import resolve_device
 from lib.core.profiles import Profile, TrainingSettings
+from lib.core.types import JudgedSet
 from lib.data import read_run
+from lib.data.splits import TEST_SETS
 from lib.experiments import distillation_protocol, model_runs, model_setup, settings_record
 from lib.models.registry import model_spec
 from lib.representations.bert import load_tokenizer
@@ -156,6 +159,13 @@ def training_protocol(profile: Profile) -> tuple[TrainingSettings, int, distilla
         cache = teacher_cache(profile)
     protocol = distillation_protocol.prepare_protocol(profile, settings, seed, book_index(profile), cache, False)
     return settings, seed, protocol
+
+
+def test_sets(profile: Profile) -> dict[str, JudgedSet]:
+    """Chapter 2's test years as it re-ranked them (its recorded candidate depth), without the teacher: for a chapter
+    that tests on them but trains nothing on chapter 2's protocol (chapter 9)."""
+    settings, _ = settings_record.read_settings(training_settings(profile))
+    return {name: distillation_protocol.query_set(name, profile, settings.candidate_depth) for name in TEST_SETS}
 
 
 def trained_model(profile: Profile, name: str, device: str | torch.device = "cpu") -> TrainedModel:

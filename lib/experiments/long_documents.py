@@ -9,19 +9,32 @@
   lengths drawn from TIME's documents. The candidates are the query's documents in a seeded random order, and
   BM25's order of the same documents (from an index of all the year's assembled documents; a document that shares
   no term with the query last) is returned beside them as the first stage to compare against.
+- :func:`document_scores`: a model's score of every candidate document, each read up to ``max_pieces`` tokens,
+  computed once per build (the score cache, :mod:`lib.experiments.score_cache`, keyed by the weights, the
+  documents and ``method`` — FirstP and MaxP share BERT-cat's weights, so the method tells them apart) — and
+  :func:`documents_per_ms`, the same scoring timed.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
+
+import torch
 
 from lib.core.atomic import write_text
+from lib.core.device import amp_enabled
 from lib.core.profiles import Profile, limit_queries
 from lib.core.types import JudgedSet, Run, query_order, ranking_from_run
 from lib.data.assembled_documents import AssembledSet, assemble
 from lib.data.time_collection import load_time
 from lib.evaluation.measures import relevance_level
+from lib.experiments import score_cache
+from lib.experiments.model_runs import score_cache_folder
 from lib.first_stage import lucene
+from lib.representations.text import QUERY_MAX_LENGTH
+from lib.reranking.scoring import ScoringOptions, score_candidates
 
 
 def _bm25(documents: dict[str, str], queries: dict[str, str], folder: Path, depth: int) -> Run:
@@ -78,4 +91,54 @@ def time_lengths() -> list[int]:
     return [len(text.split()) for text in load_time().documents.values()]
 
 
-__all__ = ["assembled_set", "time_lengths", "time_set"]
+def document_scores(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    judged: JudgedSet,
+    documents: dict[str, str],
+    profile: Profile,
+    method: str,
+    max_pieces: int,
+    batch_size: int = 8,
+) -> Run:
+    """Every candidate document of ``judged`` scored by ``model`` (each read up to ``max_pieces`` tokens), computed
+    once per build and kept in the profile's score cache under ``method`` (module docstring)."""
+    device = next(model.parameters()).device
+    key = score_cache.scoring_key(
+        model, tokenizer, judged.queries, documents, judged.run, method=method,
+        max_lengths=[QUERY_MAX_LENGTH, max_pieces], device=device.type, bf16=amp_enabled(device),
+    )  # fmt: skip
+    options = ScoringOptions(batch_size, QUERY_MAX_LENGTH, max_pieces, progress=True)
+
+    def compute() -> Run:
+        return score_candidates(model, tokenizer, judged.queries, documents, judged.run, depth=None, options=options)
+
+    return score_cache.cached_scores(score_cache_folder(profile), key, judged.run, compute)
+
+
+def documents_per_ms(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    judged: JudgedSet,
+    documents: dict[str, str],
+    count: int,
+    max_pieces: int,
+    batch_size: int = 8,
+) -> float:
+    """Documents scored per millisecond: the first ``count`` candidates (in query order, then the run's order) scored
+    once untimed and once timed, as :func:`document_scores` scores them (tokenising included)."""
+    chosen: Run = {}
+    for qid in sorted(judged.run, key=query_order):
+        room = count - sum(map(len, chosen.values()))
+        if room <= 0:
+            break
+        chosen[qid] = dict(list(judged.run[qid].items())[:room])
+    options = ScoringOptions(batch_size, QUERY_MAX_LENGTH, max_pieces)
+    scored = sum(map(len, chosen.values()))
+    score_candidates(model, tokenizer, judged.queries, documents, chosen, depth=None, options=options)
+    start = time.perf_counter()
+    score_candidates(model, tokenizer, judged.queries, documents, chosen, depth=None, options=options)
+    return scored / ((time.perf_counter() - start) * 1000)
+
+
+__all__ = ["assembled_set", "document_scores", "documents_per_ms", "time_lengths", "time_set"]

@@ -15,7 +15,7 @@ from lib.core.atomic import write_json
 from lib.core.broken_files import BrokenFileError
 from lib.core.profiles import get_profile
 from lib.evaluation import measures as evaluation
-from lib.experiments import artifacts, model_runs, model_setup, tk_choice
+from lib.experiments import artifacts, model_runs, model_setup, settings_record, tk_choice
 from lib.experiments.artifacts import checkpoint_path, trained_model
 from lib.models.bert_cat import BertCat
 from lib.representations.pretrained import minilm_folder
@@ -212,3 +212,14 @@ def test_the_chosen_tk_names_chapter_2_when_missing_and_reads_back_its_record(ar
     assert artifacts.chosen_tk(get_profile("smoke")) == "tk-bert2"
     record = json.loads((folder / artifacts.CHOSEN_TK_FILE).read_text())
     assert record == {"model": "tk-bert2", "metric": "nDCG@10", "validation": {"tk-bert2": 0.5}}
+
+
+def test_the_test_years_come_at_chapter_2s_recorded_depth(artifacts_root: Path, converted: Path) -> None:
+    profile = get_profile("smoke")
+    with pytest.raises(FileNotFoundError, match="02_training"):
+        artifacts.test_sets(profile)
+    settings = dataclasses.replace(profile.training, candidate_depth=7)
+    settings_record.write_settings(paths.chapter_dir("smoke", "02_training") / "settings.json", settings, 42)
+    tests = artifacts.test_sets(profile)
+    assert set(tests) == {"dl19", "dl20"} and len(tests["dl19"].queries) == 8
+    assert all(len(candidates) == 7 for candidates in tests["dl19"].run.values())
