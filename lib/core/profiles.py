@@ -281,7 +281,11 @@ class LongSettings(_Replaceable):
     pieces every ``stride`` (:mod:`lib.models.long_bert`). Assembled documents
     (:mod:`lib.data.assembled_documents`): ``relevant_per_query`` relevant and ``others_per_query`` non-relevant
     documents per query, the relevant passage's position read in ``position_bins`` equal bins. ``timed_documents``:
-    how many of DL19's assembled documents each model's speed is measured on.
+    how many of DL19's assembled documents each model's speed is measured on. Training (TKL; IDCM's student): the
+    documents assembled around the teacher's best passage of the first ``train_queries`` teacher-labelled queries
+    (chapter 2's), ``train_steps`` steps of ``train_batch`` (TKL: pairs; the student: documents), validated every
+    ``validate_every`` steps on DL21's assembled documents, stopped after ``patience`` validations without
+    improvement. ``idcm_ks``: the windows per document BERT-cat scores in IDCM's cascade, swept (slide 40).
     """
 
     time_depth: int = 50
@@ -293,10 +297,19 @@ class LongSettings(_Replaceable):
     others_per_query: int = 8
     position_bins: int = 5
     timed_documents: int = 64
+    train_queries: int = 800
+    train_steps: int = 300
+    train_batch: int = 8
+    validate_every: int = 100
+    patience: int = 2
+    idcm_ks: tuple[int, ...] = (1, 2, 3, 4, 6)
 
     def __post_init__(self) -> None:
+        if not self.idcm_ks or min(self.idcm_ks) < 1:
+            raise ValueError(f"long-document setting 'idcm_ks' must be positive window counts, got {self.idcm_ks}")
         names = ("time_depth", "max_pieces", "first_pieces", "window", "stride", "relevant_per_query",
-                 "others_per_query", "position_bins", "timed_documents")  # fmt: skip
+                 "others_per_query", "position_bins", "timed_documents", "train_queries", "train_steps",
+                 "train_batch", "validate_every", "patience")  # fmt: skip
         for name in names:
             if getattr(self, name) < 1:
                 raise ValueError(f"long-document setting {name!r} must be >= 1, got {getattr(self, name)}")
@@ -407,7 +420,10 @@ PROFILES: dict[str, Profile] = {
             latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200,
             sparsity_weights=(0.5, 2.0), duo_top_k=3, duo_batch_size=2, duo_max_steps=2, duo_validate_every=1,
         ),
-        long=LongSettings(time_depth=10, relevant_per_query=1, others_per_query=3, position_bins=3, timed_documents=8),
+        long=LongSettings(
+            time_depth=10, relevant_per_query=1, others_per_query=3, position_bins=3, timed_documents=8,
+            train_queries=8, train_steps=4, train_batch=2, validate_every=2, idcm_ks=(1, 2),
+        ),
     ),
     "book": Profile(
         "book",
