@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Long documents: FirstP, MaxP and where relevance sits
+# # Long documents: FirstP, MaxP, TKL and IDCM
 #
 # Every model so far re-ranked *passages*: a few dozen words, which BERT reads whole. A document runs to
 # thousands of words, BERT reads 512 word pieces at most, and the time budget of {doc}`03_time_budget` is sharpest
@@ -20,7 +20,9 @@
 # Slide 13 of the lecture gives BERT-cat's two simple answers {cite}`dai2019deeper`: **FirstP** reads the first
 # 512 pieces and ignores the rest; **MaxP** reads the document in windows and keeps the best window's score. The
 # lecture's expectation is that FirstP loses exactly the documents whose relevant part comes late, and MaxP does
-# not — at the price of one BERT-cat pass per window.
+# not — at the price of one BERT-cat pass per window. Slides 34–40 then show two ways to read a whole document for
+# less: **TKL**, TK's kernels over a document contextualised in chunks, and **IDCM**, a cascade in which a fast
+# student picks the few windows BERT-cat reads.
 #
 # The book's data hold passages only, so this chapter uses two sources of long documents:
 #
@@ -153,11 +155,11 @@ validation = (validation[1], validation[0].documents)
 # %% [markdown]
 # ## TKL: contextualising a document in chunks (slides 34–37)
 #
-# TKL reads a document the way TK reads a passage, in pieces it can afford: the document is contextualised in
-# overlapping chunks of 40 words (5 of overlap on each side), matched against the query with TK's kernels, and
-# scored by a learned saturation over windows of 30 words every 2; the best three non-overlapping regions make
-# the score (the authors' defaults, `lib.models.tkl`). Here on the GloVe vectors of TK-2, trained with the TK
-# paper's pairwise hinge on the training documents:
+# TKL {cite}`hofstaetter2020tkl` reads a document the way TK reads a passage, in pieces it can afford: the
+# document is contextualised in overlapping chunks of 40 words (5 of overlap on each side), matched against the
+# query with TK's kernels, and scored by a learned saturation over windows of 30 words every 2; the best three
+# non-overlapping regions make the score (the authors' defaults, `lib.models.tkl`). Here on the GloVe vectors of
+# TK-2, trained with the TK paper's pairwise hinge on the training documents:
 
 # %%
 start = time.perf_counter()
@@ -196,12 +198,12 @@ plt.show()
 # %% [markdown]
 # ## IDCM: a cascade inside the document (slides 38–40)
 #
-# IDCM lets a fast student (kernel pooling over convolved 3-grams, the authors' "ck") score every window of 50
-# pieces (with 7 of context on each side), and BERT-cat — chapter 2's, frozen — score only the student's best *k*;
-# the best three BERT-cat windows make the score. The student learns without labels, by distillation: on the
-# training documents it learns to order each document's windows as BERT-cat orders them (the authors'
-# LambdaLoss). The authors also fine-tune BERT on documents first; here BERT-cat stays as chapter 2 trained it,
-# on passages.
+# IDCM {cite}`hofstaetter2021idcm` lets a fast student (kernel pooling over convolved 3-grams, the authors' "ck")
+# score every window of 50 pieces (with 7 of context on each side), and BERT-cat — chapter 2's, frozen — score only
+# the student's best *k*; the best three BERT-cat windows make the score. The student learns without labels, by
+# distillation: on the training documents it learns to order each document's windows as BERT-cat orders them
+# (the authors' LambdaLoss). The authors also fine-tune BERT on documents first; here BERT-cat stays as chapter 2
+# trained it, on passages.
 
 # %%
 start = time.perf_counter()

@@ -522,6 +522,7 @@ def paper_miniature(paper: Profile) -> Profile:
         tilde=smoke.tilde.replace(train_set=paper.tilde.train_set),
         trec=paper.trec.replace(inits=(1, 2)),
         lecture=smoke.lecture,
+        long=smoke.long,
     )  # fmt: skip
 
 
