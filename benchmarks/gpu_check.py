@@ -7,7 +7,9 @@ bf16 autocast (how the book trains and scores on a GPU, :func:`lib.core.device.a
 one Margin-MSE training step on ``--device`` under the book's autocast (distillation paper, eq. 1,
 :func:`lib.training.distillation.margin_mse`) and checks that every trainable parameter got a finite
 gradient and that the step changed the scores. Zero-shot models are only scored. A model that raises
-gets a failed row with the error; the others are still checked.
+gets a failed row with the error; the others are still checked. The models outside the registry
+(:data:`EXTRA_MODELS`: chapter 8's duo model on (query, passage, passage) triples, chapter 9's FirstP, MaxP, IDCM
+and TKL on documents of eight real passages joined) are scored the same three ways, without a training step.
 
 Weights: the MiniLM-family models start from the real all-MiniLM-L6-v2 (on the GPU machine its float16
 copy, :mod:`lib.representations.minilm_copy`); the word and piece families get a seeded random
@@ -42,7 +44,13 @@ from lib.core.profiles import get_profile
 from lib.data import book_texts, load_queries, load_run
 from lib.evaluation.efficiency import device_name, encode_pairs
 from lib.evaluation.speed_benchmark import environment
+from lib.models.bert_cat import BertCat
+from lib.models.duo_bert import DuoBert
+from lib.models.idcm import IDCM
+from lib.models.long_bert import FirstP, MaxP
 from lib.models.registry import MODELS, ModelSpec
+from lib.models.tk import width_for
+from lib.models.tkl import TKL, TKLConfig
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.pretrained import minilm_folder
 from lib.representations.text import Vocabulary
@@ -113,18 +121,15 @@ def training_step(model: nn.Module, inputs: Tensors, device: torch.device) -> di
     }
 
 
-def check_model(name: str, inputs: Tensors, vocab_size: int, device: torch.device, seed: int = 0) -> dict[str, Any]:
-    """One row: ``name`` scored on the CPU and on ``device`` (fp32 and bf16), then trained one step on ``device``."""
-    spec = MODELS[name]
-    model = build(spec, vocab_size, seed)
+def agreement(model: nn.Module, inputs: Tensors, device: torch.device) -> dict[str, Any]:
+    """``model`` (on the CPU) scored on the CPU in float32 and, as a copy, on ``device`` in float32 and bf16: the
+    differences and rank agreements, and whether they pass the thresholds (``fp32_ok``, ``bf16_ok``, ``ok``)."""
     reference = scores(model, inputs, torch.device("cpu"), amp=False)
     on_device = copy.deepcopy(model).to(device)
     fp32 = scores(on_device, inputs, device, amp=False)
     bf16 = scores(on_device, inputs, device, amp=True)
     spread = float(reference.std()) or 1.0
     row: dict[str, Any] = {
-        "model": name,
-        "label": spec.label,
         "pairs": len(reference),
         "cpu_score_std": float(reference.std()),
         "fp32_max_difference": float(np.abs(fp32 - reference).max()),
@@ -135,8 +140,16 @@ def check_model(name: str, inputs: Tensors, vocab_size: int, device: torch.devic
     row["fp32_ok"] = row["fp32_max_difference"] <= FP32_TOLERANCE * spread and row["fp32_spearman"] >= MIN_SPEARMAN_FP32
     row["bf16_ok"] = row["bf16_spearman"] >= MIN_SPEARMAN_BF16
     row["ok"] = row["fp32_ok"] and row["bf16_ok"]
+    return row
+
+
+def check_model(name: str, inputs: Tensors, vocab_size: int, device: torch.device, seed: int = 0) -> dict[str, Any]:
+    """One row: ``name`` scored on the CPU and on ``device`` (fp32 and bf16), then trained one step on ``device``."""
+    spec = MODELS[name]
+    model = build(spec, vocab_size, seed)
+    row: dict[str, Any] = {"model": name, "label": spec.label, **agreement(model, inputs, device)}
     if not spec.zero_shot:
-        step = training_step(on_device, inputs, device)
+        step = training_step(copy.deepcopy(model).to(device), inputs, device)
         step["ok"] = (
             np.isfinite(step["loss"])
             and not step["without_gradient"]
@@ -148,6 +161,38 @@ def check_model(name: str, inputs: Tensors, vocab_size: int, device: torch.devic
     return row
 
 
+#: The models outside the registry (they read documents, or two passages): chapter 8's duo model, chapter 9's
+#: long-document models.
+EXTRA_MODELS = ("duo-bert", "firstp", "maxp", "idcm", "tkl")
+
+
+def build_extra(name: str, vocab_size: int, seed: int = 0) -> nn.Module:
+    """A model of :data:`EXTRA_MODELS` on the CPU: the MiniLM ones from all-MiniLM-L6-v2, TKL on a seeded random
+    embedding matrix of GloVe 6B's width."""
+    torch.manual_seed(seed)
+    if name == "tkl":
+        return TKL(torch.randn(vocab_size, 50, generator=torch.Generator().manual_seed(seed)),
+                   config=TKLConfig(**width_for(50)))  # fmt: skip
+    if name == "duo-bert":
+        return DuoBert(minilm_folder())
+    bert_cat = BertCat(minilm_folder())
+    return {"firstp": FirstP, "maxp": MaxP, "idcm": IDCM}[name](bert_cat)
+
+
+def extra_inputs(name: str, tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> Tensors:
+    """What an extra model reads: for the duo model (query, passage, the next pair's passage); for the others
+    (query, document), a document being eight consecutive passages of ``pairs`` joined (up to 1,024 tokens)."""
+    queries = [query for query, _ in pairs]
+    passages = [passage for _, passage in pairs]
+    query_ids, query_mask = tokenizer.encode(queries, 30)
+    if name == "duo-bert":
+        doc_ids, doc_mask = tokenizer.encode(passages, 200)
+        shifted = torch.roll(torch.arange(len(passages)), 1)
+        return query_ids, query_mask, doc_ids, doc_mask, doc_ids[shifted], doc_mask[shifted]
+    documents = [" ".join((passages * 2)[i : i + 8]) for i in range(len(passages))]
+    return (query_ids, query_mask, *tokenizer.encode(documents, 1024))
+
+
 def run_checks(names: Sequence[str], pairs: Sequence[tuple[str, str]], device: torch.device) -> dict[str, Any]:
     """Every model of ``names`` checked on ``pairs`` (:func:`check_model`); JSON-ready, with the environment."""
     tokenizers: Mapping[str, Any] = {
@@ -156,14 +201,18 @@ def run_checks(names: Sequence[str], pairs: Sequence[tuple[str, str]], device: t
     }
     rows = []
     for name in names:
-        tokenizer = tokenizers["word" if MODELS[name].family == "word" else "wordpiece"]
-        inputs = encode_pairs(tokenizer, pairs)
+        family = "word" if name == "tkl" or (name in MODELS and MODELS[name].family == "word") else "wordpiece"
+        tokenizer = tokenizers[family]
         try:
-            rows.append(check_model(name, inputs, len(tokenizer), device))
+            if name in MODELS:
+                rows.append(check_model(name, encode_pairs(tokenizer, pairs), len(tokenizer), device))
+            else:
+                model = build_extra(name, len(tokenizer))
+                rows.append({"model": name, "label": name, **agreement(model, extra_inputs(name, tokenizer, pairs),
+                                                                         device)})  # fmt: skip
         except Exception as error:  # noqa: BLE001 — one model's failure is its row, the others are still checked
-            rows.append(
-                {"model": name, "label": MODELS[name].label, "ok": False, "error": f"{type(error).__name__}: {error}"}
-            )
+            label = MODELS[name].label if name in MODELS else name
+            rows.append({"model": name, "label": label, "ok": False, "error": f"{type(error).__name__}: {error}"})
         print(f"{name:<18} {'ok' if rows[-1]['ok'] else 'FAILED'}", flush=True)
     return {
         "environment": environment(),
@@ -181,7 +230,7 @@ def run_checks(names: Sequence[str], pairs: Sequence[tuple[str, str]], device: t
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="auto", help="the device to check against the CPU (default: auto)")
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=[*MODELS, *EXTRA_MODELS], choices=[*MODELS, *EXTRA_MODELS])
     parser.add_argument("--pairs", type=int, default=32, help="real DL19 pairs to score (even, ≥ 4)")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     args = parser.parse_args(argv)

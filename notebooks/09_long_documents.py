@@ -52,6 +52,7 @@ from myst_nb import glue
 from lib.chapters import long_documents_reading
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tables import plain
+from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts
@@ -321,6 +322,14 @@ glue("long_device", str(chapter.device), display=False)
 glue("timed_documents", f"{long.timed_documents}", display=False)
 write_csv(out / "speeds.csv", speeds)
 plain(speeds, precision=4)
+
+# %% [markdown]
+# The same architectures timed on a GPU, committed with the book (`python -m benchmarks.long_documents`: untrained
+# weights, whose speed does not depend on them; documents of eight real DL19 passages joined; bf16 autocast):
+
+# %%
+gpu_speeds = long_documents_reading.committed_speeds(paths.REPO_ROOT / "benchmarks" / "results" / "long")
+plain(gpu_speeds, precision=3) if len(gpu_speeds) else Markdown("*No GPU timing is committed yet.*")
 
 # %% [markdown]
 # ## What this chapter shows

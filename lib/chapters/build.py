@@ -14,7 +14,7 @@ A chapter is re-executed only when its *fingerprint* changed: the sha256 of its 
 ``manifest.json`` of the profile's data folder (:func:`lib.core.paths.converted_dir`: the converted book
 subset, or the ``paper`` profile's MS MARCO export; a chapter reads the same folder,
 :func:`lib.chapters.prologue.start_chapter`), of the committed files it reads (:data:`COMMITTED_INPUTS`:
-chapter 3's benchmark results), of its parameters, and of the fingerprints of the chapters
+the benchmark results chapters 3, 8 and 9 show), of its parameters, and of the fingerprints of the chapters
 before it (later chapters read earlier chapters' artifacts). Editing a module that only chapter 6 imports
 therefore re-executes chapter 6 alone. The fingerprint is stored beside the output
 (``.NN_topic.stamp.json``) once the chapter succeeded; the executed notebook is written to a temporary
@@ -60,7 +60,11 @@ DEFAULT_BUDGET_MINUTES = 15.0
 TOTAL_BUDGET_MINUTES = 60.0
 #: Committed files a chapter reads besides its data and ``lib/`` (repository-relative globs), part of its
 #: fingerprint: chapter 3 tabulates every benchmark result committed under ``benchmarks/results/``.
-COMMITTED_INPUTS: dict[str, tuple[str, ...]] = {"03_time_budget": ("benchmarks/results/*.json",)}
+COMMITTED_INPUTS: dict[str, tuple[str, ...]] = {
+    "03_time_budget": ("benchmarks/results/*.json", "benchmarks/results/regimes/*.json"),
+    "08_lecture_models": ("benchmarks/results/regimes/*.json",),
+    "09_long_documents": ("benchmarks/results/long/*.json",),
+}
 
 
 def executed_dir(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:

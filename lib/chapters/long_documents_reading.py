@@ -7,13 +7,16 @@
   tested trends in words;
 - :func:`plot_regions` — where TKL's best region lies, and whether it covers the relevant passage (slide 37);
 - :func:`cascade_table` / :func:`cascade_reading` — IDCM's cascade against ``k`` beside MaxP (slide 40), and the
-  lecture's claim tested.
+  lecture's claim tested;
+- :func:`committed_speeds` — the documents per ms ``python -m benchmarks.long_documents`` committed (a GPU's).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Mapping
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -177,7 +180,17 @@ def cascade_reading(claim: pd.DataFrame, speed_ratio: float, k: int | None) -> s
             f"3×) — {'holds' if holds else 'does not hold'} here{missed}.")  # fmt: skip
 
 
+def committed_speeds(folder: Path) -> pd.DataFrame:
+    """Every committed ``benchmarks/results/long/*.json`` as one table: device, date, model, documents per ms."""
+    rows = []
+    for path in sorted(folder.glob("*.json")):
+        result = json.loads(path.read_text())
+        rows += [{"device": result["device"], "date": result["environment"]["date"][:10], "model": row["model"],
+                  "documents / ms": row["documents_per_ms"]} for row in result["rows"]]  # fmt: skip
+    return pd.DataFrame(rows, columns=["device", "date", "model", "documents / ms"])
+
+
 __all__ = [
-    "cascade_reading", "cascade_table", "collection_table", "effectiveness_reading", "effectiveness_table",
-    "plot_collections", "plot_positions", "plot_regions", "position_reading",
+    "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "effectiveness_reading",
+    "effectiveness_table", "plot_collections", "plot_positions", "plot_regions", "position_reading",
 ]  # fmt: skip

@@ -73,3 +73,17 @@ def test_a_model_that_raises_gets_a_failed_row_and_the_others_still_run(
 def test_bad_pair_counts_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         gpu_check.main(["--pairs", "5", "--out", str(tmp_path / "x.json")])
+
+
+def test_the_models_outside_the_registry_are_scored_on_documents_and_triples(converted, tmp_path: Path) -> None:
+    out = tmp_path / "extra.json"
+    models = list(gpu_check.EXTRA_MODELS)
+    assert gpu_check.main(["--device", "cpu", "--models", *models, "--pairs", "4", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [row["model"] for row in rows] == models
+    assert all(row["ok"] and row["pairs"] == 4 and "training_step" not in row for row in rows)
+    wordpiece = gpu_check.WordPieceTokenizer.from_vocab(gpu_check.minilm_folder() / "vocab.txt")
+    pairs = gpu_check.real_pairs(4)
+    documents = gpu_check.extra_inputs("maxp", wordpiece, pairs)
+    assert documents[2].shape[1] > 400  # eight passages joined: a document, not a passage
+    assert len(gpu_check.extra_inputs("duo-bert", wordpiece, pairs)) == 6

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -55,3 +57,11 @@ def test_the_position_figure_and_reading() -> None:
         "On DL19 (assembled), the later the relevant passage, the lower FirstP ranks its document; MaxP shows" in text
     )
     assert "On DL20 (assembled), no model ranks a document significantly lower" in text
+
+
+def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> None:
+    assert reading.committed_speeds(tmp_path).empty
+    real = Path(__file__).parents[2] / "benchmarks" / "results" / "long"
+    table = reading.committed_speeds(real)
+    assert table["device"].str.contains("H100").any() and (table["documents / ms"] > 0).all()
+    assert {"firstp", "maxp", "tkl"} <= set(table["model"])
