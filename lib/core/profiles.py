@@ -285,11 +285,14 @@ class LongSettings(_Replaceable):
     documents assembled around the teacher's best passage of the first ``train_queries`` teacher-labelled queries
     (chapter 2's), ``train_steps`` steps of ``train_batch`` (TKL: pairs; the student: documents), validated every
     ``validate_every`` steps on DL21's assembled documents, stopped after ``patience`` validations without
-    improvement. ``idcm_ks``: the windows per document BERT-cat scores in IDCM's cascade, swept (slide 40).
+    improvement. ``idcm_ks``: the windows per document BERT-cat scores in IDCM's cascade, swept (slide 40). The
+    defaults are the ``book`` profile's, set by a budget: a first book run with BM25's top 50 on TIME and documents
+    read to 2,048 pieces spent 23 minutes on FirstP alone and did not finish MaxP within 30 more (2 cores, shared
+    with a test run).
     """
 
-    time_depth: int = 50
-    max_pieces: int = 2048
+    time_depth: int = 20
+    max_pieces: int = 1024
     first_pieces: int = 512
     window: int = 150
     stride: int = 75
@@ -297,12 +300,12 @@ class LongSettings(_Replaceable):
     others_per_query: int = 8
     position_bins: int = 5
     timed_documents: int = 64
-    train_queries: int = 800
-    train_steps: int = 300
+    train_queries: int = 400
+    train_steps: int = 150
     train_batch: int = 8
-    validate_every: int = 100
+    validate_every: int = 50
     patience: int = 2
-    idcm_ks: tuple[int, ...] = (1, 2, 3, 4, 6)
+    idcm_ks: tuple[int, ...] = (1, 2, 4)
 
     def __post_init__(self) -> None:
         if not self.idcm_ks or min(self.idcm_ks) < 1:
