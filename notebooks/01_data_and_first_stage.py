@@ -169,7 +169,7 @@ if data.held_query_sets(JUDGED_SETS) == JUDGED_SETS:
     write_csv(out / "folds.csv", folds)
 else:
     folds = Markdown(data.missing_sentence("DL21 queries and judgments", ["queries.dl21.tsv", "qrels.dl21.txt"]))
-folds
+plain(folds)
 
 # %% [markdown]
 # ## The shipped first stages

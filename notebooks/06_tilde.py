@@ -349,7 +349,7 @@ plain(latencies)
 
 # %%
 try:
-    display(tilde_latencies.paper_size_latencies(artifacts.speeds(chapter.profile)))
+    display(plain(tilde_latencies.paper_size_latencies(artifacts.speeds(chapter.profile))))
 except FileNotFoundError as missing:
     display(Markdown(f"*{missing}*"))
 
