@@ -6,9 +6,7 @@ import math
 
 import pytest
 import torch
-from transformers import BertModel
 
-from lib.models.bert_cat import BertCat
 from lib.models.idcm import (
     AGGREGATION_LR,
     IDCM,
@@ -18,21 +16,12 @@ from lib.models.idcm import (
     teacher_gains,
 )
 from lib.models.tk import OTHER_LR
-from lib.representations.bert import small_bert_config
-from tests.models.helpers import pad
+from tests.models.helpers import long_batch, pad, tiny_bert_cat
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 #: Windows of 4 pieces with 1 of context on each side: 6 pieces, small enough for the tiny BERT.
 SMALL = IDCMConfig(chunk_size=4, overlap=1, select_k=2)
-
-
-def tiny_bert_cat(max_position: int = 64) -> BertCat:
-    torch.manual_seed(0)
-    config = small_bert_config(
-        vocab_size=3000, layers=2, hidden=32, heads=2, intermediate=64, max_position=max_position
-    )
-    return BertCat(BertModel(config))
 
 
 def tiny_idcm(config: IDCMConfig = SMALL) -> IDCM:
@@ -42,18 +31,6 @@ def tiny_idcm(config: IDCMConfig = SMALL) -> IDCM:
         model.student.dense.weight.normal_()
         model.aggregation.copy_(torch.tensor([1.0, 0.5, 0.25]))
     return model.eval()
-
-
-def random_texts(lengths: list[int], seed: int) -> list[list[int]]:
-    generator = torch.Generator().manual_seed(seed)
-    return [torch.randint(999, 3000, (n,), generator=generator).tolist() for n in lengths]
-
-
-def long_batch(query_lengths: list[int], doc_lengths: list[int], extra: int = 0, seed: int = 0):
-    queries, docs = random_texts(query_lengths, seed), random_texts(doc_lengths, seed + 1)
-    q_ids, q_mask = pad(queries, max(query_lengths) + extra)
-    d_ids, d_mask = pad(docs, max(doc_lengths) + extra)
-    return q_ids, q_mask, d_ids, d_mask
 
 
 def window_by_hand(doc: torch.Tensor, length: int, number: int) -> torch.Tensor:

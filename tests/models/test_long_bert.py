@@ -9,29 +9,9 @@ from transformers import BertModel
 from lib.models.bert_cat import BertCat
 from lib.models.long_bert import FirstP, MaxP, as_bert_cat, document_windows
 from lib.representations.bert import small_bert_config
-from tests.models.helpers import pad
+from tests.models.helpers import long_batch, pad, random_texts, tiny_bert_cat
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def tiny_bert_cat(max_position: int = 64) -> BertCat:
-    torch.manual_seed(0)
-    config = small_bert_config(
-        vocab_size=3000, layers=2, hidden=32, heads=2, intermediate=64, max_position=max_position
-    )
-    return BertCat(BertModel(config)).eval()
-
-
-def random_texts(lengths: list[int], seed: int) -> list[list[int]]:
-    generator = torch.Generator().manual_seed(seed)
-    return [torch.randint(999, 3000, (n,), generator=generator).tolist() for n in lengths]
-
-
-def long_batch(query_lengths: list[int], doc_lengths: list[int], extra: int = 0, seed: int = 0):
-    queries, docs = random_texts(query_lengths, seed), random_texts(doc_lengths, seed + 1)
-    q_ids, q_mask = pad(queries, max(query_lengths) + extra)
-    d_ids, d_mask = pad(docs, max(doc_lengths) + extra)
-    return q_ids, q_mask, d_ids, d_mask
 
 
 def test_windows_by_hand() -> None:
@@ -75,7 +55,7 @@ def test_windows_do_not_depend_on_padding_or_the_batch() -> None:
 
 
 def test_first_p_is_bert_cat_on_the_cut_document() -> None:
-    bert_cat = tiny_bert_cat()
+    bert_cat = tiny_bert_cat().eval()
     q_ids, q_mask, d_ids, d_mask = long_batch([3, 7], [100, 30])
     with torch.no_grad():
         for max_length, model in [(64, FirstP(bert_cat)), (20, FirstP(bert_cat, max_length=20))]:
@@ -92,7 +72,7 @@ def test_first_p_is_bert_cat_on_the_cut_document() -> None:
 
 
 def test_max_p_is_the_best_window_scored_alone() -> None:
-    bert_cat = tiny_bert_cat()
+    bert_cat = tiny_bert_cat().eval()
     model = MaxP(bert_cat, size=20, stride=10)
     q_ids, q_mask, d_ids, d_mask = long_batch([3, 5, 2], [57, 12, 30])
     with torch.no_grad():
@@ -107,7 +87,7 @@ def test_max_p_is_the_best_window_scored_alone() -> None:
 
 
 def test_max_p_ignores_padding_and_the_rest_of_the_batch() -> None:
-    model = MaxP(tiny_bert_cat(), size=16, stride=8)
+    model = MaxP(tiny_bert_cat().eval(), size=16, stride=8)
     lengths = ([3, 5, 2], [50, 9, 33])
     with torch.no_grad():
         plain = model(*long_batch(*lengths))
@@ -118,7 +98,7 @@ def test_max_p_ignores_padding_and_the_rest_of_the_batch() -> None:
 
 
 def test_max_p_window_must_fit_and_groups_are_bert_cats() -> None:
-    bert_cat = tiny_bert_cat()
+    bert_cat = tiny_bert_cat().eval()
     with pytest.raises(ValueError, match="does not fit"):
         MaxP(bert_cat, size=61)
     model = MaxP(bert_cat, size=20, stride=10)
@@ -130,7 +110,7 @@ def test_max_p_window_must_fit_and_groups_are_bert_cats() -> None:
 
 
 def test_a_bert_is_wrapped_and_a_bert_cat_is_reused() -> None:
-    bert_cat = tiny_bert_cat()
+    bert_cat = tiny_bert_cat().eval()
     assert as_bert_cat(bert_cat, None) is bert_cat and MaxP(bert_cat, size=20).bert_cat is bert_cat
     with pytest.raises(ValueError, match="num_layers"):
         as_bert_cat(bert_cat, 1)
@@ -140,7 +120,7 @@ def test_a_bert_is_wrapped_and_a_bert_cat_is_reused() -> None:
 
 
 def test_max_p_trains_through_the_best_window() -> None:
-    model = MaxP(tiny_bert_cat(), size=16, stride=8).train()
+    model = MaxP(tiny_bert_cat().eval(), size=16, stride=8).train()
     scores = model(*long_batch([3, 4], [40, 20]))
     (scores[0] - scores[1]).backward()
     assert model.bert_cat.score.weight.grad is not None and model.bert_cat.score.weight.grad.abs().sum() > 0

@@ -16,7 +16,7 @@ from lib.models.idcm import IDCM, IDCMConfig, lambda_loss_distillation
 from lib.training import idcm as training
 from lib.training.idcm import train_student
 from lib.training.pairwise import TrainingConfig
-from tests.models.test_idcm import tiny_bert_cat
+from tests.models.helpers import tiny_bert_cat
 from tests.training.test_pairwise import HashTokenizer, assert_same_weights, without_seconds
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
