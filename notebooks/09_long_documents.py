@@ -325,7 +325,9 @@ plain(speeds, precision=4)
 
 # %% [markdown]
 # The same architectures timed on a GPU, committed with the book (`python -m benchmarks.long_documents`: untrained
-# weights, whose speed does not depend on them; documents of eight real DL19 passages joined; bf16 autocast):
+# weights, whose speed does not depend on them; documents of eight real DL19 passages joined; bf16 autocast), at
+# two batch sizes: IDCM's selection is many small steps, which a GPU runs no faster for a small batch than for a
+# large one — compare its rows at both sizes:
 
 # %%
 gpu_speeds = long_documents_reading.committed_speeds(paths.REPO_ROOT / "benchmarks" / "results" / "long")

@@ -181,13 +181,15 @@ def cascade_reading(claim: pd.DataFrame, speed_ratio: float, k: int | None) -> s
 
 
 def committed_speeds(folder: Path) -> pd.DataFrame:
-    """Every committed ``benchmarks/results/long/*.json`` as one table: device, date, model, documents per ms."""
+    """Every committed ``benchmarks/results/long/*.json`` as one table: device, date, batch size (documents per
+    batch), model, documents per ms."""
     rows = []
     for path in sorted(folder.glob("*.json")):
         result = json.loads(path.read_text())
-        rows += [{"device": result["device"], "date": result["environment"]["date"][:10], "model": row["model"],
+        date = result["environment"]["date"][:10]
+        rows += [{"device": result["device"], "date": date, "batch": row["batch_size"], "model": row["model"],
                   "documents / ms": row["documents_per_ms"]} for row in result["rows"]]  # fmt: skip
-    return pd.DataFrame(rows, columns=["device", "date", "model", "documents / ms"])
+    return pd.DataFrame(rows, columns=["device", "date", "batch", "model", "documents / ms"])
 
 
 __all__ = [

@@ -64,4 +64,4 @@ def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> 
     real = Path(__file__).parents[2] / "benchmarks" / "results" / "long"
     table = reading.committed_speeds(real)
     assert table["device"].str.contains("H100").any() and (table["documents / ms"] > 0).all()
-    assert {"firstp", "maxp", "tkl"} <= set(table["model"])
+    assert {"firstp", "maxp", "tkl"} <= set(table["model"]) and {32, 128} <= set(table["batch"])
