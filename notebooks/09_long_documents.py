@@ -178,7 +178,9 @@ print(f"TKL: best validation {settings.validation_metric} {tkl.best_metric:.3f} 
 # %% [markdown]
 # Where does TKL look? For every relevant assembled document, its best region against the relevant passage: how
 # often the region overlaps it, beside how often a region of the same width placed at random would (slide 37
-# shows the authors' distribution of region positions on real documents):
+# shows the authors' distribution of region positions on real documents). The chance differs per document (its
+# length and its passage's), so the test is exact: the number of documents covered by chance is Poisson-binomial,
+# and *p* is its one-sided tail at the observed count (Bonferroni over the two years):
 
 # %%
 regions = pd.concat(
@@ -187,8 +189,8 @@ regions = pd.concat(
     ignore_index=True,
 )  # fmt: skip
 write_csv(out / "tkl_regions.csv", regions)
-coverage = regions.groupby("year").agg(documents=("covers", "size"), covers=("covers", "mean"),
-                                       chance=("chance", "mean")).reset_index()  # fmt: skip
+coverage = position_effect.coverage_table(regions, "year")
+display(Markdown(long_documents_reading.coverage_reading(coverage)))
 plain(coverage, precision=3)
 
 # %% tags=["hide-input"]

@@ -154,6 +154,17 @@ def plot_regions(regions: pd.DataFrame) -> plt.Figure:
     return grid.figure
 
 
+def coverage_reading(coverage: pd.DataFrame) -> str:
+    """TKL's coverage in words (``coverage``: :func:`lib.evaluation.position_effect.coverage_table` by ``year``)."""
+    parts = []
+    for row in coverage.to_dict("records"):
+        verdict = "more often than chance" if row["above chance"] else "not significantly more often than chance"
+        parts.append(f"on {row['year']} (assembled) its best region covers the relevant passage in "
+                     f"{row['covers']:.0%} of {row['documents']} documents against {row['chance']:.0%} by chance — "
+                     f"{verdict} (p = {row['p_bonferroni']:.2g}, Bonferroni)")  # fmt: skip
+    return "TKL points at the relevance it scores: " + "; ".join(parts) + "." if parts else ""
+
+
 def cascade_table(effectiveness: pd.DataFrame, speeds: Mapping[int | None, float], maxp_speed: float) -> pd.DataFrame:
     """IDCM's cascade as shown: per ``k`` ("all" for every window) its nDCG@10 on each set (``effectiveness``'s
     columns), its documents per ms and that speed over MaxP's."""
@@ -193,6 +204,7 @@ def committed_speeds(folder: Path) -> pd.DataFrame:
 
 
 __all__ = [
-    "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "effectiveness_reading",
-    "effectiveness_table", "plot_collections", "plot_positions", "plot_regions", "position_reading",
+    "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "coverage_reading",
+    "effectiveness_reading", "effectiveness_table", "plot_collections", "plot_positions", "plot_regions",
+    "position_reading",
 ]  # fmt: skip

@@ -8,12 +8,19 @@ other relevant documents do. :func:`by_position` averages the reciprocal ranks p
 :func:`position_trend` tests the lecture's expectation — a model that reads only the start of a document (FirstP)
 ranks a document lower the later its relevance sits, a model that reads all of it (MaxP, TKL, IDCM) does not —
 with Spearman's rank correlation between position and reciprocal rank (two-tailed), per model.
+
+:func:`coverage_table` asks the same of a model that *points* at a region (TKL, slide 37): does its best region
+overlap the relevant passage more often than a region of the same width placed uniformly at random would? Each
+document ``i`` has its own chance ``p_i`` (its length and the passage's), so the number of documents covered by
+chance follows a Poisson-binomial distribution; :func:`chance_p_value` is its exact upper tail
+``P(X ≥ observed)`` (one-sided), computed by convolving the documents' Bernoulli distributions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -64,4 +71,33 @@ def position_trend(ranks: Mapping[str, pd.DataFrame], alpha: float = 0.05) -> pd
     return pd.DataFrame(rows)
 
 
-__all__ = ["by_position", "position_trend", "relevant_ranks"]
+def chance_p_value(hits: Sequence[bool], chance: Sequence[float]) -> float:
+    """``P(X ≥ sum(hits))`` for ``X`` the number of hits of independent Bernoulli trials with probabilities ``chance``
+    (the Poisson-binomial upper tail, exact; module docstring). 1.0 for no trials."""
+    if len(hits) != len(chance):
+        raise ValueError(f"'hits' and 'chance' differ in length: {len(hits)} and {len(chance)}")
+    probabilities = np.asarray(chance, dtype=float)
+    if ((probabilities < 0) | (probabilities > 1)).any():
+        raise ValueError("every 'chance' must lie in [0, 1]")
+    distribution = np.ones(1)  # P(X = j) after the trials so far
+    for p in probabilities:
+        distribution = np.convolve(distribution, [1.0 - p, p])
+    return float(min(1.0, distribution[int(np.sum(hits)) :].sum()))
+
+
+def coverage_table(regions: pd.DataFrame, group: str, alpha: float = 0.05) -> pd.DataFrame:
+    """Per value of ``group`` in ``regions`` (one row per document with boolean ``covers`` and its ``chance``): the
+    documents, the share covered, the mean chance, the one-sided :func:`chance_p_value` and whether it is
+    significant at ``alpha`` (Bonferroni over the groups)."""
+    rows = []
+    groups = list(regions.groupby(group, sort=True))
+    for name, frame in groups:
+        p = chance_p_value(frame["covers"].astype(bool).tolist(), frame["chance"].tolist())
+        corrected = min(1.0, p * len(groups))
+        rows.append({group: name, "documents": len(frame), "covers": float(frame["covers"].mean()),
+                     "chance": float(frame["chance"].mean()), "p_bonferroni": corrected,
+                     "above chance": corrected < alpha})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+__all__ = ["by_position", "chance_p_value", "coverage_table", "position_trend", "relevant_ranks"]

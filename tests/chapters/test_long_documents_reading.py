@@ -14,6 +14,7 @@ from lib.chapters import long_documents_reading as reading
 from lib.core.types import JudgedSet
 from lib.data.assembled_documents import AssembledSet, Layout
 from lib.evaluation.comparison import compare
+from lib.evaluation.position_effect import coverage_table
 
 ASSEMBLED = AssembledSet(
     documents={"q-0": "a b c", "q-1": " ".join(["w"] * 600)},
@@ -57,6 +58,17 @@ def test_the_position_figure_and_reading() -> None:
         "On DL19 (assembled), the later the relevant passage, the lower FirstP ranks its document; MaxP shows" in text
     )
     assert "On DL20 (assembled), no model ranks a document significantly lower" in text
+
+
+def test_the_coverage_reading_says_whether_tkl_beats_chance() -> None:
+    regions = pd.DataFrame({"year": ["DL19"] * 10 + ["DL20"] * 10, "covers": [True] * 9 + [False] * 3 + [True] * 8,
+                            "chance": [0.2] * 20})  # fmt: skip
+    text = reading.coverage_reading(coverage_table(regions, "year"))
+    assert "on DL19 (assembled) its best region covers the relevant passage in 90% of 10 documents" in text
+    assert "against 20% by chance — more often than chance" in text
+    assert "on DL20 (assembled)" in text and "80% of 10" in text
+    few = pd.DataFrame({"year": ["DL19"] * 3, "covers": [True, False, False], "chance": [0.3] * 3})
+    assert "not significantly more often than chance" in reading.coverage_reading(coverage_table(few, "year"))
 
 
 def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> None:
