@@ -214,13 +214,13 @@ idcm = long_training.train_idcm(bert_cat.model, bert_cat.tokenizer, train_set, t
                                 settings, long, chapter)  # fmt: skip
 sweep_sets = {"validation": validation, **{name: sets[name] for name in assembled}}
 timed = (assembled_judged[first_year], assembled[first_year].documents, long.timed_documents, long.max_pieces)
-cascade, idcm_speeds = {}, {}
-for k in [*long.idcm_ks, None]:
+ks = [*long.idcm_ks, None]
+cascade = {(k, name): run for name, (judged, documents) in sweep_sets.items()
+           for k, run in long_documents.cascade_scores(idcm.model, bert_cat.tokenizer, judged, documents,
+                                                       chapter.profile, ks, long.max_pieces).items()}  # fmt: skip
+idcm_speeds = {}
+for k in ks:
     idcm.model.select_k = k
-    for name, (judged, documents) in sweep_sets.items():
-        cascade[k, name] = long_documents.document_scores(
-            idcm.model, bert_cat.tokenizer, judged, documents, chapter.profile, f"idcm-{k}", long.max_pieces
-        )
     idcm_speeds[k] = long_documents.documents_per_ms(idcm.model, bert_cat.tokenizer, *timed)
 maxp_speed = long_documents.documents_per_ms(readers["maxp"], bert_cat.tokenizer, *timed)
 print(f"IDCM's student trained and its cascade swept in {time.perf_counter() - start:.0f} s")

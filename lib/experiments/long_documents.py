@@ -12,12 +12,15 @@
 - :func:`document_scores`: a model's score of every candidate document, each read up to ``max_pieces`` tokens,
   computed once per build (the score cache, :mod:`lib.experiments.score_cache`, keyed by the weights, the
   documents and ``method`` — FirstP and MaxP share BERT-cat's weights, so the method tells them apart) — and
-  :func:`documents_per_ms`, the same scoring timed.
+  :func:`documents_per_ms`, the same scoring timed; :func:`cascade_scores`, IDCM's scores at every ``k`` of a
+  sweep from one pass (:meth:`lib.models.idcm.IDCM.sweep`), each kept in the cache as :func:`document_scores` at
+  that ``k`` would keep it.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +36,9 @@ from lib.evaluation.measures import relevance_level
 from lib.experiments import score_cache
 from lib.experiments.model_runs import score_cache_folder
 from lib.first_stage import lucene
+from lib.models.idcm import IDCM, IDCMSweep
 from lib.representations.text import QUERY_MAX_LENGTH
-from lib.reranking.scoring import ScoringOptions, score_candidates
+from lib.reranking.scoring import ScoringOptions, score_candidate_columns, score_candidates
 
 
 def _bm25(documents: dict[str, str], queries: dict[str, str], folder: Path, depth: int) -> Run:
@@ -91,6 +95,15 @@ def time_lengths() -> list[int]:
     return [len(text.split()) for text in load_time().documents.values()]
 
 
+def _key(model: torch.nn.Module, tokenizer: Any, judged: JudgedSet, documents: dict[str, str], method: str,
+         max_pieces: int) -> dict[str, Any]:  # fmt: skip
+    device = next(model.parameters()).device
+    return score_cache.scoring_key(
+        model, tokenizer, judged.queries, documents, judged.run, method=method,
+        max_lengths=[QUERY_MAX_LENGTH, max_pieces], device=device.type, bf16=amp_enabled(device),
+    )  # fmt: skip
+
+
 def document_scores(
     model: torch.nn.Module,
     tokenizer: Any,
@@ -103,17 +116,46 @@ def document_scores(
 ) -> Run:
     """Every candidate document of ``judged`` scored by ``model`` (each read up to ``max_pieces`` tokens), computed
     once per build and kept in the profile's score cache under ``method`` (module docstring)."""
-    device = next(model.parameters()).device
-    key = score_cache.scoring_key(
-        model, tokenizer, judged.queries, documents, judged.run, method=method,
-        max_lengths=[QUERY_MAX_LENGTH, max_pieces], device=device.type, bf16=amp_enabled(device),
-    )  # fmt: skip
+    key = _key(model, tokenizer, judged, documents, method, max_pieces)
     options = ScoringOptions(batch_size, QUERY_MAX_LENGTH, max_pieces, progress=True)
 
     def compute() -> Run:
         return score_candidates(model, tokenizer, judged.queries, documents, judged.run, depth=None, options=options)
 
     return score_cache.cached_scores(score_cache_folder(profile), key, judged.run, compute)
+
+
+def cascade_scores(
+    model: IDCM,
+    tokenizer: Any,
+    judged: JudgedSet,
+    documents: dict[str, str],
+    profile: Profile,
+    ks: Sequence[int | None],
+    max_pieces: int,
+    batch_size: int = 8,
+) -> dict[int | None, Run]:
+    """IDCM's scores of every candidate of ``judged`` at each ``k`` of ``ks`` (``None``: every window), from one pass
+    when any is missing from the cache, each kept under ``idcm-<k>`` (module docstring)."""
+    computed: list[Run] = []
+
+    def column(index: int) -> Callable[[], Run]:
+        def compute() -> Run:
+            if not computed:
+                options = ScoringOptions(batch_size, QUERY_MAX_LENGTH, max_pieces, progress=True)
+                computed.extend(score_candidate_columns(IDCMSweep(model, ks), tokenizer, judged.queries, documents,
+                                                        judged.run, None, options, columns=len(ks)))  # fmt: skip
+            return computed[index]
+
+        return compute
+
+    folder = score_cache_folder(profile)
+    return {
+        k: score_cache.cached_scores(
+            folder, _key(model, tokenizer, judged, documents, f"idcm-{k}", max_pieces), judged.run, column(index)
+        )  # fmt: skip
+        for index, k in enumerate(ks)
+    }
 
 
 def documents_per_ms(
@@ -141,4 +183,4 @@ def documents_per_ms(
     return scored / ((time.perf_counter() - start) * 1000)
 
 
-__all__ = ["assembled_set", "document_scores", "documents_per_ms", "time_lengths", "time_set"]
+__all__ = ["assembled_set", "cascade_scores", "document_scores", "documents_per_ms", "time_lengths", "time_set"]

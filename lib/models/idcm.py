@@ -16,7 +16,11 @@ sebastian-hofstaetter/matchmaker (class ``IDCM``), its defaults ``config/train/m
 What is exposed: :attr:`IDCM.select_k` (the student's ``k``, changeable at inference: the chapter sweeps it;
 ``None`` scores every window with BERT-cat — the full cascade, the authors' ``sample_n = -1``);
 :meth:`IDCM.cascade` (the document scores with the student's and BERT-cat's window scores and the
-selection); :meth:`IDCM.distillation_scores` and :func:`lambda_loss_distillation` (the student's training).
+selection); :meth:`IDCM.sweep` (the scores at several ``k`` from one pass: the student and BERT-cat score every
+window once, each ``k`` masks BERT-cat's scores to the student's top ``k`` — the same scores as :meth:`IDCM.cascade`
+at that ``k``, since a window's score does not depend on which other windows are scored) and :class:`IDCMSweep`
+(that pass as a module); :meth:`IDCM.distillation_scores` and :func:`lambda_loss_distillation` (the student's
+training).
 
 Named choices:
 
@@ -71,7 +75,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -101,6 +105,7 @@ __all__ = [
     "CKStudent",
     "Cascade",
     "IDCMConfig",
+    "IDCMSweep",
     "lambda_loss_distillation",
     "teacher_gains",
 ]
@@ -309,6 +314,31 @@ class IDCM(nn.Module):
         """One score per query–document pair, ``[B]`` (:meth:`cascade`)."""
         return self.cascade(query_ids, query_mask, doc_ids, doc_mask).scores
 
+    def sweep(
+        self,
+        query_ids: torch.Tensor,
+        query_mask: torch.Tensor,
+        doc_ids: torch.Tensor,
+        doc_mask: torch.Tensor,
+        ks: Sequence[int | None],
+    ) -> torch.Tensor:
+        """The document scores at every ``k`` of ``ks``, ``[B, len(ks)]``, from one pass (module docstring)."""
+        ks = [check_select_k(k) for k in ks]
+        windows = self.windows(doc_ids, doc_mask)
+        valid = windows.valid()
+        bert = self.bert_scores(query_ids, query_mask, windows)
+        student = None
+        if any(k is not None for k in ks):
+            student = windows.per_document(self.student_scores(query_ids, query_mask, windows), -math.inf)
+        columns = []
+        for k in ks:
+            selected = valid
+            if k is not None:
+                chosen = student.topk(min(k, student.shape[1]), dim=1).indices
+                selected = torch.zeros_like(valid).scatter(1, chosen, True) & valid
+            columns.append(self.aggregate(torch.where(selected, bert, torch.full_like(bert, -math.inf))))
+        return torch.stack(columns, dim=1)
+
     def distillation_scores(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -347,6 +377,20 @@ class IDCM(nn.Module):
             "student": list(self.student.parameters()),
         }
         return param_groups({name: (params[name], rates[name]) for name in params})
+
+
+class IDCMSweep(nn.Module):
+    """:meth:`IDCM.sweep` at fixed ``ks`` as a module: ``forward`` gives ``[B, len(ks)]`` document scores."""
+
+    def __init__(self, idcm: IDCM, ks: Sequence[int | None]) -> None:
+        super().__init__()
+        self.idcm, self.ks = idcm, [check_select_k(k) for k in ks]
+
+    def forward(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The scores of every ``k``, one column each."""
+        return self.idcm.sweep(query_ids, query_mask, doc_ids, doc_mask, self.ks)
 
 
 def teacher_gains(teacher: torch.Tensor, mask: torch.Tensor, top_n: int) -> torch.Tensor:

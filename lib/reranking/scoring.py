@@ -1,7 +1,8 @@
 """Re-ranking a first stage with a neural model: one scoring pass, every depth from it.
 
 - :func:`score_candidates` scores each query's first-stage top ``depth`` once, in eval mode and
-  without autograd, in batches that run across queries.
+  without autograd, in batches that run across queries; :func:`score_candidate_columns` does the same for a
+  model that gives several scores per pair (``[B, C]``: one run per column).
 - :func:`rerank_at_depth` / :func:`rerank` re-order the top ``depth`` by those scores and keep the
   first stage below it (TK paper §5.2, "re-ranking depth"); :func:`scored_depth` is the deepest
   depth the scores cover. Choosing the depth on validation is :func:`lib.evaluation.depths.tune_depth`.
@@ -69,6 +70,22 @@ def score_candidates(
     A query missing from ``queries``, or a candidate missing from ``texts``, is a ``KeyError``
     naming the query and the passage, raised before any scoring.
     """
+    return score_candidate_columns(model, tokenizer, queries, texts, run, depth, options, device, columns=None)[0]
+
+
+def score_candidate_columns(
+    model: nn.Module,
+    tokenizer: Any,
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    run: Run,
+    depth: int | None = 100,
+    options: ScoringOptions | None = None,
+    device: str | torch.device | None = None,
+    columns: int | None = None,
+) -> list[dict[str, dict[str, float]]]:
+    """:func:`score_candidates` for a model whose output is ``[B, columns]`` (``columns`` ``None``: ``[B]``, one
+    run): one run per column, in the columns' order. An output of another shape is a ``ValueError``."""
     options = options or ScoringOptions()
     if depth is not None and depth < 0:
         raise ValueError(f"parameter 'depth' must be >= 0 or None, got {depth}")
@@ -95,7 +112,8 @@ def score_candidates(
     for qid, pid in rows:
         ordered[qid].append(pid)
     rows.sort(key=lambda row: (len(texts[row[1]]), row))
-    scores: dict[str, dict[str, float]] = {qid: {} for qid in run}
+    width = 1 if columns is None else columns
+    scores: list[dict[str, dict[str, float]]] = [{qid: {} for qid in run} for _ in range(width)]
     was_training = model.training
     model.eval()
     try:
@@ -111,11 +129,16 @@ def score_candidates(
                     doc_ids.to(target, non_blocking=True),
                     doc_mask.to(target, non_blocking=True),
                 )
-                for (qid, pid), value in zip(batch, output.float().cpu().tolist(), strict=True):
-                    scores[qid][pid] = float(value)
+                expected = (len(batch),) if columns is None else (len(batch), columns)
+                if tuple(output.shape) != expected:
+                    raise ValueError(f"the model gave scores of shape {tuple(output.shape)}, expected {expected}")
+                values = output.float().cpu().reshape(len(batch), width).tolist()
+                for (qid, pid), row in zip(batch, values, strict=True):
+                    for column, value in zip(scores, row, strict=True):
+                        column[qid][pid] = float(value)
     finally:
         model.train(was_training)
-    return {qid: {pid: scores[qid][pid] for pid in ordered[qid]} for qid in run}
+    return [{qid: {pid: column[qid][pid] for pid in ordered[qid]} for qid in run} for column in scores]
 
 
 def rerank_at_depth(first_stage: Sequence[str], scores: Mapping[str, float], depth: int) -> list[str]:
@@ -161,4 +184,4 @@ def scored_depth(first_stage: Run, scores: Run) -> int:
     return longest if limit is None else limit
 
 
-__all__ = ["ScoringOptions", "rerank", "rerank_at_depth", "score_candidates", "scored_depth"]
+__all__ = ["ScoringOptions", "rerank", "rerank_at_depth", "score_candidate_columns", "score_candidates", "scored_depth"]

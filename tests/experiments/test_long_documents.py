@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lib import data
 from lib.core.profiles import get_profile
 from lib.core.types import JudgedSet, query_order, ranking_from_run
-from lib.experiments.long_documents import assembled_set, time_lengths, time_set
+from lib.experiments.long_documents import assembled_set, cascade_scores, document_scores, time_lengths, time_set
+from lib.representations.text import QUERY_MAX_LENGTH
+from lib.reranking.scoring import ScoringOptions, score_candidates
+from tests.models.test_idcm import tiny_idcm
+from tests.training.test_pairwise import HashTokenizer
 
 
 def test_time_as_a_judged_set_with_bm25s_candidates(converted: Path, tmp_path: Path) -> None:
@@ -33,3 +39,30 @@ def test_assembled_test_documents_from_a_real_year(converted: Path, tmp_path: Pa
         assert set(bm25[qid]) == set(as_judged.run[qid]) == set(grades)
         top = ranking_from_run(bm25[qid])[0]
         assert top in assembled.documents
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_the_cascade_at_every_k_from_one_pass_kept_as_each_k_alone(
+    converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    judged, documents = time_set(get_profile("smoke"), tmp_path, depth=3)
+    judged = JudgedSet("time", judged.queries, judged.qrels, {qid: judged.run[qid] for qid in ["1", "2"]})
+    model, tokenizer, profile = tiny_idcm(), HashTokenizer(vocab=3000), get_profile("smoke")
+    calls = []
+    model.bert_cat.register_forward_hook(lambda module, inputs, output: calls.append(inputs[0].shape[0]))
+    swept = cascade_scores(model, tokenizer, judged, documents, profile, [1, None], max_pieces=40)
+    assert set(swept) == {1, None} and calls  # computed, in one pass per batch
+    calls.clear()
+    assert cascade_scores(model, tokenizer, judged, documents, profile, [1, None], max_pieces=40) == swept
+    assert not calls  # both read back from the score cache
+    for k in (1, None):  # the very scores (and cache entries) the model gives at that k alone
+        model.select_k = k
+        kept = document_scores(model, tokenizer, judged, documents, profile, f"idcm-{k}", max_pieces=40)
+        assert kept == swept[k] and not calls
+        options = ScoringOptions(8, QUERY_MAX_LENGTH, 40)
+        alone = score_candidates(model, tokenizer, judged.queries, documents, judged.run, None, options)
+        for qid in alone:
+            assert alone[qid] == pytest.approx(swept[k][qid], abs=1e-5)
+        calls.clear()
+    assert swept[1] != swept[None]

@@ -12,6 +12,7 @@ from lib.models.idcm import (
     IDCM,
     CKStudent,
     IDCMConfig,
+    IDCMSweep,
     lambda_loss_distillation,
     teacher_gains,
 )
@@ -115,6 +116,23 @@ def test_changing_k_changes_the_selection_not_the_parameters() -> None:
     for wrong in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="select_k"):
             model.select_k = wrong
+
+
+def test_one_sweep_gives_the_cascade_at_every_k() -> None:
+    model = tiny_idcm()
+    batch = long_batch([3, 5, 2], LENGTHS)
+    ks = [1, 2, 4, None]
+    rows = []
+    model.bert_cat.register_forward_hook(lambda module, inputs, output: rows.append(inputs[0].shape[0]))
+    with torch.no_grad():
+        swept = IDCMSweep(model, ks)(*batch)
+        assert rows == [8 + 2 + 4]  # one BERT-cat call over every window
+        for column, k in enumerate(ks):
+            model.select_k = k
+            assert torch.allclose(swept[:, column], model.cascade(*batch).scores, atol=1e-5)
+    assert swept.shape == (3, 4)
+    with pytest.raises(ValueError, match="select_k"):
+        IDCMSweep(model, [0])
 
 
 def test_scores_ignore_padding_and_the_rest_of_the_batch() -> None:

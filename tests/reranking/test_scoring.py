@@ -9,7 +9,14 @@ from lib import data
 from lib.core.types import query_order, ranking_from_run
 from lib.evaluation.depths import depth_sweep, tune_depth
 from lib.evaluation.measures import evaluate
-from lib.reranking.scoring import ScoringOptions, rerank, rerank_at_depth, score_candidates, scored_depth
+from lib.reranking.scoring import (
+    ScoringOptions,
+    rerank,
+    rerank_at_depth,
+    score_candidate_columns,
+    score_candidates,
+    scored_depth,
+)
 from tests.training.test_pairwise import BagModel, HashTokenizer
 
 
@@ -54,6 +61,34 @@ def test_scores_do_not_depend_on_the_batch_size(dl19: dict, model: BagModel) -> 
         assert one[qid].keys() == seven[qid].keys()
         for pid, value in one[qid].items():
             assert value == pytest.approx(seven[qid][pid], rel=1e-5, abs=1e-6)
+
+
+class TwoScores(torch.nn.Module):
+    """The bag model's score and its double: a model with two scores per pair."""
+
+    def __init__(self, model: BagModel, width: int = 2) -> None:
+        super().__init__()
+        self.model, self.width = model, width
+
+    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
+        score = self.model(*batch)
+        return torch.stack([score, 2 * score, -score][: self.width], dim=1)
+
+
+def test_a_model_with_several_scores_gives_one_run_per_column(dl19: dict, model: BagModel) -> None:
+    one = score(dl19, model, depth=10, batch_size=7)
+    args = (HashTokenizer(), dl19["queries"], dl19["texts"], dl19["run"], 10, ScoringOptions(batch_size=7))
+    first, double = score_candidate_columns(TwoScores(model), *args, columns=2)
+    assert first.keys() == double.keys() == one.keys()
+    for qid in one:
+        assert list(first[qid]) == list(one[qid])
+        for pid, value in one[qid].items():
+            assert first[qid][pid] == pytest.approx(value, rel=1e-5, abs=1e-6)
+            assert double[qid][pid] == pytest.approx(2 * value, rel=1e-5, abs=1e-6)
+    with pytest.raises(ValueError, match=r"shape \(7, 3\), expected \(7, 2\)"):
+        score_candidate_columns(TwoScores(model, width=3), *args, columns=2)
+    with pytest.raises(ValueError, match="expected \\(7,\\)"):
+        score_candidates(TwoScores(model), *args)
 
 
 def test_only_the_top_depth_is_scored_in_eval_mode(dl19: dict, model: BagModel) -> None:
