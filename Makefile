@@ -45,11 +45,11 @@ miniature: data
 
 # --- chapters and the book -------------------------------------------------------------------
 chapters: data
-	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) $(ARGS)
+	$(BIN)/python -m lib.book.build --profile $(PROFILE) $(ARGS)
 
 chapter: data
 	@test -n "$(CH)" || (echo "usage: make chapter CH=01_data_and_first_stage [PROFILE=smoke]" && exit 2)
-	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --only $(CH) $(ARGS)
+	$(BIN)/python -m lib.book.build --profile $(PROFILE) --only $(CH) $(ARGS)
 
 # Each profile keeps its executed chapters (_build/<profile>/chapters) and its HTML
 # (_build/<profile>/_build/html): `make test` (smoke) never touches a built `book` profile.
@@ -62,7 +62,7 @@ $(MATHJAX)/tex-mml-chtml.js: $(STAMP)
 	cp -r "$$($(BIN)/python -c 'import mathjax, pathlib; print(pathlib.Path(mathjax.__file__).parent / "static/mathjax/es5")')" $(MATHJAX)
 
 html: $(STAMP) $(MATHJAX)/tex-mml-chtml.js
-	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --stage
+	$(BIN)/python -m lib.book.build --profile $(PROFILE) --stage
 	$(BIN)/jupyter-book build . --path-output _build/$(PROFILE) --warningiserror --keep-going --quiet
 	@echo "book ($(PROFILE) profile): $(CURDIR)/_build/$(PROFILE)/_build/html/index.html"
 
@@ -70,7 +70,7 @@ book: chapters
 	$(MAKE) html
 
 costs: $(STAMP)
-	$(BIN)/python -m lib.chapters.build --profile $(PROFILE) --costs
+	$(BIN)/python -m lib.book.build --profile $(PROFILE) --costs
 
 # What a lent GPU machine is sent besides the checkout (.device/, git-ignored, under 64 MiB with it): a float16
 # copy of MiniLM and the converted data; benchmarks/device_checks.sh runs the device checks there.
@@ -82,7 +82,7 @@ device-bundle: data
 
 # Student versions of chapters 2 and 8: every cell tagged `exercise` with its solution stubbed.
 exercises: $(STAMP)
-	$(BIN)/python -m lib.chapters.exercises --out exercises
+	$(BIN)/python -m lib.book.exercises --out exercises
 
 # --- tests ---------------------------------------------------------------------------------
 unit: data

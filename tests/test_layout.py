@@ -20,6 +20,7 @@ STAGES = [
     "analyses",
     "experiments",
     "chapters",
+    "book",
 ]
 
 

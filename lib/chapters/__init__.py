@@ -1,1 +1,1 @@
-"""Stage 10: the book build (papermill, change detection), the exercises, each chapter's prologue and presentation."""
+"""Stage 10: each chapter's prologue and presentation: its tables, figures and generated readings."""

@@ -1,5 +1,5 @@
 """Which ``lib/`` files a Python source depends on, and one hash over them: what the book build's change
-detection (:mod:`lib.chapters.build`) fingerprints.
+detection (:mod:`lib.book.build`) fingerprints.
 
 The imports are read with :mod:`ast` (never executed), anywhere in a file, relative ones resolved; the
 dependencies are followed transitively, with the ``__init__`` files of every package on the way and the

@@ -10,7 +10,7 @@ artifacts on another disk:
 ``TKBOOK_ARTIFACTS``  the artifacts root (default ``<repo>/artifacts``), one folder per profile,
                       then one per chapter, plus ``runs/`` for every TREC run a chapter evaluates.
 ``TKBOOK_BUILD``      where the executed chapters go (default ``<repo>/_build``), one folder per profile
-                      (:func:`lib.chapters.build.executed_dir`): a test builds a chapter beside the book.
+                      (:func:`lib.book.build.executed_dir`): a test builds a chapter beside the book.
 
 **Which standard-format folder the loaders read** (:mod:`lib.data`) follows the profile, by one
 mechanism: each profile names its folder (:attr:`lib.core.profiles.Profile.data_folder`:

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from lib.chapters import build
+from lib.book import build
 from lib.core import paths
 
 CHAPTERS = build.chapters_in_toc("smoke")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.chapters.build import Chapter, execute
+from lib.book.build import Chapter, execute
 from lib.core import paths
 from lib.core.profiles import get_profile
 from lib.data import load_run, read_collection, read_qrels, read_queries, read_run

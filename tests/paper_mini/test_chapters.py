@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lib.chapters import build
+from lib.book import build
 from lib.core import paths
 from lib.core.profiles import get_profile
 from tests.paper_mini.conftest import require

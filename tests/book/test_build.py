@@ -7,8 +7,8 @@ import json
 import jupytext
 import pytest
 
-from lib.chapters import build as chapters
-from lib.chapters.build import Chapter, ChapterError
+from lib.book import build as chapters
+from lib.book.build import Chapter, ChapterError
 
 
 def test_toc_lists_every_notebook_source_in_order():

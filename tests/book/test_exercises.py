@@ -1,4 +1,4 @@
-"""Student notebooks (``lib.chapters.exercises``): stubs, markers, errors, and the real chapters' exercises."""
+"""Student notebooks (``lib.book.exercises``): stubs, markers, errors, and the real chapters' exercises."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lib.chapters import exercises
-from lib.chapters.exercises import exercise_cells, student_notebook, write_exercises
+from lib.book import exercises
+from lib.book.exercises import exercise_cells, student_notebook, write_exercises
 from lib.core import paths
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

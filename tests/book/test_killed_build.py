@@ -1,6 +1,6 @@
 """A build killed during chapter 2's training resumes (issue 53): the real smoke chapter, SIGKILLed, then run again.
 
-The chapter runs as ``make chapter`` runs it (``python -m lib.chapters.build --only``), into its own artifacts and
+The chapter runs as ``make chapter`` runs it (``python -m lib.book.build --only``), into its own artifacts and
 build folders (``TKBOOK_ARTIFACTS``, ``TKBOOK_BUILD``), so the smoke book of ``make test`` is never touched. Once a
 training checkpoint holds a step past the start and before the end, the build and every process under it (papermill's
 kernel) are frozen (SIGSTOP: a smoke run lasts a fraction of a second, so the state on disk must stop moving before it
@@ -33,7 +33,7 @@ PATIENCE_SECONDS = 900
 
 
 def _build(chapter: str, env: dict[str, str]) -> subprocess.Popen:
-    command = [sys.executable, "-m", "lib.chapters.build", "--profile", "smoke", "--only", chapter]
+    command = [sys.executable, "-m", "lib.book.build", "--profile", "smoke", "--only", chapter]
     return subprocess.Popen(
         command,
         cwd=paths.REPO_ROOT,

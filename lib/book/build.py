@@ -1,6 +1,6 @@
 """Execute the book's chapters with papermill, in ``_toc.yml`` order, re-running only what changed.
 
-``python -m lib.chapters.build --profile smoke`` (what ``make book`` calls) reads the executed-chapter
+``python -m lib.book.build --profile smoke`` (what ``make book`` calls) reads the executed-chapter
 entries of ``_toc.yml`` (``book/chapters/NN_topic``), converts each source ``notebooks/NN_topic.py``
 (jupytext percent format) to a notebook and executes it with papermill into the profile's own folder
 ``_build/<profile>/chapters/NN_topic.ipynb``, injecting the ``profile`` (and any ``--param``) into
@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from lib.chapters.slide_map import slide_table
+from lib.book.slide_map import slide_table
 from lib.core import paths
 from lib.core.atomic import write_json, write_text
 from lib.core.decisions import decisions_table
@@ -51,7 +51,7 @@ CHAPTERS_DIR = "book/chapters"
 TIMES_PAGE = "build_times.md"
 #: The page the staged build writes the record of decisions into (:mod:`lib.core.decisions`), included there too.
 DECISIONS_PAGE = "decisions.md"
-#: The page the staged build writes the lecture's slide map into (:mod:`lib.chapters.slide_map`), for the lecture page.
+#: The page the staged build writes the lecture's slide map into (:mod:`lib.book.slide_map`), for the lecture page.
 SLIDE_MAP_PAGE = "slide_map.md"
 #: The book's time budget per chapter on 2 CPU cores, ``book`` profile, from scratch (minutes; the README's
 #: target): every chapter 15 minutes except chapter 2's 20, the whole book 60.
@@ -256,7 +256,7 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
     copy, so the page shows the chapter's own parameters cell (how a reader re-runs it) and not the
     injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, and the ``book``
     and ``paper`` profiles' decisions (:func:`lib.core.decisions.decisions_table`) to :data:`DECISIONS_PAGE`, which
-    the "Reproducing" page includes, and the lecture's slide map (:func:`lib.chapters.slide_map.slide_table`) to
+    the "Reproducing" page includes, and the lecture's slide map (:func:`lib.book.slide_map.slide_table`) to
     :data:`SLIDE_MAP_PAGE`, which the "Lecture companion" page includes.
     """
     get_profile(profile_name)
@@ -361,7 +361,7 @@ def _parse_param(text: str) -> tuple[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m lib.chapters.build --profile smoke [--only NAME] [--param KEY=VALUE …]``."""
+    """Command line: ``python -m lib.book.build --profile smoke [--only NAME] [--param KEY=VALUE …]``."""
     parser = argparse.ArgumentParser(description="Execute the book's chapters with papermill.")
     parser.add_argument("--profile", default="book", help="smoke, book (default) or paper")
     parser.add_argument("--only", default=None, help="execute only this chapter (e.g. 01_data_and_first_stage)")

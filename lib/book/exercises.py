@@ -1,4 +1,4 @@
-r"""Student notebooks from the chapters' exercise cells: ``python -m lib.chapters.exercises`` (``make exercises``).
+r"""Student notebooks from the chapters' exercise cells: ``python -m lib.book.exercises`` (``make exercises``).
 
 An exercise is a code cell of a chapter source ``notebooks/NN_topic.py`` tagged ``exercise``
 (``# %% tags=["exercise"]``, other tags allowed, e.g. ``tags=["exercise", "hide-output"]``). It runs
@@ -192,7 +192,7 @@ def write_exercises(chapters: Iterable[str], out: str | os.PathLike, notebooks: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m lib.chapters.exercises [--chapters NAME …] [--out FOLDER]``."""
+    """Command line: ``python -m lib.book.exercises [--chapters NAME …] [--out FOLDER]``."""
     parser = argparse.ArgumentParser(description="Write student notebooks: each exercise's solution stubbed.")
     chapters = " ".join(DEFAULT_CHAPTERS)
     parser.add_argument("--chapters", nargs="+", default=list(DEFAULT_CHAPTERS), help=f"default: {chapters}")

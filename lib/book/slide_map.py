@@ -3,7 +3,7 @@
 A chapter heading that teaches a slide names it: ``## Splitting BERT: ColBERT (slides 20–21)``, ``(slide 28)``,
 ``(slides 7–11, 14)``. :func:`slide_sections` reads every heading of ``notebooks/NN_topic.py``'s markdown cells;
 :data:`NOT_COVERED` gives the stated reason for each slide of :data:`TAUGHT_SLIDES` that no section teaches yet.
-:func:`slide_table` is the map the "Lecture companion" page shows (written by :func:`lib.chapters.build.stage`);
+:func:`slide_table` is the map the "Lecture companion" page shows (written by :func:`lib.book.build.stage`);
 ``tests/chapters/test_slide_map.py`` fails when a slide from 7 to 40 has neither a section nor a reason, or both.
 """
 

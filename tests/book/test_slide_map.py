@@ -1,11 +1,11 @@
-"""The lecture's slide map (``lib.chapters.slide_map``), read from the chapters' headings: complete, and stated."""
+"""The lecture's slide map (``lib.book.slide_map``), read from the chapters' headings: complete, and stated."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lib.chapters import build
-from lib.chapters.slide_map import NOT_COVERED, TAUGHT_SLIDES, headings, slide_sections, slide_table, slides_named
+from lib.book import build
+from lib.book.slide_map import NOT_COVERED, TAUGHT_SLIDES, headings, slide_sections, slide_table, slides_named
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.py"))
 
@@ -25,7 +25,7 @@ def test_only_markdown_headings_count() -> None:
 def test_every_taught_slide_has_a_section_or_a_stated_reason_never_both() -> None:
     sections = slide_sections(NOTEBOOKS)
     missing = [slide for slide in TAUGHT_SLIDES if slide not in sections and slide not in NOT_COVERED]
-    assert not missing, f"slides with no section and no reason in lib/chapters/slide_map.py: {missing}"
+    assert not missing, f"slides with no section and no reason in lib/book/slide_map.py: {missing}"
     stale = sorted(set(sections) & set(NOT_COVERED))
     assert not stale, f"slides with a section whose reason for having none is stale: {stale}"
     assert set(sections) <= set(TAUGHT_SLIDES), "a heading names a slide outside 7–40"
