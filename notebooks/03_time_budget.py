@@ -61,8 +61,9 @@ from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
 from lib.core.profiles import limit_queries
 from lib.data import book_texts, load_qrels, load_queries
-from lib.evaluation import time_budget
+from lib.evaluation import regimes, speed_benchmark, time_budget
 from lib.evaluation.precision_effect import precision_effect
+from lib.evaluation.roofline import roofline_table
 from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark
 from lib.experiments import artifacts, comparison_tables, first_stage_runs, regime_costs
 from lib.experiments.tk_choice import is_tk
@@ -243,7 +244,7 @@ for path in sorted(results_dir.glob("*.json")):
                 "file": path.name,
                 "device": result["device"],
                 "date": result["environment"]["date"][:10],
-                **speed_report.setting_of(row),
+                **speed_benchmark.setting_of(row),
                 **{key: row[key] for key in ("model", "label", "docs_per_ms", "latency_1000_ms")},
             }
         )
@@ -263,7 +264,7 @@ else:
 # same machine, same run, same dtype, batching and execution. Every committed file that timed both:
 
 # %%
-ratio_table = speed_report.ratio_table(committed_results)
+ratio_table = speed_benchmark.ratio_table(committed_results)
 write_csv(out / "committed_ratios.csv", ratio_table)
 if ratio_table.empty:
     display(Markdown("*No committed run timed both TK-2 and BERT-Base.*"))
@@ -282,7 +283,7 @@ else:
 # (kernel pooling, layer norms, masks, softmax) and per-operation overheads.
 
 # %%
-roofline = speed_report.roofline_table(speed["results"])
+roofline = roofline_table(speed["results"])
 write_csv(out / "roofline.csv", roofline.reset_index())
 display(roofline)
 figure = speed_report.plot_roofline(roofline, speed["peak_gflops"])
@@ -560,7 +561,7 @@ plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precisi
 # torch held while each row was timed — the weights, a batch's activations and the stored vectors read:
 
 # %%
-gpu_regimes = regimes_reading.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", LABELS)
+gpu_regimes = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", LABELS)
 if gpu_regimes.empty:
     display(Markdown("*No GPU cost table is committed under `benchmarks/results/regimes/` yet.*"))
 else:
@@ -638,7 +639,7 @@ regime_largest = max(frame["budget_ms"].max() for frame in regime_frames.values(
 regime_grid = [m * 10**e for e in range(0, int(math.log10(regime_largest)) + 2) for m in (1, 2, 5)
                if m * 10**e <= regime_largest * 2]  # fmt: skip
 student_tables = {
-    s: regimes_reading.student_leaders(
+    s: time_budget.student_leaders(
         {regime: regime_frames[s, regime] for regime in regime_costs.REGIMES}, TEACHER, regime_grid, LABELS, "nDCG@10"
     )
     for s in sets
@@ -697,7 +698,7 @@ if compact and "tk-bert6" in regime_models:
             by_model[name] = time_budget.per_query_at_depth(first_stage, scores, qrels, max_depth, "nDCG@10")
         by_model["bm25"] = time_budget.per_query_at_depth(first_stage, scores, qrels, 0, "nDCG@10")
         compact_values[query_set] = by_model
-    compact_frame = regimes_reading.compact_table(
+    compact_frame = regimes.compact_table(
         regime_table, compact_values, ["tk-bert6", *compact], "tk-bert6", LABELS
     )
     write_csv(out / "compact_tk.csv", compact_frame)
@@ -713,7 +714,7 @@ else:
 # whole and with its passages stored, against BERT-cat (which can only run whole), on this table's clock:
 
 # %%
-verdict = regimes_reading.ladder_verdict(regime_table, [n for n in regime_models if is_tk(n)], "bert-cat", LABELS)
+verdict = regimes.ladder_verdict(regime_table, [n for n in regime_models if is_tk(n)], "bert-cat", LABELS)
 write_csv(out / "ladder_verdict.csv", verdict)
 plain(verdict, precision=1)
 

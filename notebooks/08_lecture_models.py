@@ -51,7 +51,7 @@ from myst_nb import glue
 from tqdm import tqdm
 
 from lib.analyses import stopword_gate
-from lib.chapters import lecture_comparison, regimes_reading
+from lib.chapters import lecture_comparison
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tables import plain
 from lib.core import paths
@@ -59,7 +59,7 @@ from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
 from lib.data.registry import sha256_of
-from lib.evaluation import comparison, query_latency, split_sweep
+from lib.evaluation import comparison, query_latency, regimes, split_sweep
 from lib.evaluation.efficiency import device_name
 from lib.experiments import artifacts, model_runs, model_setup, mono_duo, regime_costs, sparsity_sweep
 from lib.models.prettr import PreTTR
@@ -436,8 +436,8 @@ for count in chapter.profile.speed.regime_counts:
         float(whole.loc[name, f"ms_{count}"]) if name in stored and name in whole.index else float("nan")
         for name in labels
     ]
-gpu_costs = regimes_reading.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
-table = table.join(lecture_comparison.gpu_memory(gpu_costs, labels, list(stored)))
+gpu_costs = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
+table = table.join(regimes.gpu_memory(gpu_costs, labels, list(stored)))
 write_csv(out / "comparison.csv", table.reset_index())
 table.round(3)
 

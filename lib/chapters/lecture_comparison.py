@@ -3,7 +3,8 @@
 - :data:`ARCHITECTURES` — per model, what an index stores per passage and what runs at query time
   (slide 27's columns, in words);
 - :func:`comparison_table` — effectiveness, latency and storage in one table (each model's query latency
-  and bytes per passage from :mod:`lib.evaluation.query_latency`);
+  and bytes per passage from :mod:`lib.evaluation.query_latency`, its peak GPU memory from
+  :func:`lib.evaluation.regimes.gpu_memory`);
 - :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
   splits as a dial on the same axes (:func:`label_offsets` keeps nearly coinciding models' labels apart);
 - :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25.
@@ -92,20 +93,6 @@ def comparison_table(
     effective = sorted(c for c in table.columns if c.endswith("nDCG@10") or " p vs " in c)
     latencies = [c for c in table.columns if c.startswith("ms for")]
     return table[effective + latencies + ["bytes per passage", "stored per passage", "at query time"]]
-
-
-def gpu_memory(committed: pd.DataFrame, shown: Mapping[str, str], stored: Sequence[str]) -> pd.DataFrame:
-    """Per device of :func:`lib.chapters.regimes_reading.committed_regimes`' frame, a column "peak GPU MiB
-    (<device>)" for the rows of :func:`comparison_table` (``shown``: model → its row's label): a model of ``stored``
-    in its stored regime (its cheaper index's peak), the others run whole; empty where the device did not time it."""
-    columns = {}
-    for device, rows in committed.groupby("device", sort=True):
-        peaks = {}
-        for name, row_label in shown.items():
-            regime = rows[(rows["model"] == row_label) & (rows["regime"] == ("stored" if name in stored else "whole"))]
-            peaks[row_label] = float(regime["peak GPU MiB"].min()) if len(regime) else math.nan
-        columns[f"peak GPU MiB ({device})"] = pd.Series(peaks)
-    return pd.DataFrame(columns, index=list(shown.values()))
 
 
 def _p_against_baseline(means: pd.DataFrame, name: str, query_set: str) -> dict[str, str]:

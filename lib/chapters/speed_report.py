@@ -1,8 +1,10 @@
-"""Chapter 3's speed tables, roofline figure and generated readings, from benchmark rows.
+"""Chapter 3's speed readings, roofline figure and findings, from the benchmark's tables.
 
-The rows are those of :func:`lib.evaluation.speed_benchmark.run_benchmark` (this build's run, or the
-JSON files committed under ``benchmarks/results/``). Older files lack the ``bucketed`` and
-``execution`` fields: they were timed in rank order, eager unless ``compiled``.
+The tables are computed in :mod:`lib.evaluation`: the TK-2 / BERT-Base ratios of every committed benchmark file
+(:func:`lib.evaluation.speed_benchmark.ratio_table`) and the roofline table
+(:func:`lib.evaluation.roofline.roofline_table`), from the rows of
+:func:`lib.evaluation.speed_benchmark.run_benchmark` (this build's run, or the JSON files committed under
+``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -10,57 +12,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
 from lib.evaluation.comparison import pairwise_tests
-from lib.evaluation.speed_benchmark import speed_ratios, timed_setting
+from lib.evaluation.speed_benchmark import FAST, SLOW
 
 #: The TK paper's speed-up of TK-2 over BERT-Base (§3.3, Table 2: 4 against 0.1 documents per ms).
 PAPER_RATIO = 40.0
-FAST, SLOW = "tk2", "bert-base"
-
-
-def setting_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """How a row was timed (:func:`lib.evaluation.speed_benchmark.timed_setting`), as the tables show it:
-    ``dtype``, ``batch``, ``batching`` (bucketed / rank order) and ``execution``."""
-    dtype, bucketed, execution = timed_setting(row)
-    return {"dtype": dtype, "batch": row["batch_size"], "batching": _batching(bucketed), "execution": execution}
-
-
-def _batching(bucketed: bool) -> str:
-    return "bucketed" if bucketed else "rank order"
-
-
-def ratio_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """TK-2's and BERT-Base's docs/ms and their ratio, for every setting of every benchmark file that timed both.
-
-    ``results`` maps a file name to its JSON content; the pairs are those of
-    :func:`lib.evaluation.speed_benchmark.speed_ratios`.
-    """
-    records = [
-        {
-            "file": file,
-            "device": result["device"],
-            "date": result["environment"]["date"][:10],
-            "dtype": ratio["dtype"],
-            "batch": str(ratio["batch_size"]),
-            "batching": _batching(ratio["bucketed"]),
-            "execution": ratio["execution"],
-            "TK-2 docs/ms": ratio["fast_docs_per_ms"],
-            "BERT-Base docs/ms": ratio["slow_docs_per_ms"],
-            "TK-2 / BERT-Base": ratio["ratio"],
-        }
-        for file, result in results.items()
-        for ratio in speed_ratios(result["results"], FAST, SLOW)
-    ]
-    columns = ["file", "device", "date", "dtype", "batch", "batching", "execution"]
-    if not records:
-        return pd.DataFrame(columns=[*columns, "TK-2 docs/ms", "BERT-Base docs/ms", "TK-2 / BERT-Base"])
-    return pd.DataFrame(records).sort_values(["device", "date", "file", *columns[3:]], ignore_index=True)
 
 
 def _setting_text(row: pd.Series) -> str:
@@ -95,27 +56,6 @@ def ratio_reading(table: pd.DataFrame) -> str:
         )
         sentences.append(text)
     return "\n\n".join(sentences)
-
-
-def roofline_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Per timed architecture and dtype: GFLOP per document, docs/ms, achieved GFLOP/s and % of the matmul peak."""
-    records = [
-        {
-            "architecture": row["label"],
-            "model": row["model"],
-            "dtype": row["dtype"],
-            "GFLOP / document": row["gflop_per_document"],
-            "docs/ms": row["docs_per_ms"],
-            "achieved GFLOP/s": row["achieved_gflops"],
-            "matmul peak GFLOP/s": row["peak_gflops"],
-            "% of peak": 100.0 * row["fraction_of_peak"],
-        }
-        for row in rows
-        if "fraction_of_peak" in row
-    ]
-    if not records:
-        raise ValueError("no benchmark row has roofline fields: run the benchmark with SpeedSettings.roofline")
-    return pd.DataFrame(records).set_index("architecture")
 
 
 def plot_roofline(table: pd.DataFrame, peaks: Mapping[str, float]) -> Figure:

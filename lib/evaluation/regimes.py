@@ -17,11 +17,17 @@ run whole on 1,000 candidates on 2 CPU cores) is estimated from the smaller coun
 :func:`cost_rows` gives a model's rows of the cost table, one per regime and index precision, with the index's bytes
 per passage and its build time; :func:`query_cost` reads a row as a fixed cost per query plus a cost per candidate,
 the form :mod:`lib.evaluation.time_budget` draws budgets from.
+
+From the cost table: :func:`ladder_verdict` (chapter 2's :data:`SPEED_BAR` for each TK, run whole and stored) and
+:func:`compact_table` (the compact TK indexes beside the full one: size, stored latency, nDCG@10 with paired tests
+against BM25 and the full TK). :func:`committed_regimes` reads the cost tables ``python -m benchmarks.regimes``
+committed (a GPU's, say) into one frame, and :func:`gpu_memory` takes each model's peak GPU memory from it.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -29,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from torch import nn
 
 from lib.core.device import peak_memory_mb, reset_peak_memory
 from lib.core.types import ranking_from_run
+from lib.evaluation.comparison import pairwise_tests
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
 from lib.representations.text import QUERY_MAX_LENGTH
@@ -219,7 +227,114 @@ def cost_rows(
     return rows
 
 
+def committed_regimes(folder: Path, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Every cost table committed under ``folder`` (``benchmarks/results/regimes/*.json``) as one frame: the file's
+    device and date, then each row's model (labelled), regime, index, bytes per passage, latencies and, where the
+    file measured it, the peak GPU memory torch held while the row was timed ("peak GPU MiB"). Empty (with those
+    columns) when none is committed."""
+    frames = []
+    for path in sorted(folder.glob("*.json")):
+        result = json.loads(path.read_text())
+        rows = pd.DataFrame(result["rows"])
+        counts = result["settings"]["counts"]
+        memory = rows["peak_memory_mb"].round() if "peak_memory_mb" in rows else float("nan")
+        frames.append(
+            pd.DataFrame({
+                "device": result["device"], "date": result["environment"]["date"][:10],
+                "model": [labels.get(name, name) for name in rows["model"]], "regime": rows["regime"],
+                "index": rows["dtype"], "bytes / passage": rows["bytes_per_passage"].round().astype(int),
+                **{f"ms for {count:,}": rows[f"ms_{count}"].round(2) for count in counts},
+                "peak GPU MiB": memory,
+            })
+        )  # fmt: skip
+    columns = ["device", "date", "model", "regime", "index", "bytes / passage"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def gpu_memory(committed: pd.DataFrame, shown: Mapping[str, str], stored: Sequence[str]) -> pd.DataFrame:
+    """Per device of :func:`committed_regimes`' frame, a column "peak GPU MiB (<device>)" for the rows of chapter 8's
+    comparison table (``shown``: model → its row's label): a model of ``stored`` in its stored regime (its cheaper
+    index's peak), the others run whole; empty where the device did not time it."""
+    columns = {}
+    for device, rows in committed.groupby("device", sort=True):
+        peaks = {}
+        for name, row_label in shown.items():
+            regime = rows[(rows["model"] == row_label) & (rows["regime"] == ("stored" if name in stored else "whole"))]
+            peaks[row_label] = float(regime["peak GPU MiB"].min()) if len(regime) else math.nan
+        columns[f"peak GPU MiB ({device})"] = pd.Series(peaks)
+    return pd.DataFrame(columns, index=list(shown.values()))
+
+
+def compact_table(
+    table: pd.DataFrame,
+    values: Mapping[str, Mapping[str, pd.Series]],
+    names: Sequence[str],
+    reference: str,
+    labels: Mapping[str, str],
+) -> pd.DataFrame:
+    """One row per model of ``names``: its index's bytes per passage in each precision, its stored latency (cheapest
+    index) at the two largest counts, and per test year its nDCG@10 re-ranking every candidate with paired tests
+    against BM25 and against ``reference`` (the full TK; Bonferroni over the pairs of the year).
+
+    ``table`` is the cost table; ``values`` maps a test year to per-query nDCG@10 series by model, ``"bm25"``
+    included."""
+    counts = sorted(int(column.split("_")[1]) for column in table.columns if column.startswith("ms_"))[-2:]
+    tests = {
+        year: pairwise_tests({name: by_model[name] for name in ["bm25", *names]}) for year, by_model in values.items()
+    }
+    rows = []
+    for name in names:
+        stored = table[(table["model"] == name) & (table["regime"] == "stored")].sort_values(f"ms_{counts[-1]}")
+        row: dict[str, object] = {"model": labels.get(name, name)}
+        for _, index in stored.sort_values("dtype").iterrows():
+            row[f"bytes / passage ({index['dtype']})"] = int(round(index["bytes_per_passage"]))
+        for count in counts:
+            row[f"stored ms for {count:,}"] = round(float(stored.iloc[0][f"ms_{count}"]), 1)
+        for year, by_model in values.items():
+            row[f"{year.upper()} nDCG@10"] = round(float(by_model[name].mean()), 4)
+            for against in ("bm25", reference):
+                if against == name:
+                    continue
+                pair = tests[year][
+                    ((tests[year]["run"] == against) & (tests[year]["against"] == name))
+                    | ((tests[year]["run"] == name) & (tests[year]["against"] == against))
+                ]
+                star = "*" if bool(pair["significant"].iloc[0]) else ""
+                row[f"{year.upper()} p vs {labels.get(against, against)}"] = (
+                    f"{float(pair['p_bonferroni'].iloc[0]):.3f}{star}"
+                )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: Chapter 2's bar: a TK is worth having beside BERT-cat when it re-ranks at least this many times as fast.
+SPEED_BAR = 5.0
+
+
+def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Per TK of ``tks``: its latency at 100 candidates run whole and stored (its cheaper index), how many times
+    faster than ``reference`` run whole each is, and whether that reaches :data:`SPEED_BAR`."""
+    count = (
+        100 if "ms_100" in table.columns else max(int(c.split("_")[1]) for c in table.columns if c.startswith("ms_"))
+    )
+    column = f"ms_{count}"
+    base = float(table[(table["model"] == reference) & (table["regime"] == "whole")][column].iloc[0])
+    rows = []
+    for name in tks:
+        own = table[table["model"] == name]
+        whole = float(own[own["regime"] == "whole"][column].iloc[0])
+        stored_rows = own[own["regime"] == "stored"]
+        stored = float(stored_rows[column].min()) if not stored_rows.empty else math.nan
+        row = {"TK": labels.get(name, name), f"whole ms for {count}": whole, f"stored ms for {count}": stored}
+        for regime, ms in (("whole", whole), ("stored", stored)):
+            ratio = base / ms if ms > 0 else math.nan
+            row[f"{regime}: × {labels.get(reference, reference)}"] = round(ratio, 1)
+            row[f"{regime}: ≥ {SPEED_BAR:g}×"] = "yes" if ratio >= SPEED_BAR else "no"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 __all__ = [
-    "COLUMNS", "TimedQueries", "Timing", "candidates_of", "cost_rows", "query_cost", "regime_latencies",
-    "stored_rerank",
+    "COLUMNS", "SPEED_BAR", "TimedQueries", "Timing", "candidates_of", "committed_regimes", "compact_table",
+    "cost_rows", "gpu_memory", "ladder_verdict", "query_cost", "regime_latencies", "stored_rerank",
 ]  # fmt: skip

@@ -10,7 +10,9 @@ floating-point rate and its memory bandwidth. The book reads the compute roof on
   :class:`torch.utils.flop_counter.FlopCounterMode` (matrix products and attention; element-wise
   work such as kernel pooling, layer norms and softmax is not counted: it is the part that runs far
   below the roof);
-- :func:`roofline_row` turns a measured throughput into achieved GFLOP/s and the fraction of the peak.
+- :func:`roofline_row` turns a measured throughput into achieved GFLOP/s and the fraction of the peak;
+- :func:`roofline_table` gathers the benchmark's rows into a table: per architecture and dtype, GFLOP per document,
+  docs/ms, achieved GFLOP/s and % of the peak.
 
 A model far below the roof spends its time on memory traffic, element-wise operations and overheads
 rather than arithmetic: that is where a faster implementation can gain, and why a small model is not
@@ -20,8 +22,10 @@ as much faster than a large one as their FLOPs say (TK paper §3.3 and Table 2).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode, register_flop_formula, sdpa_flop_count
 
@@ -107,3 +111,24 @@ def roofline_row(flops_per_doc: float, docs_per_ms: float, peak_gflops: float) -
         "peak_gflops": peak_gflops,
         "fraction_of_peak": achieved / peak_gflops,
     }
+
+
+def roofline_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Per timed architecture and dtype: GFLOP per document, docs/ms, achieved GFLOP/s and % of the matmul peak."""
+    records = [
+        {
+            "architecture": row["label"],
+            "model": row["model"],
+            "dtype": row["dtype"],
+            "GFLOP / document": row["gflop_per_document"],
+            "docs/ms": row["docs_per_ms"],
+            "achieved GFLOP/s": row["achieved_gflops"],
+            "matmul peak GFLOP/s": row["peak_gflops"],
+            "% of peak": 100.0 * row["fraction_of_peak"],
+        }
+        for row in rows
+        if "fraction_of_peak" in row
+    ]
+    if not records:
+        raise ValueError("no benchmark row has roofline fields: run the benchmark with SpeedSettings.roofline")
+    return pd.DataFrame(records).set_index("architecture")

@@ -16,6 +16,11 @@ with :mod:`lib.evaluation.efficiency`,
   (100 and 1,000): the candidates of the run's first query, repeated when it has fewer (flagged).
   A latency whose measurement would take longer than ``max_latency_seconds`` is estimated from the
   throughput instead and flagged as such.
+
+It also reads benchmark rows back (this build's, or the JSON files committed under ``benchmarks/results/``):
+:func:`timed_setting` and :func:`setting_of` say how a row was timed (older files lack ``bucketed`` and
+``execution``: rank order, eager unless ``compiled``), :func:`speed_ratios` pairs TK-2 and BERT-Base timed alike,
+and :func:`ratio_table` gathers those ratios over every file.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pandas as pd
 import torch
 from tqdm import tqdm  # the plain text bar: tqdm.auto needs ipywidgets, which the book does not install
 
@@ -52,6 +58,8 @@ from lib.representations.text import Vocabulary
 
 #: torch dtypes by the names the benchmark accepts (``float32`` runs without autocast).
 DTYPES: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: The pair of :func:`ratio_table`: the TK paper's TK-2 against BERT-Base (§3.3).
+FAST, SLOW = "tk2", "bert-base"
 
 
 def environment() -> dict[str, Any]:
@@ -228,6 +236,45 @@ def speed_ratios(rows: Sequence[Mapping[str, Any]], fast: str = "tk2", slow: str
             for size, fast_speed, slow_speed in pairs
         )  # fmt: skip
     return ratios
+
+
+def setting_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """How a row was timed (:func:`lib.evaluation.speed_benchmark.timed_setting`), as the tables show it:
+    ``dtype``, ``batch``, ``batching`` (bucketed / rank order) and ``execution``."""
+    dtype, bucketed, execution = timed_setting(row)
+    return {"dtype": dtype, "batch": row["batch_size"], "batching": _batching(bucketed), "execution": execution}
+
+
+def _batching(bucketed: bool) -> str:
+    return "bucketed" if bucketed else "rank order"
+
+
+def ratio_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """TK-2's and BERT-Base's docs/ms and their ratio, for every setting of every benchmark file that timed both.
+
+    ``results`` maps a file name to its JSON content; the pairs are those of
+    :func:`lib.evaluation.speed_benchmark.speed_ratios`.
+    """
+    records = [
+        {
+            "file": file,
+            "device": result["device"],
+            "date": result["environment"]["date"][:10],
+            "dtype": ratio["dtype"],
+            "batch": str(ratio["batch_size"]),
+            "batching": _batching(ratio["bucketed"]),
+            "execution": ratio["execution"],
+            "TK-2 docs/ms": ratio["fast_docs_per_ms"],
+            "BERT-Base docs/ms": ratio["slow_docs_per_ms"],
+            "TK-2 / BERT-Base": ratio["ratio"],
+        }
+        for file, result in results.items()
+        for ratio in speed_ratios(result["results"], FAST, SLOW)
+    ]
+    columns = ["file", "device", "date", "dtype", "batch", "batching", "execution"]
+    if not records:
+        return pd.DataFrame(columns=[*columns, "TK-2 docs/ms", "BERT-Base docs/ms", "TK-2 / BERT-Base"])
+    return pd.DataFrame(records).sort_values(["device", "date", "file", *columns[3:]], ignore_index=True)
 
 
 def run_benchmark(

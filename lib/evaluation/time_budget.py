@@ -16,6 +16,9 @@ A model whose passages are stored at index time (:mod:`lib.evaluation.regimes`) 
 before its first candidate — encoding the query — so its cost is affine, ``f + k / r``: every function here
 takes an optional ``fixed_ms`` per model (0 by default, the paper's proportional cost), and ``depth(T)`` is
 ``min(D, ⌊(T − f)·r⌋)`` from ``T = f`` on, 0 before.
+
+:func:`student_leaders` reads a distillation's budget curves in each regime: the best *student* (every model but
+the teacher) under each budget, the teacher's value beside it.
 """
 
 from __future__ import annotations
@@ -241,4 +244,18 @@ def paired_at_budgets(
     table = pd.DataFrame(rows)
     table["p_bonferroni"] = (table["p"] * max(len(table), 1)).clip(upper=1.0)
     table["significant"] = table["p_bonferroni"] < 0.05
+    return table
+
+
+def student_leaders(
+    frames: Mapping[str, pd.DataFrame], teacher: str, budgets: Sequence[float], labels: Mapping[str, str], measure: str
+) -> pd.DataFrame:
+    """Per budget of ``budgets``: each regime's best student(s) (every model but ``teacher``, BM25 included) and
+    their value, and the teacher's value in each regime. ``frames``: regime → budget-curves frame."""
+    table = pd.DataFrame({"budget (ms)": [f"{budget:g}" for budget in budgets]})
+    for regime, frame in frames.items():
+        best = best_per_budget(frame[frame["model"] != teacher], measure, budgets)
+        table[f"{regime}: best student(s)"] = [" = ".join(labels.get(m, m) for m in tied) for tied in best["leaders"]]
+        table[f"{regime}: {measure}"] = best["best"].round(4).to_numpy()
+        table[f"{regime}: teacher"] = best_per_budget(frame, measure, budgets)[teacher].round(4).to_numpy()
     return table

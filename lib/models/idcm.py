@@ -322,22 +322,26 @@ class IDCM(nn.Module):
         doc_mask: torch.Tensor,
         ks: Sequence[int | None],
     ) -> torch.Tensor:
-        """The document scores at every ``k`` of ``ks``, ``[B, len(ks)]``, from one pass (module docstring)."""
+        """The document scores at every ``k`` of ``ks``, ``[B, len(ks)]``, from one pass (module docstring): BERT-cat
+        reads every window when ``ks`` holds ``None``, else the student's top ``max(ks)``, a superset of every smaller
+        ``k``'s."""
         ks = [check_select_k(k) for k in ks]
         windows = self.windows(doc_ids, doc_mask)
         valid = windows.valid()
-        bert = self.bert_scores(query_ids, query_mask, windows)
         student = None
         if any(k is not None for k in ks):
             student = windows.per_document(self.student_scores(query_ids, query_mask, windows), -math.inf)
-        columns = []
-        for k in ks:
-            selected = valid
-            if k is not None:
-                chosen = student.topk(min(k, student.shape[1]), dim=1).indices
-                selected = torch.zeros_like(valid).scatter(1, chosen, True) & valid
-            columns.append(self.aggregate(torch.where(selected, bert, torch.full_like(bert, -math.inf))))
-        return torch.stack(columns, dim=1)
+
+        def top(k: int | None) -> torch.Tensor:
+            if k is None:
+                return valid
+            chosen = student.topk(min(k, student.shape[1]), dim=1).indices
+            return torch.zeros_like(valid).scatter(1, chosen, True) & valid
+
+        largest = None if None in ks else max(ks)  # BERT-cat reads the windows of the largest k only
+        bert = self.bert_scores(query_ids, query_mask, windows, top(largest)[windows.document, windows.number])
+        masked = [torch.where(top(k), bert, torch.full_like(bert, -math.inf)) for k in ks]
+        return torch.stack([self.aggregate(scores) for scores in masked], dim=1)
 
     def distillation_scores(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor

@@ -131,6 +131,13 @@ def test_one_sweep_gives_the_cascade_at_every_k() -> None:
             model.select_k = k
             assert torch.allclose(swept[:, column], model.cascade(*batch).scores, atol=1e-5)
     assert swept.shape == (3, 4)
+    rows.clear()
+    with torch.no_grad():
+        few = IDCMSweep(model, [1, 3])(*batch)
+    assert rows == [3 + 2 + 3]  # without "every window", BERT-cat reads the student's top 3 only
+    for column, k in enumerate([1, 3]):
+        model.select_k = k
+        assert torch.allclose(few[:, column], model.cascade(*batch).scores, atol=1e-5)
     with pytest.raises(ValueError, match="select_k"):
         IDCMSweep(model, [0])
 
