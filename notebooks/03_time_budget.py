@@ -698,9 +698,7 @@ if compact and "tk-bert6" in regime_models:
             by_model[name] = time_budget.per_query_at_depth(first_stage, scores, qrels, max_depth, "nDCG@10")
         by_model["bm25"] = time_budget.per_query_at_depth(first_stage, scores, qrels, 0, "nDCG@10")
         compact_values[query_set] = by_model
-    compact_frame = regimes.compact_table(
-        regime_table, compact_values, ["tk-bert6", *compact], "tk-bert6", LABELS
-    )
+    compact_frame = regimes.compact_table(regime_table, compact_values, ["tk-bert6", *compact], "tk-bert6", LABELS)
     write_csv(out / "compact_tk.csv", compact_frame)
     display(plain(compact_frame, precision=1))
 else:

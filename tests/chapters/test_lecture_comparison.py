@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -132,20 +130,6 @@ def test_the_table_gives_each_models_corrected_p_against_the_baseline() -> None:
     assert table.loc["BERT-cat", "DL19 p vs bert-cat"] == "—"
     assert table.loc["TK-2", "DL19 p vs bert-cat"].endswith("*")  # far below on every query
     assert not table.loc["ColBERT", "DL19 p vs bert-cat"].endswith("*")  # one query differs by 0.01
-
-
-def test_the_gpu_memory_column_takes_a_stored_models_cheaper_index_and_the_rest_run_whole() -> None:
-    committed = pd.DataFrame(
-        [{"device": "H100", "model": "TK", "regime": "whole", "peak GPU MiB": 800.0},
-         {"device": "H100", "model": "TK", "regime": "stored", "peak GPU MiB": 150.0},
-         {"device": "H100", "model": "TK", "regime": "stored", "peak GPU MiB": 140.0},
-         {"device": "H100", "model": "BERT-cat", "regime": "whole", "peak GPU MiB": 900.0}]
-    )  # fmt: skip
-    shown = {"tk": "TK", "bert-cat": "BERT-cat", "tilde": "TILDE"}
-    memory = lecture_comparison.gpu_memory(committed, shown, ["tk", "tilde"])
-    column = memory["peak GPU MiB (H100)"]
-    assert column["TK"] == 140.0 and column["BERT-cat"] == 900.0 and math.isnan(column["TILDE"])
-    assert lecture_comparison.gpu_memory(committed.iloc[:0], shown, []).empty
 
 
 def test_the_mono_duo_reading_gives_each_years_verdict_and_the_cost() -> None:

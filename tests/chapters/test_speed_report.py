@@ -1,4 +1,4 @@
-"""Chapter 3's speed report: settings of old and new rows, TK-2 / BERT-Base ratios, the roofline table and readings."""
+"""Chapter 3's speed report: the readings of the TK-2 / BERT-Base ratios and of the roofline, the figure, findings."""
 
 from __future__ import annotations
 
@@ -9,66 +9,25 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pandas as pd
-import pytest
 
 from lib.chapters import speed_report
+from lib.evaluation.roofline import roofline_table
+from lib.evaluation.speed_benchmark import ratio_table
+from tests.evaluation.test_roofline import roofline_rows
+from tests.evaluation.test_speed_benchmark import NEW, OLD, benchmark_file
 
 
-def row(model: str, docs_per_ms: float, **setting) -> dict:
-    label = {"tk2": "TK-2", "bert-base": "BERT-Base"}.get(model, model)
-    base = {"model": model, "label": label, "dtype": "float32", "batch_size": 256, "docs_per_ms": docs_per_ms,
-            "file": "new.json", "device": "CPU", "date": "2026-11-23"}  # fmt: skip
-    return {**base, **setting}
-
-
-def test_old_rows_read_as_rank_order_and_eager_or_compiled() -> None:
-    assert speed_report.setting_of(row("tk2", 1.0)) == {
-        "dtype": "float32", "batch": 256, "batching": "rank order", "execution": "eager"
-    }  # fmt: skip
-    assert speed_report.setting_of(row("tk2", 1.0, compiled=True))["execution"] == "compiled"
-    new = speed_report.setting_of(row("tk2", 1.0, bucketed=True, execution="eager (compile failed: X)"))
-    assert new["batching"] == "bucketed" and new["execution"] == "eager (compile failed: X)"
-
-
-def result(rows: list[dict], device: str = "CPU") -> dict:
-    return {"device": device, "environment": {"date": "2026-11-23T10:00:00Z"}, "results": rows}
-
-
-def test_ratios_pair_tk2_and_bert_base_timed_alike_and_the_reading_says_before_and_after() -> None:
-    old = [row("tk2", 0.13), row("bert-base", 0.0038, batch_size=32)]  # per-family default batch sizes
-    new = [
-        row("tk2", 0.40, bucketed=True, execution="compiled", dtype="bfloat16"),
-        row("bert-base", 0.008, bucketed=True, execution="compiled", dtype="bfloat16"),
-        row("knrm", 3.0, bucketed=True),
-        row("tk2", 0.2, bucketed=True),  # no BERT-Base timed alike: no ratio
-    ]
-    table = speed_report.ratio_table({"old.json": result(old), "new.json": result(new)})
-    assert list(table["file"]) == ["new.json", "old.json"]
-    assert list(table["batch"]) == ["256", "256/32"]
-    assert list(table["TK-2 docs/ms"]) == [0.40, 0.13] and list(table["BERT-Base docs/ms"]) == [0.008, 0.0038]
-    assert list(table["TK-2 / BERT-Base"]) == [pytest.approx(0.40 / 0.008), pytest.approx(0.13 / 0.0038)]
+def test_the_ratio_reading_says_before_and_after() -> None:
+    table = ratio_table({"old.json": benchmark_file(OLD), "new.json": benchmark_file(NEW)})
     reading = speed_report.ratio_reading(table)
     assert "0.4 documents per ms" in reading and "50× BERT-Base" in reading
     assert "3.1× its rank-order float32 eager speed (0.13, 34× BERT-Base, file old.json)" in reading
     assert "1 of 2 settings reach the paper's 40×" in reading
-    assert speed_report.ratio_table({"knrm.json": result([row("knrm", 3.0)])}).empty
-    assert "No committed run" in speed_report.ratio_reading(speed_report.ratio_table({}))
+    assert "No committed run" in speed_report.ratio_reading(ratio_table({}))
 
 
-def roofline_rows() -> list[dict]:
-    def timed(model: str, gflop: float, docs_per_ms: float) -> dict:
-        achieved = gflop * docs_per_ms * 1e3
-        return {**row(model, docs_per_ms), "gflop_per_document": gflop, "achieved_gflops": achieved,
-                "peak_gflops": 100.0, "fraction_of_peak": achieved / 100.0}  # fmt: skip
-
-    return [timed("tk2", 0.2, 0.1), timed("bert-base", 14.0, 0.004), {**row("knrm", 2.0)}]
-
-
-def test_roofline_table_figure_and_reading() -> None:
-    table = speed_report.roofline_table(roofline_rows())
-    assert list(table.index) == ["TK-2", "BERT-Base"]  # rows without roofline fields are left out
-    assert table.loc["TK-2", "% of peak"] == pytest.approx(20.0)
-    assert table.loc["BERT-Base", "% of peak"] == pytest.approx(56.0)
+def test_roofline_figure_and_reading() -> None:
+    table = roofline_table(roofline_rows())
     figure = speed_report.plot_roofline(table, {"float32": 100.0})
     assert figure.axes[0].get_xscale() == "log"
     reading = speed_report.roofline_reading(table)
@@ -79,8 +38,6 @@ def test_roofline_table_figure_and_reading() -> None:
     assert speed_report.roofline_reading(table).startswith(
         "BERT-Base comes closest to the roof (103 % of the matmul peak), above 100 % because the peak is the best"
     )
-    with pytest.raises(ValueError, match="roofline"):
-        speed_report.roofline_table([row("knrm", 2.0)])
 
 
 def test_bf16_reading() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -14,7 +16,11 @@ from lib.evaluation.regimes import (
     TimedQueries,
     Timing,
     candidates_of,
+    committed_regimes,
+    compact_table,
     cost_rows,
+    gpu_memory,
+    ladder_verdict,
     query_cost,
     regime_latencies,
     stored_rerank,
@@ -134,3 +140,72 @@ def test_both_regimes_on_real_dl19_queries(tmp_path: Path) -> None:
     whole, stored = rows
     assert stored["bytes_per_passage"] > 0 and stored["index_seconds"] > 0
     assert whole["ms_100"] > 0 and stored["ms_100"] > 0
+
+
+LABELS = {"tk": "TK", "bert": "BERT-cat", "bm25": "BM25"}
+
+
+def test_the_compact_table_tests_each_index_against_bm25_and_the_full_tk() -> None:
+    table = pd.DataFrame(
+        [{"model": name, "regime": "stored", "dtype": dtype, "bytes_per_passage": size, "ms_100": ms,
+          "ms_1000": 10 * ms}
+         for name, dtype, size, ms in [("full", "float16", 60000, 30.0), ("full", "int8", 30000, 25.0),
+                                       ("small", "float16", 5000, 8.0), ("small", "int8", 2600, 9.0)]]
+    )  # fmt: skip
+    qids = [f"q{i}" for i in range(8)]
+    values = {
+        "dl19": {
+            "bm25": pd.Series([0.1, 0.2, 0.1, 0.3, 0.2, 0.1, 0.2, 0.3], index=qids),
+            "full": pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.9], index=qids),
+            "small": pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.8], index=qids),
+        }
+    }
+    shown = compact_table(table, values, ["full", "small"], "full", {"full": "TK", "small": "TK d32", "bm25": "BM25"})
+    small = shown.set_index("model").loc["TK d32"]
+    assert small["bytes / passage (int8)"] == 2600 and small["stored ms for 100"] == 8.0
+    assert small["DL19 nDCG@10"] == pytest.approx(0.6625)
+    assert small["DL19 p vs BM25"].endswith("*") and not small["DL19 p vs TK"].endswith("*")
+    assert math.isnan(shown.set_index("model").loc["TK"].get("DL19 p vs TK", math.nan))
+
+
+def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() -> None:
+    table = pd.DataFrame(
+        [{"model": "bert", "regime": "whole", "ms_100": 1000.0},
+         {"model": "tk", "regime": "whole", "ms_100": 500.0},
+         {"model": "tk", "regime": "stored", "ms_100": 150.0},
+         {"model": "tk", "regime": "stored", "ms_100": 100.0}]
+    )  # fmt: skip
+    row = ladder_verdict(table, ["tk"], "bert", LABELS).iloc[0].to_dict()
+    assert row["whole: × BERT-cat"] == 2.0 and row["whole: ≥ 5×"] == "no"
+    assert row["stored ms for 100"] == 100.0 and row["stored: × BERT-cat"] == 10.0 and row["stored: ≥ 5×"] == "yes"
+
+
+def test_committed_cost_tables_are_read_with_their_device_and_date(tmp_path: Path) -> None:
+    assert committed_regimes(tmp_path, LABELS).empty
+    real = sorted((Path(__file__).parents[2] / "benchmarks" / "results" / "regimes").glob("*.json"))
+    assert real, "the H100's cost table is committed"
+    (tmp_path / real[0].name).write_text(real[0].read_text())
+    table = committed_regimes(tmp_path, {"tk2": "TK-2"})
+    assert table["device"].str.contains("H100").all() and set(table["regime"]) == {"whole", "stored"}
+    tk2 = table[(table["model"] == "TK-2") & (table["index"] == "int8")].iloc[0]
+    assert tk2["bytes / passage"] > 0 and tk2["ms for 1,000"] > 0
+    assert tk2["peak GPU MiB"] > 0  # the H100's file measured the memory
+    older = json.loads(real[0].read_text())
+    for row in older["rows"]:
+        del row["peak_memory_mb"]
+    (tmp_path / real[0].name).write_text(json.dumps(older))
+    assert committed_regimes(tmp_path, {})["peak GPU MiB"].isna().all()  # a file from before it
+
+
+def test_the_gpu_memory_column_takes_a_stored_models_cheaper_index_and_the_rest_run_whole() -> None:
+    committed = pd.DataFrame(
+        [{"device": "H100", "model": "TK", "regime": "whole", "peak GPU MiB": 800.0},
+         {"device": "H100", "model": "TK", "regime": "stored", "peak GPU MiB": 150.0},
+         {"device": "H100", "model": "TK", "regime": "stored", "peak GPU MiB": 140.0},
+         {"device": "H100", "model": "BERT-cat", "regime": "whole", "peak GPU MiB": 900.0}]
+    )  # fmt: skip
+    shown = {"tk": "TK", "bert-cat": "BERT-cat", "tilde": "TILDE"}
+    memory = gpu_memory(committed, shown, ["tk", "tilde"])
+    column = memory["peak GPU MiB (H100)"]
+    assert column["TK"] == 140.0 and column["BERT-cat"] == 900.0 and math.isnan(column["TILDE"])
+    assert gpu_memory(committed.iloc[:0], shown, []).empty

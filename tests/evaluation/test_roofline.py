@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from lib.evaluation.efficiency import scoring_batches
-from lib.evaluation.roofline import flops_per_document, matmul_peak_gflops, roofline_row
+from lib.evaluation.roofline import flops_per_document, matmul_peak_gflops, roofline_row, roofline_table
+from tests.evaluation.test_speed_benchmark import file_row
 
 
 class Bilinear(torch.nn.Module):
@@ -44,3 +45,23 @@ def test_peak_and_roofline_row() -> None:
         roofline_row(1.0, 1.0, 0.0)
     with pytest.raises(ValueError, match="sizes"):
         matmul_peak_gflops(torch.device("cpu"), sizes=(0,))
+
+
+def roofline_rows() -> list[dict]:
+    """TK-2 and BERT-Base with roofline fields (peak 100 GFLOP/s) and a KNRM row without them."""
+
+    def timed(model: str, gflop: float, docs_per_ms: float) -> dict:
+        achieved = gflop * docs_per_ms * 1e3
+        return {**file_row(model, docs_per_ms), "gflop_per_document": gflop, "achieved_gflops": achieved,
+                "peak_gflops": 100.0, "fraction_of_peak": achieved / 100.0}  # fmt: skip
+
+    return [timed("tk2", 0.2, 0.1), timed("bert-base", 14.0, 0.004), file_row("knrm", 2.0)]
+
+
+def test_the_roofline_table_keeps_the_rows_with_roofline_fields() -> None:
+    table = roofline_table(roofline_rows())
+    assert list(table.index) == ["TK-2", "BERT-Base"]  # rows without roofline fields are left out
+    assert table.loc["TK-2", "% of peak"] == pytest.approx(20.0)
+    assert table.loc["BERT-Base", "% of peak"] == pytest.approx(56.0)
+    with pytest.raises(ValueError, match="roofline"):
+        roofline_table([file_row("knrm", 2.0)])

@@ -10,7 +10,14 @@ import torch
 from lib import data
 from lib.core.profiles import SpeedSettings
 from lib.evaluation import speed_benchmark
-from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark, speed_ratios, timed_setting
+from lib.evaluation.speed_benchmark import (
+    BenchmarkInputs,
+    ratio_table,
+    run_benchmark,
+    setting_of,
+    speed_ratios,
+    timed_setting,
+)
 
 TINY = SpeedSettings(
     probe_documents=2, min_documents=2, max_documents=8, target_seconds=0.01, repetitions=1, warmup=0,
@@ -116,3 +123,45 @@ def test_rows_of_older_files_count_as_rank_order_and_eager_or_compiled() -> None
     assert timed_setting({"dtype": "float32"}) == ("float32", False, "eager")
     assert timed_setting({"dtype": "float32", "compiled": True}) == ("float32", False, "compiled")
     assert timed_setting({"dtype": "bfloat16", "bucketed": True, "execution": "eager"}) == ("bfloat16", True, "eager")
+
+
+def file_row(model: str, docs_per_ms: float, **setting) -> dict:
+    """A row of a committed benchmark file: float32, batch 256, older fields unless ``setting`` says otherwise."""
+    label = {"tk2": "TK-2", "bert-base": "BERT-Base"}.get(model, model)
+    base = {"model": model, "label": label, "dtype": "float32", "batch_size": 256, "docs_per_ms": docs_per_ms,
+            "file": "new.json", "device": "CPU", "date": "2026-11-23"}  # fmt: skip
+    return {**base, **setting}
+
+
+def benchmark_file(rows: list[dict], device: str = "CPU") -> dict:
+    """A committed benchmark file's JSON content with ``rows`` as its results."""
+    return {"device": device, "environment": {"date": "2026-11-23T10:00:00Z"}, "results": rows}
+
+
+#: An older file (rank order, eager, each family's default batch size) and a newer one (bucketed, compiled, bf16).
+OLD = [file_row("tk2", 0.13), file_row("bert-base", 0.0038, batch_size=32)]
+NEW = [
+    file_row("tk2", 0.40, bucketed=True, execution="compiled", dtype="bfloat16"),
+    file_row("bert-base", 0.008, bucketed=True, execution="compiled", dtype="bfloat16"),
+    file_row("knrm", 3.0, bucketed=True),
+    file_row("tk2", 0.2, bucketed=True),  # no BERT-Base timed alike: no ratio
+]
+
+
+def test_old_rows_read_as_rank_order_and_eager_or_compiled() -> None:
+    assert setting_of(file_row("tk2", 1.0)) == {
+        "dtype": "float32", "batch": 256, "batching": "rank order", "execution": "eager"
+    }  # fmt: skip
+    assert setting_of(file_row("tk2", 1.0, compiled=True))["execution"] == "compiled"
+    new = setting_of(file_row("tk2", 1.0, bucketed=True, execution="eager (compile failed: X)"))
+    assert new["batching"] == "bucketed" and new["execution"] == "eager (compile failed: X)"
+
+
+def test_the_ratio_table_pairs_tk2_and_bert_base_timed_alike_in_every_file() -> None:
+    table = ratio_table({"old.json": benchmark_file(OLD), "new.json": benchmark_file(NEW)})
+    assert list(table["file"]) == ["new.json", "old.json"]
+    assert list(table["batch"]) == ["256", "256/32"]
+    assert list(table["TK-2 docs/ms"]) == [0.40, 0.13] and list(table["BERT-Base docs/ms"]) == [0.008, 0.0038]
+    assert list(table["TK-2 / BERT-Base"]) == [pytest.approx(0.40 / 0.008), pytest.approx(0.13 / 0.0038)]
+    assert ratio_table({"knrm.json": benchmark_file([file_row("knrm", 3.0)])}).empty
+    assert ratio_table({}).empty

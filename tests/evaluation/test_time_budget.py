@@ -22,6 +22,7 @@ from lib.evaluation.time_budget import (
     leaders,
     leading_spans,
     paired_at_budgets,
+    student_leaders,
 )
 from lib.reranking.scoring import rerank, score_candidates
 from tests.training import test_pairwise as test_training
@@ -201,3 +202,18 @@ def test_paired_at_budgets_tests_each_model_at_the_depth_its_cost_reaches() -> N
     assert (table["p_bonferroni"] == (table["p"] * 2).clip(upper=1)).all()
     with pytest.raises(ValueError, match="two models"):
         paired_at_budgets(first_stage, {"good": good}, {"good": (0.0, 1.0)}, qrels, [1.0], "MRR@10")
+
+
+def test_the_best_student_leaves_the_teacher_out_and_shows_its_value() -> None:
+    speeds = {"tk": 1.0, "bert": 0.1, "teacher": 0.1}
+    curves = {
+        "tk": pd.DataFrame({"nDCG@10": [0.5, 0.6, 0.65]}, index=pd.Index(range(3), name="depth")),
+        "bert": pd.DataFrame({"nDCG@10": [0.5, 0.7, 0.8]}, index=pd.Index(range(3), name="depth")),
+        "teacher": pd.DataFrame({"nDCG@10": [0.5, 0.75, 0.9]}, index=pd.Index(range(3), name="depth")),
+    }
+    curves["bm25"] = first_stage_curve(curves["tk"])
+    whole = budget_curves(curves, speeds, breakpoints(speeds, dict.fromkeys(speeds, 2)))
+    table = student_leaders({"whole": whole}, "teacher", [1.0, 20.0], {"tk": "TK", "bert": "BERT-cat"}, "nDCG@10")
+    assert table["whole: best student(s)"].to_list() == ["TK", "BERT-cat"]
+    assert table["whole: nDCG@10"].to_list() == [0.6, 0.8]
+    assert table["whole: teacher"].to_list() == [0.5, 0.9]  # better than every student: still not listed
