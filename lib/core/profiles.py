@@ -285,7 +285,9 @@ class LongSettings(_Replaceable):
     documents assembled around the teacher's best passage of the first ``train_queries`` teacher-labelled queries
     (chapter 2's), ``train_steps`` steps of ``train_batch`` (TKL: pairs; the student: documents), validated every
     ``validate_every`` steps on DL21's assembled documents, stopped after ``patience`` validations without
-    improvement. ``idcm_ks``: the windows per document BERT-cat scores in IDCM's cascade, swept (slide 40). The
+    improvement. ``idcm_ks``: the windows per document BERT-cat scores in IDCM's cascade, swept (slide 40). The cost
+    per query in both regimes (:mod:`lib.evaluation.regimes`, chapter 3's clock): the first ``regime_queries`` TIME
+    queries re-ranking ``regime_counts`` of their BM25 documents, ``regime_repetitions`` timed runs each. The
     defaults are the ``book`` profile's, set by a budget: a first book run with BM25's top 50 on TIME and documents
     read to 2,048 pieces spent 23 minutes on FirstP alone and did not finish MaxP within 30 more (2 cores, shared
     with a test run).
@@ -306,13 +308,19 @@ class LongSettings(_Replaceable):
     validate_every: int = 50
     patience: int = 2
     idcm_ks: tuple[int, ...] = (1, 2, 4)
+    regime_queries: int = 5
+    regime_counts: tuple[int, ...] = (10, 20)
+    regime_repetitions: int = 1
 
     def __post_init__(self) -> None:
         if not self.idcm_ks or min(self.idcm_ks) < 1:
             raise ValueError(f"long-document setting 'idcm_ks' must be positive window counts, got {self.idcm_ks}")
+        if len(self.regime_counts) < 2 or min(self.regime_counts) < 1:
+            raise ValueError(f"long-document setting 'regime_counts' needs two or more positive document counts, got "
+                             f"{self.regime_counts}")  # fmt: skip
         names = ("time_depth", "max_pieces", "first_pieces", "window", "stride", "relevant_per_query",
                  "others_per_query", "position_bins", "timed_documents", "train_queries", "train_steps",
-                 "train_batch", "validate_every", "patience")  # fmt: skip
+                 "train_batch", "validate_every", "patience", "regime_queries", "regime_repetitions")  # fmt: skip
         for name in names:
             if getattr(self, name) < 1:
                 raise ValueError(f"long-document setting {name!r} must be >= 1, got {getattr(self, name)}")
@@ -425,7 +433,8 @@ PROFILES: dict[str, Profile] = {
         ),
         long=LongSettings(
             time_depth=10, relevant_per_query=1, others_per_query=3, position_bins=3, timed_documents=8,
-            train_queries=8, train_steps=4, train_batch=2, validate_every=2, idcm_ks=(1, 2),
+            train_queries=8, train_steps=4, train_batch=2, validate_every=2, idcm_ks=(1, 2), regime_queries=2,
+            regime_counts=(2, 4),
         ),
     ),
     "book": Profile(

@@ -44,7 +44,7 @@ from lib.core.types import ranking_from_run
 from lib.evaluation.comparison import pairwise_tests
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
-from lib.representations.text import QUERY_MAX_LENGTH
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.passage_index import PassageIndex, build_index
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
@@ -96,17 +96,19 @@ class TimedQueries:
 @dataclass(frozen=True)
 class Timing:
     """How it is timed: the candidate ``counts``, the scoring ``batch_size``, the timed runs per query
-    (``repetitions``, after one untimed warm-up run) and the longest a count's timing may take (``max_seconds``,
-    projected from the count below it; a longer one is estimated, :func:`regime_latencies`)."""
+    (``repetitions``, after one untimed warm-up run), the longest a count's timing may take (``max_seconds``,
+    projected from the count below it; a longer one is estimated, :func:`regime_latencies`) and the candidates' token
+    cap (``max_doc_length``: the paper's 200 for passages; chapter 9's documents are longer)."""
 
     counts: Sequence[int]
     batch_size: int = 256
     repetitions: int = 3
     max_seconds: float = math.inf
+    max_doc_length: int = DOC_MAX_LENGTH
 
     def __post_init__(self) -> None:
-        if not self.counts or min(self.counts) < 1 or self.batch_size < 1 or self.repetitions < 1:
-            raise ValueError(f"timing needs positive counts, batch size and repetitions, got {self}")
+        if not self.counts or min(self.counts) < 1 or min(self.batch_size, self.repetitions, self.max_doc_length) < 1:
+            raise ValueError(f"timing needs positive counts, batch size, repetitions and token cap, got {self}")
         if not self.max_seconds > 0:
             raise ValueError(f"timing needs max_seconds > 0, got {self.max_seconds}")
 
@@ -124,7 +126,7 @@ def _query_latency(
     device = next(model.parameters()).device
     if index is None:
         pairs, repeated = candidate_pairs(timed.first_stage, timed.queries, timed.texts, count, qid)
-        tensors = encode_pairs(tokenizer, pairs, device)
+        tensors = encode_pairs(tokenizer, pairs, device, max_doc_length=timing.max_doc_length)
         return measure_latency(model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated).milliseconds
     ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
     query = (ids.to(device), mask.to(device))
@@ -209,7 +211,8 @@ def cost_rows(
     for regime, dtype in settings:
         index = None
         if dtype is not None:
-            index = build_index(model, tokenizer, timed.texts, pids, folder / f"{name}-{dtype}", dtype, progress=False)
+            index = build_index(model, tokenizer, timed.texts, pids, folder / f"{name}-{dtype}", dtype, progress=False,
+                                max_length=timing.max_doc_length)  # fmt: skip
         row = {
             "model": name,
             "regime": regime,

@@ -14,25 +14,29 @@
   documents and ``method`` — FirstP and MaxP share BERT-cat's weights, so the method tells them apart) — and
   :func:`documents_per_ms`, the same scoring timed; :func:`cascade_scores`, IDCM's scores at every ``k`` of a
   sweep from one pass (:meth:`lib.models.idcm.IDCM.sweep`), each kept in the cache as :func:`document_scores` at
-  that ``k`` would keep it.
+  that ``k`` would keep it; :func:`document_costs`, chapter 3's cost table (:mod:`lib.evaluation.regimes`) on TIME's
+  documents — per query, each model run whole and, where its document side is query-independent (TKL), stored —,
+  with each row's documents per ms.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 
 from lib.core.atomic import write_text
 from lib.core.device import amp_enabled
-from lib.core.profiles import Profile, limit_queries
+from lib.core.profiles import LongSettings, Profile, limit_queries
 from lib.core.types import JudgedSet, Run, query_order, ranking_from_run
 from lib.data.assembled_documents import AssembledSet, assemble
 from lib.data.time_collection import load_time
 from lib.evaluation.measures import relevance_level
+from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import score_cache
 from lib.experiments.model_runs import score_cache_folder
 from lib.first_stage import lucene
@@ -158,6 +162,28 @@ def cascade_scores(
     }
 
 
+def document_costs(
+    models: Mapping[str, tuple[torch.nn.Module, Any]],
+    judged: JudgedSet,
+    documents: dict[str, str],
+    long: LongSettings,
+    folder: Path,
+) -> pd.DataFrame:
+    """The cost table of ``models`` (name → model and tokenizer) re-ranking ``judged``'s candidates (module
+    docstring; ``long``'s ``regime_*`` settings, documents read to ``max_pieces``), each index built in ``folder``: the
+    rows of :func:`lib.evaluation.regimes.cost_rows` and ``documents_per_ms``, the slope of
+    :func:`lib.evaluation.regimes.query_cost` (what one more document costs)."""
+    qids = sorted(judged.run, key=query_order)[: long.regime_queries]
+    timed = TimedQueries(judged.run, judged.queries, documents, qids)
+    timing = Timing(long.regime_counts, batch_size=8, repetitions=long.regime_repetitions,
+                    max_doc_length=long.max_pieces)  # fmt: skip
+    rows = [row for name, (model, tokenizer) in models.items()
+            for row in cost_rows(name, model, tokenizer, timed, timing, folder)]  # fmt: skip
+    for row in rows:
+        row["documents_per_ms"] = query_cost(row, long.regime_counts)[1]
+    return pd.DataFrame(rows)
+
+
 def documents_per_ms(
     model: torch.nn.Module,
     tokenizer: Any,
@@ -183,4 +209,12 @@ def documents_per_ms(
     return scored / ((time.perf_counter() - start) * 1000)
 
 
-__all__ = ["assembled_set", "cascade_scores", "document_scores", "documents_per_ms", "time_lengths", "time_set"]
+__all__ = [
+    "assembled_set",
+    "cascade_scores",
+    "document_costs",
+    "document_scores",
+    "documents_per_ms",
+    "time_lengths",
+    "time_set",
+]

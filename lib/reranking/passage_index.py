@@ -109,8 +109,10 @@ def build_index(
     batch_size: int = 32,
     progress: bool = True,
     name: str = "",
+    max_length: int = DOC_MAX_LENGTH,
 ) -> PassageIndex:
-    """Encode ``pids``' passages with ``model.encode_passages`` (capped at the paper's 200 tokens) and write the
+    """Encode ``pids``' passages with ``model.encode_passages`` (capped at ``max_length`` tokens: the paper's 200 for
+    passages; chapter 9 stores documents) and write the
     index into ``folder`` (module doc); the build's wall time is in the header (``seconds``). Passages are encoded
     in batches of similar length; the index keeps ``pids``' order, so every passage's float32 vectors are held in
     memory until the files are written — sized for the candidates of the timed queries (chapter 3's cost table), not
@@ -118,8 +120,8 @@ def build_index(
     without text is a ``KeyError``."""
     if dtype not in STORED_DTYPES:
         raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {dtype!r}")
-    if batch_size < 1:
-        raise ValueError(f"parameter 'batch_size' must be >= 1, got {batch_size}")
+    if batch_size < 1 or max_length < 1:
+        raise ValueError(f"parameters 'batch_size' and 'max_length' must be >= 1, got {batch_size}, {max_length}")
     missing = [pid for pid in pids if pid not in texts]
     if missing:
         raise KeyError(f"passage {missing[0]!r} has no text")
@@ -137,7 +139,7 @@ def build_index(
     with torch.inference_mode():
         for begin in tqdm(range(0, len(order), batch_size), desc="passage index", disable=not progress):
             chosen = order[begin : begin + batch_size]
-            ids, mask = tokenizer.encode([texts[pids[i]] for i in chosen], DOC_MAX_LENGTH)
+            ids, mask = tokenizer.encode([texts[pids[i]] for i in chosen], max_length)
             vectors, stored = model.encode_passages(ids.to(device), mask.to(device))
             vectors, stored = vectors.float().cpu().numpy(), stored.bool().cpu().numpy()
             for row, i in enumerate(chosen):

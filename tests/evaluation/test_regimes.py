@@ -106,6 +106,18 @@ def test_the_cost_rows_have_both_regimes_for_a_storable_model_and_one_for_the_re
         Timing([1], max_seconds=0)
 
 
+def test_the_token_cap_bounds_what_both_regimes_read(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1"])
+    full = cost_rows("tk", model, words, timed, Timing([2], repetitions=1), tmp_path / "full")
+    capped = cost_rows("tk", model, words, timed, Timing([2], repetitions=1, max_doc_length=2), tmp_path / "capped")
+    assert 0 < capped[1]["bytes_per_passage"] < full[1]["bytes_per_passage"]
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "three", progress=False, max_length=3)
+    assert all(int(index.gather([pid])[1].sum()) <= 3 for pid in TEXTS)
+    with pytest.raises(ValueError, match="token cap"):
+        Timing([1], max_doc_length=0)
+
+
 def test_a_count_too_slow_to_time_is_estimated_on_the_line_of_the_two_below(tmp_path: Path) -> None:
     """A tiny time limit: the first count is measured, the second from the first (in proportion), the third from
     the line through the first two... of which only one was measured, so in proportion too; all flagged."""

@@ -7,12 +7,20 @@ from pathlib import Path
 import pytest
 
 from lib import data
-from lib.core.profiles import get_profile
+from lib.core.profiles import LongSettings, get_profile
 from lib.core.types import JudgedSet, query_order, ranking_from_run
-from lib.experiments.long_documents import assembled_set, cascade_scores, document_scores, time_lengths, time_set
+from lib.experiments.long_documents import (
+    assembled_set,
+    cascade_scores,
+    document_costs,
+    document_scores,
+    time_lengths,
+    time_set,
+)
 from lib.representations.text import QUERY_MAX_LENGTH
 from lib.reranking.scoring import ScoringOptions, score_candidates
 from tests.models.test_idcm import tiny_idcm
+from tests.models.test_tkl import make_model as tiny_tkl
 from tests.training.test_pairwise import HashTokenizer
 
 
@@ -66,3 +74,18 @@ def test_the_cascade_at_every_k_from_one_pass_kept_as_each_k_alone(
             assert alone[qid] == pytest.approx(swept[k][qid], abs=1e-5)
         calls.clear()
     assert swept[1] != swept[None]
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_the_cost_of_a_document_in_both_regimes_on_time(converted: Path, tmp_path: Path) -> None:
+    judged, documents = time_set(get_profile("smoke"), tmp_path, depth=4)
+    long = LongSettings(max_pieces=300, regime_queries=2, regime_counts=(2, 4))
+    tkl = tiny_tkl()
+    models = {"tkl": (tkl, HashTokenizer(vocab=40)), "idcm": (tiny_idcm(), HashTokenizer(vocab=3000))}
+    costs = document_costs(models, judged, documents, long, tmp_path / "indexes")
+    assert [(row.model, row.regime) for row in costs.itertuples()] == [("tkl", "whole"), ("tkl", "stored"),
+                                                                       ("idcm", "whole")]  # fmt: skip
+    assert (costs["queries"] == 2).all() and (costs["ms_2"] > 0).all() and (costs["documents_per_ms"] > 0).all()
+    stored = costs.set_index(["model", "regime"]).loc[("tkl", "stored")]
+    width = tkl.embedding.embedding_dim
+    assert stored["bytes_per_passage"] > 2 * width * 100  # float16 vectors of documents longer than passages
