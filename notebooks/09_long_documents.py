@@ -57,7 +57,7 @@ from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import book_texts
 from lib.evaluation import comparison, position_effect
-from lib.evaluation.measures import write_trec_run
+from lib.evaluation.measures import per_query, write_trec_run
 from lib.experiments import artifacts, long_documents, long_training, model_setup
 from lib.models.long_bert import FirstP, MaxP
 
@@ -281,6 +281,18 @@ plain(time_table, precision=3)
 display(Markdown(long_documents_reading.effectiveness_reading(time_table, "TIME")))
 
 # %% [markdown]
+# And the re-rankers against each other (IDCM at its chosen *k*), paired two-tailed t-tests on nDCG@10:
+
+# %%
+rerankers = ["firstp", "maxp", "tkl", "idcm"]
+time_pairs = comparison.pairwise_tests(
+    {labels[name]: per_query(runs["time"][name], time_judged.qrels)["nDCG@10"] for name in rerankers}
+)
+write_csv(out / "time_pairs.csv", time_pairs)
+display(Markdown(long_documents_reading.pairs_reading(time_pairs, "TIME")))
+plain(time_pairs[["run", "against", "mean", "mean against", "delta", "p_bonferroni", "significant"]], precision=3)
+
+# %% [markdown]
 # ## Where relevance sits
 #
 # On the assembled documents each relevant document is ranked among its query's documents *without* a relevant
@@ -358,6 +370,7 @@ plain(gpu_speeds, precision=3) if len(gpu_speeds) else Markdown("*No GPU timing 
 # %% tags=["remove-cell"]
 summary = {
     "time": time_table.to_dict("records"),
+    "time_pairs": time_pairs.to_dict("records"),
     "tkl": {"best_step": tkl.best_step, "validation": tkl.best_metric, "coverage": coverage.to_dict("records")},
     "idcm": {"chosen_k": chosen_k, "cascade": cascade_table.to_dict("records")},
     "trends": trends.to_dict("records"),

@@ -103,6 +103,18 @@ def effectiveness_reading(table: pd.DataFrame, collection: str) -> str:
             f"{'; '.join(verdicts)} (paired t-tests on nDCG@10, Bonferroni-corrected).")  # fmt: skip
 
 
+def pairs_reading(tests: pd.DataFrame, collection: str) -> str:
+    """The pairwise tests between re-rankers (:func:`lib.evaluation.comparison.pairwise_tests`) in words."""
+    significant = tests[tests["significant"]]
+    if significant.empty:
+        return f"On {collection}, no two re-rankers differ significantly in nDCG@10 (Bonferroni over the pairs)."
+    pairs = [f"{row['run'] if row['delta'] > 0 else row['against']} above "
+             f"{row['against'] if row['delta'] > 0 else row['run']} (p = {row['p_bonferroni']:.3f})"
+             for row in significant.to_dict("records")]  # fmt: skip
+    rest = "; no other pair differs significantly" if len(significant) < len(tests) else ""
+    return f"On {collection}, in nDCG@10 (Bonferroni over the pairs): " + "; ".join(pairs) + rest + "."
+
+
 def plot_positions(ranks: Mapping[str, Mapping[str, pd.DataFrame]], bins: int) -> plt.Figure:
     """Per assembled year (a panel): each model's mean reciprocal rank of a relevant document against the bin of its
     relevant passage's position."""
@@ -205,6 +217,6 @@ def committed_speeds(folder: Path) -> pd.DataFrame:
 
 __all__ = [
     "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "coverage_reading",
-    "effectiveness_reading", "effectiveness_table", "plot_collections", "plot_positions", "plot_regions",
-    "position_reading",
+    "effectiveness_reading", "effectiveness_table", "pairs_reading", "plot_collections", "plot_positions",
+    "plot_regions", "position_reading",
 ]  # fmt: skip

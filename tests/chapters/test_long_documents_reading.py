@@ -47,6 +47,18 @@ def test_the_effectiveness_table_and_reading_follow_the_tests() -> None:
     assert "MaxP is significantly above BM25; FirstP does not differ significantly from BM25" in text
 
 
+def test_the_pairwise_reading_names_the_better_of_each_significant_pair() -> None:
+    tests = pd.DataFrame([
+        {"run": "FirstP", "against": "MaxP", "delta": -0.1, "p_bonferroni": 0.004, "significant": True},
+        {"run": "FirstP", "against": "TKL", "delta": 0.02, "p_bonferroni": 0.9, "significant": False},
+    ])  # fmt: skip
+    text = reading.pairs_reading(tests, "TIME")
+    assert text == ("On TIME, in nDCG@10 (Bonferroni over the pairs): MaxP above FirstP (p = 0.004); no other pair "
+                    "differs significantly.")  # fmt: skip
+    none = reading.pairs_reading(tests.assign(significant=False), "TIME")
+    assert none == "On TIME, no two re-rankers differ significantly in nDCG@10 (Bonferroni over the pairs)."
+
+
 def test_the_position_figure_and_reading() -> None:
     frame = pd.DataFrame({"position": [0.0, 0.5, 1.0], "reciprocal": [1.0, 0.5, 0.25]})
     assert reading.plot_positions({"dl19": {"FirstP": frame}}, bins=2).axes
