@@ -12,6 +12,8 @@ documents, and what the chapter reads off them.
   documents (:mod:`lib.training.idcm`).
 - :func:`tkl_regions`: for each relevant assembled document, where TKL's best region lies and whether it covers the
   relevant passage (slide 37).
+- :func:`region_positions`: where TKL's top regions lie in real documents (TIME's relevant candidates; slide 37's
+  distribution of the regions' positions).
 - :func:`cascade_effectiveness` and :func:`choose_k`: IDCM's cascade at every ``k`` measured on each set, and the
   ``k`` validation chooses — the smallest within ``tolerance`` nDCG@10 of the full cascade (every window).
 """
@@ -155,6 +157,30 @@ def tkl_regions(
     return pd.DataFrame(rows)
 
 
+def region_positions(
+    model: TKL, tokenizer: Any, judged: JudgedSet, documents: Mapping[str, str], max_pieces: int
+) -> pd.DataFrame:
+    """One row per region of TKL's top regions in each relevant candidate of ``judged`` (each read to
+    ``max_pieces`` tokens): ``qid``, ``docid``, the region's ``rank`` (1: best), the document's length in
+    ``tokens``, the region's ``start`` and ``end`` and its relative ``position`` (its middle over the length)."""
+    rows = []
+    model.eval()
+    device = next(model.parameters()).device
+    for qid in sorted(judged.run, key=query_order):
+        relevant = [doc for doc in judged.run[qid] if judged.qrels.get(qid, {}).get(doc, 0) > 0]
+        for docid in relevant:
+            query = tokenizer.encode([judged.queries[qid]], QUERY_MAX_LENGTH)
+            doc = tokenizer.encode([documents[docid]], max_pieces)
+            with torch.inference_mode():
+                explained = model.explain_regions(*(tensor.to(device) for tensor in (*query, *doc)))
+            length = int(doc[1].sum())
+            starts, ends = explained.region_starts[0].tolist(), explained.region_ends[0].tolist()
+            rows += [{"qid": qid, "docid": docid, "rank": rank, "tokens": length, "start": start, "end": end,
+                      "position": (start + end) / 2 / max(length, 1)}
+                     for rank, (start, end) in enumerate(zip(starts, ends, strict=True), 1) if start >= 0]  # fmt: skip
+    return pd.DataFrame(rows, columns=["qid", "docid", "rank", "tokens", "start", "end", "position"])
+
+
 def cascade_effectiveness(
     cascade: Mapping[tuple[int | None, str], Run], judged: Mapping[str, JudgedSet], measure: str = "nDCG@10"
 ) -> pd.DataFrame:
@@ -174,4 +200,12 @@ def choose_k(validation: Mapping[int | None, float], tolerance: float = 0.01) ->
     return within[0] if within else None
 
 
-__all__ = ["cascade_effectiveness", "choose_k", "tkl_regions", "train_idcm", "train_tkl", "training_set"]
+__all__ = [
+    "cascade_effectiveness",
+    "choose_k",
+    "region_positions",
+    "tkl_regions",
+    "train_idcm",
+    "train_tkl",
+    "training_set",
+]

@@ -83,6 +83,14 @@ def test_the_coverage_reading_says_whether_tkl_beats_chance() -> None:
     assert "not significantly more often than chance" in reading.coverage_reading(coverage_table(few, "year"))
 
 
+def test_the_region_positions_figure_has_a_bar_group_per_rank() -> None:
+    positions = pd.DataFrame({"rank": [1, 2, 3, 1], "position": [0.1, 0.5, 0.9, 0.15]})
+    figure = reading.plot_region_positions(positions)
+    ax = figure.axes[0]
+    assert ax.get_xlabel() == "region's middle (share of the document)"
+    assert sum(patch.get_height() for patch in ax.patches) == 4  # every region counted once
+
+
 def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> None:
     assert reading.committed_speeds(tmp_path).empty
     real = Path(__file__).parents[2] / "benchmarks" / "results" / "long"
