@@ -16,11 +16,12 @@ compact TK table (:func:`lib.evaluation.regimes.committed_regimes`, ``ladder_ver
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from lib.chapters.speed_report import leading_ranges
+from lib.chapters.speed_report import budget_ms, leading_ranges
 from lib.evaluation import time_budget
 
 
@@ -133,9 +134,7 @@ def regimes_reading(
     bullets = []
     for (query_set, regime), frame in frames.items():
         spans = _student_spans(frame, teacher, measure)
-        leaders = [
-            f"{labels.get(name, name)} {leading_ranges(spans, name)} ms" for name in dict.fromkeys(spans["model"])
-        ]
+        leaders = _takeover(spans, labels)
         leading_tks = [labels.get(name, name) for name in tks if leading_ranges(spans, name) != "never"]
         tk_text = (
             f"a TK leads ({', '.join(leading_tks)})" if leading_tks else "no TK leads at any budget among the students"
@@ -153,11 +152,26 @@ def regimes_reading(
             else f"{model} and {rival} rank alike at every tested budget"
         )
         bullets.append(
-            f"- **{query_set.upper()}, {regime}** — best student by budget: {'; '.join(leaders)}; {tk_text}. "
+            f"- **{query_set.upper()}, {regime}** — {leaders}; {tk_text}. "
             f"{tested} (paired t-tests, Bonferroni over the {len(test)} budgets; the teacher, "
             f"{labels.get(teacher, teacher)}, is a reference, not a contestant)."
         )
     return "\n".join(bullets)
+
+
+def _takeover(spans: pd.DataFrame, labels: Mapping[str, str]) -> str:
+    """Who leads the students at the largest budgets and from which budget on, and how often the lead changes hands
+    below it (the best-student table and the figure give every range)."""
+    final = spans[spans["to_ms"] == math.inf]
+    names = " = ".join(labels.get(name, name) for name in final["model"])
+    start = float(final["from_ms"].max())
+    when = "at every budget" if start <= 0 else f"from {budget_ms(start)} ms per query on"
+    text = f"{names} {'is' if len(final) == 1 else 'are'} the best student {when}"
+    below = spans[spans["from_ms"] < start]
+    if below.empty:
+        return text
+    others = ", ".join(labels.get(name, name) for name in dict.fromkeys(below.sort_values("from_ms")["model"]))
+    return text + f"; below that the lead changes hands {len(below)} times among {others}"
 
 
 def _budgets(rows: pd.DataFrame) -> str:

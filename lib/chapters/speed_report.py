@@ -9,7 +9,6 @@ The tables are computed in :mod:`lib.evaluation`: the TK-2 / BERT-Base ratios of
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -17,7 +16,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lib.evaluation.comparison import pairwise_tests
+from lib.evaluation.comparison import order_steps
 from lib.evaluation.speed_benchmark import FAST, SLOW
 
 #: The TK paper's speed-up of TK-2 over BERT-Base (§3.3, Table 2: 4 against 0.1 documents per ms).
@@ -122,19 +121,21 @@ def bf16_reading(table: pd.DataFrame, measure: str = "nDCG@10") -> str:
     return "In bf16, " + "; ".join(parts) + "."
 
 
+def budget_ms(value: float, decimals: int = 0) -> str:
+    """A budget in ms as the readings print it: ``decimals`` decimals, at least one under 10 ms; ``∞``."""
+    if not math.isfinite(value):
+        return "∞"
+    return f"{value:,.{decimals}f}" if value >= 10 else f"{value:.{max(decimals, 1)}f}"
+
+
 def leading_ranges(spans: pd.DataFrame, name: str) -> str:
     """The budget ranges (ms) over which ``name`` is (among) the best, from
     :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, or ``"never"``. Budgets under 10 ms
     keep one decimal, and a range whose ends would print alike gets more, so a short range never reads ``13–13``."""
 
-    def ms(value: float, decimals: int = 0) -> str:
-        if not math.isfinite(value):
-            return "∞"
-        return f"{value:,.{decimals}f}" if value >= 10 else f"{value:.{max(decimals, 1)}f}"
-
     def span(start: float, end: float) -> str:
-        decimals = next(d for d in range(4) if d == 3 or ms(start, d) != ms(end, d))
-        return f"{ms(start, decimals)}–{ms(end, decimals)}"
+        decimals = next(d for d in range(4) if d == 3 or budget_ms(start, d) != budget_ms(end, d))
+        return f"{budget_ms(start, decimals)}–{budget_ms(end, decimals)}"
 
     own = spans[spans["model"] == name]
     ranges = [span(start, end) for start, end in zip(own["from_ms"], own["to_ms"], strict=True)]
@@ -151,29 +152,25 @@ def leads_reading(leads: Mapping[str, str], measure: str = "nDCG@10") -> str:
     )  # fmt: skip
 
 
+#: A step of a proposed order in words, by (higher, significant).
+STEP = {(True, True): "significantly higher than {}", (True, False): "higher than {}, not significantly",
+        (False, True): "not higher than {}", (False, False): "not higher than {}"}  # fmt: skip
+
+
 def order_reading(values: Mapping[str, Sequence[pd.Series]], labels: Sequence[str]) -> str:
     """Whether the paper's order holds, as tested: ``values`` maps a test year to one per-query series per model of
     ``labels`` (the paper's order, weakest first). Each step from a model to the next is a paired two-tailed t-test
-    (:func:`lib.evaluation.comparison.pairwise_tests`, Bonferroni over every pair of the year's models); the order
+    (:func:`lib.evaluation.comparison.order_steps`, Bonferroni over every pair of the year's models); the order
     holds where every step is higher and significantly so."""
     sentences = []
     for year, series in values.items():
-        tests = pairwise_tests(dict(zip(labels, series, strict=True))).set_index(["run", "against"])
-        steps, holds = [], True
-        for weaker, stronger in itertools.pairwise(labels):
-            test = tests.loc[(weaker, stronger)]
-            higher, significant = float(test["mean against"]) > float(test["mean"]), bool(test["significant"])
-            verdict = (
-                f"significantly higher than {weaker}" if higher and significant
-                else f"higher than {weaker}, not significantly" if higher
-                else f"not higher than {weaker}"
-            )  # fmt: skip
-            holds = holds and higher and significant
-            steps.append(f"{stronger} {verdict} (p = {float(test['p_bonferroni']):.3f})")
+        steps = order_steps(dict(zip(labels, series, strict=True)))
+        texts = [f"{row['stronger']} {STEP[row['higher'], row['significant']].format(row['weaker'])} "
+                 f"(p = {row['p_bonferroni']:.3f})" for row in steps.to_dict("records")]  # fmt: skip
+        holds = bool((steps["higher"] & steps["significant"]).all())
         means = ", ".join(f"{label} {float(s.mean()):.3f}" for label, s in zip(labels, series, strict=True))
-        sentences.append(
-            f"{year.upper()} {means}: {'; '.join(steps)} — " + ("holds" if holds else "does not hold as tested")
-        )
+        sentences.append(f"{year.upper()} {means}: {'; '.join(texts)} — " + ("holds" if holds else
+                         "does not hold as tested"))  # fmt: skip
     return "; ".join(sentences) + " (paired t-tests, Bonferroni over the year's pairs)."
 
 

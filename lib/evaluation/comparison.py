@@ -160,6 +160,20 @@ def pairwise_tests(values: Mapping[str, pd.Series], alpha: float = 0.05) -> pd.D
     return pd.DataFrame(rows).rename(columns={"baseline_mean": "mean against"})
 
 
+def order_steps(values: Mapping[str, pd.Series]) -> pd.DataFrame:
+    """Whether a proposed order holds, step by step: ``values`` maps each system (weakest first) to its per-query
+    values; one row per consecutive pair — ``weaker``, ``stronger``, ``higher`` (the stronger's mean above the
+    weaker's), ``significant`` and ``p_bonferroni`` from :func:`pairwise_tests` (Bonferroni over every pair)."""
+    tests = pairwise_tests(values).set_index(["run", "against"])
+    rows = []
+    for weaker, stronger in itertools.pairwise(values):
+        test = tests.loc[(weaker, stronger)]
+        higher = float(test["mean against"]) > float(test["mean"])
+        rows.append({"weaker": weaker, "stronger": stronger, "higher": higher, "significant": bool(test["significant"]),
+                     "p_bonferroni": float(test["p_bonferroni"])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``python -m lib.evaluation.comparison QRELS RUN… [--measures M…] [--baseline SYSTEM]``.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from lib.chapters import regimes_reading
@@ -49,6 +51,23 @@ def test_tests_and_reading_name_where_the_order_is_significant_and_where_not() -
     assert "**DL19, stored**" in text and "a TK leads (TK)" in text
     assert "significantly different at 1 ms, not significantly different at 2 ms" in text
     assert "Bi (teacher)" in text and "not a contestant" in text
+
+
+def test_the_reading_names_the_final_leader_and_how_often_the_lead_changed_below() -> None:
+    spans = pd.DataFrame([
+        {"model": "tk", "from_ms": 1.7, "to_ms": 2.0, "best": 0.5},
+        {"model": "bm25", "from_ms": 0.0, "to_ms": 1.7, "best": 0.5},
+        {"model": "tk", "from_ms": 2.5, "to_ms": 16.0, "best": 0.5},
+        {"model": "bm25", "from_ms": 2.0, "to_ms": 2.5, "best": 0.5},
+        {"model": "bert", "from_ms": 16.0, "to_ms": math.inf, "best": 0.6},
+    ])  # fmt: skip
+    text = regimes_reading._takeover(spans, LABELS)
+    assert text == ("BERT-cat is the best student from 16 ms per query on; below that the lead changes hands 4 times "
+                    "among BM25, TK")  # fmt: skip
+    tied = pd.concat([spans, pd.DataFrame([{"model": "tk", "from_ms": 16.0, "to_ms": math.inf, "best": 0.6}])])
+    assert regimes_reading._takeover(tied, LABELS).startswith("BERT-cat = TK are the best student from 16 ms")
+    alone = pd.DataFrame([{"model": "tk", "from_ms": 0.0, "to_ms": math.inf, "best": 0.6}])
+    assert regimes_reading._takeover(alone, LABELS) == "TK is the best student at every budget"
 
 
 def test_stored_slower_names_the_models_whose_stored_index_costs_more() -> None:

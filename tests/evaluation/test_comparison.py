@@ -12,7 +12,7 @@ from scipy import stats
 
 from lib.core.types import JudgedSet
 from lib.data import read_qrels, read_run
-from lib.evaluation.comparison import compare, compare_per_query, main, pairwise_tests, significance_table
+from lib.evaluation.comparison import compare, compare_per_query, main, order_steps, pairwise_tests, significance_table
 from lib.evaluation.measures import evaluate, per_query
 
 QIDS = ["1", "2", "3", "4", "5", "6"]
@@ -150,3 +150,12 @@ def test_the_command_line_refuses_a_baseline_that_names_no_run(
     with pytest.raises(SystemExit):
         main([str(converted / "qrels.dl19.txt"), str(run), "--baseline", "dl19__bm25"])
     assert "--baseline 'dl19__bm25' names none of the runs' systems: bm25" in capsys.readouterr().err
+
+
+def test_order_steps_test_each_step_of_a_proposed_order() -> None:
+    low = pd.Series([0.1, 0.2, 0.15, 0.1, 0.2, 0.1, 0.15, 0.2], index=[f"q{i}" for i in range(8)])
+    high, close = low + 0.5, low + 0.5 + pd.Series([0.01, -0.01] * 4, index=low.index)
+    steps = order_steps({"weak": low, "strong": high, "near": close})
+    assert list(zip(steps["weaker"], steps["stronger"], strict=True)) == [("weak", "strong"), ("strong", "near")]
+    assert steps.loc[0, "higher"] and steps.loc[0, "significant"] and steps.loc[0, "p_bonferroni"] < 0.05
+    assert not steps.loc[1, "higher"] and not steps.loc[1, "significant"]  # equal means: not higher
