@@ -6,9 +6,10 @@ every model named, on the BM25 candidates of the first ``--queries`` DL19 querie
 on a GPU, :func:`lib.core.device.autocast`). Speed does not depend on trained weights, so the models are built as
 :mod:`benchmarks.gpu_check` builds them (MiniLM's real weights for the MiniLM family; a seeded random embedding
 matrix of the book's width for the word and piece models): the table runs where the book's checkpoints are not,
-e.g. on a lent GPU machine. Each stored index is built into a temporary folder (``--index-dir``). Example::
+e.g. on a lent GPU machine. Each stored index is built into a temporary folder (``--index-dir``); ``--resident`` also
+times it copied once into the device's memory (the regime *resident*). Example::
 
-    TKBOOK_MINILM_COPY=.device/minilm python -m benchmarks.regimes --device cuda \\
+    TKBOOK_MINILM_COPY=.device/minilm python -m benchmarks.regimes --device cuda --resident \\
         --out benchmarks/results/regimes/nvidia-h100-$(date +%F).json
 """
 
@@ -71,7 +72,9 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
             tokenizer = by_family["word" if spec.family == "word" else "wordpiece"]
             model = build(spec, len(tokenizer), seed=0).to(device).eval()
             with autocast(device):
-                rows += cost_rows(name, model, tokenizer, timed, timing, Path(folder), tuple(args.dtypes))
+                rows += cost_rows(
+                    name, model, tokenizer, timed, timing, Path(folder), tuple(args.dtypes), args.resident
+                )
     return {
         "environment": environment(),
         "device": device_name(device),
@@ -81,6 +84,7 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
             "batch_size": timing.batch_size,
             "repetitions": timing.repetitions,
             "dtypes": list(args.dtypes),
+            "resident": args.resident,
             "weights": "untrained (timing only)",
         },  # fmt: skip
         "rows": rows,
@@ -96,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=256, help="pairs (or stored passages) scored at once")
     parser.add_argument("--repetitions", type=int, default=3, help="timed runs per query, after one warm-up")
     parser.add_argument("--dtypes", nargs="+", default=["float16", "int8"], choices=["float16", "int8"])
+    parser.add_argument(
+        "--resident", action="store_true", help="also time each index held in the device's memory (regime resident)"
+    )
     parser.add_argument("--index-dir", type=Path, default=None, help="where the temporary indexes go")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     args = parser.parse_args(argv)

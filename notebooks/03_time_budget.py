@@ -565,13 +565,25 @@ gpu_regimes = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "result
 if gpu_regimes.empty:
     display(Markdown("*No GPU cost table is committed under `benchmarks/results/regimes/` yet.*"))
 else:
-    plain(gpu_regimes, precision=1)
+    display(plain(gpu_regimes, precision=1))
     display(Markdown(regimes_reading.stored_slower(gpu_regimes)))
 
 # %% [markdown]
 # Where a stored index loses on a GPU, the reason is the read: a model run whole is a few large matrix products the
 # GPU is built for, while a stored index is read from the host's memory-mapped file and copied to the GPU, the
 # bytes per passage above for every candidate. The smaller the index, the less the stored regime pays for it.
+#
+# A server would not read its index from the host for every query: it loads the index into the GPU's memory once
+# and gathers the candidates' vectors there (the regime *resident*, `--resident`; ColBERT's and PreTTR's way of
+# serving). Where a device timed it, each stored model's three regimes side by side at the largest count, and how
+# many times faster than BERT-cat run whole the resident index answers — the thesis's comparison on a GPU:
+
+# %%
+resident = regimes.resident_table(gpu_regimes, LABELS["bert-cat"]) if not gpu_regimes.empty else pd.DataFrame()
+if resident.empty:
+    display(Markdown("*No committed GPU cost table timed the resident regime yet.*"))
+else:
+    display(plain(resident, precision=1))
 #
 # Each model's cost in each regime, read off the table as a fixed cost per query (what a query costs before its
 # first candidate: above all encoding the query when passages are stored) plus a cost per candidate — the line

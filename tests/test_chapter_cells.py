@@ -6,6 +6,7 @@ that is not ``# %% [markdown]``, up to the next marker, without its trailing bla
 
 from __future__ import annotations
 
+import ast
 import itertools
 from pathlib import Path
 
@@ -68,3 +69,35 @@ def test_the_heading_check_finds_a_heading_in_a_code_cell() -> None:
     assert [line for _, body in code_cell_lines(source) for line in body if line.startswith("# #")] == [
         "# ## A section"
     ]
+
+
+#: Calls that show something only as a cell's last top-level expression (Jupyter's display rule).
+SHOWN_ONLY_LAST = {"plain", "Markdown"}
+
+
+def dropped_displays(body: list[str]) -> list[int]:
+    """Lines (1-based, in the cell) of a ``plain(…)`` / ``Markdown(…)`` expression that Jupyter never shows: one
+    inside a block or before the cell's last statement, not passed to ``display``."""
+    tree = ast.parse("\n".join(body))
+    last = tree.body[-1] if tree.body else None
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and node is not last and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name) and node.value.func.id in SHOWN_ONLY_LAST
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.name)
+def test_no_table_is_built_and_never_shown(notebook: Path) -> None:
+    dropped = [
+        f"{notebook.name}:{start + line}"
+        for start, body in code_cell_lines(notebook.read_text(encoding="utf-8"))
+        for line in dropped_displays(body)
+    ]
+    assert not dropped, "tables built but not shown (wrap them in display(...)): " + ", ".join(dropped)
+
+
+def test_the_display_check_finds_a_table_inside_a_block() -> None:
+    body = ["if empty:", "    note()", "else:", "    plain(table)", "    display(Markdown('x'))", "plain(other)"]
+    assert dropped_displays(body) == [4]

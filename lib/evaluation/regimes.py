@@ -8,7 +8,11 @@ read and the interaction and kernels are paid. This module measures both regimes
   (:func:`lib.evaluation.efficiency.measure_latency`);
 - *stored*: the candidates' passage vectors read from an on-disk index (:mod:`lib.reranking.passage_index`,
   memory-mapped float16 or int8) — **the read is timed** — the query encoded **once per query**
-  (``model.encode_query``), then ``model.score_stored`` over chunks of candidates, then the sort.
+  (``model.encode_query``), then ``model.score_stored`` over chunks of candidates, then the sort;
+- *resident* (asked for, on a GPU): the same index copied once into the device's memory before the clock starts
+  (:class:`lib.reranking.passage_index.ResidentIndex`), so the read is an indexed gather there — how a server keeps
+  ColBERT's or PreTTR's index on its accelerator; on a CPU the stored regime's pages are already in memory after the
+  warm-up, so it would measure the same thing.
 
 :func:`regime_latencies` times one model at several candidate counts over real queries: per query, ``repetitions``
 timed runs after one untimed warm-up run, the median per query, and over the queries the median and the spread
@@ -21,7 +25,8 @@ the form :mod:`lib.evaluation.time_budget` draws budgets from.
 From the cost table: :func:`ladder_verdict` (chapter 2's :data:`SPEED_BAR` for each TK, run whole and stored) and
 :func:`compact_table` (the compact TK indexes beside the full one: size, stored latency, nDCG@10 with paired tests
 against BM25 and the full TK). :func:`committed_regimes` reads the cost tables ``python -m benchmarks.regimes``
-committed (a GPU's, say) into one frame, and :func:`gpu_memory` takes each model's peak GPU memory from it.
+committed (a GPU's, say) into one frame, :func:`gpu_memory` takes each model's peak GPU memory from it and
+:func:`resident_table` sets each model's three regimes side by side where the resident one was timed.
 """
 
 from __future__ import annotations
@@ -41,11 +46,10 @@ from torch import nn
 
 from lib.core.device import peak_memory_mb, reset_peak_memory
 from lib.core.types import ranking_from_run
-from lib.evaluation.comparison import pairwise_tests
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-from lib.reranking.passage_index import PassageIndex, build_index
+from lib.reranking.passage_index import PassageIndex, ResidentIndex, build_index, load_index
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
 COLUMNS: tuple[str, ...] = ("model", "regime", "dtype", "bytes_per_passage", "index_seconds", "queries")
@@ -63,7 +67,7 @@ def candidates_of(first_stage: Mapping[str, Mapping[str, float]], qid: str, coun
 def stored_rerank(
     model: nn.Module,
     query: tuple[torch.Tensor, torch.Tensor],
-    index: PassageIndex,
+    index: PassageIndex | ResidentIndex,
     pids: Sequence[str],
     batch_size: int,
 ) -> torch.Tensor:
@@ -118,7 +122,7 @@ def _query_latency(
     tokenizer: Any,
     timed: TimedQueries,
     timing: Timing,
-    index: PassageIndex | None,
+    index: PassageIndex | ResidentIndex | None,
     qid: str,
     count: int,
 ) -> float:
@@ -146,7 +150,11 @@ def _estimate(measured: Mapping[int, float], count: int) -> float:
 
 
 def regime_latencies(
-    model: nn.Module, tokenizer: Any, timed: TimedQueries, timing: Timing, index: PassageIndex | None = None
+    model: nn.Module,
+    tokenizer: Any,
+    timed: TimedQueries,
+    timing: Timing,
+    index: PassageIndex | ResidentIndex | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Per candidate count: the median over the timed queries of each query's median latency (ms), the spread (max /
     min of those per-query medians), the number of queries and whether it was ``measured`` — the *stored* regime when
@@ -197,22 +205,28 @@ def cost_rows(
     timing: Timing,
     folder: Path,
     dtypes: Sequence[str] = ("float16",),
+    resident: bool = False,
 ) -> list[dict[str, Any]]:
-    """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes``, its index
+    """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes`` (and, if
+    ``resident``, that index held in the model's device memory: regime *resident*), its index
     of the timed queries' candidates built into ``folder/<name>-<dtype>``: its bytes per passage, and its build time
     scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
     ``timed.texts``), and on a GPU the peak memory torch held while the regime was timed (``peak_memory_mb``: the
     weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns :data:`COLUMNS`, then
     ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count."""
-    settings = [("whole", None)] + ([("stored", dtype) for dtype in dtypes] if is_precomputable(model) else [])
+    stored = ["stored", "resident"] if resident else ["stored"]
+    settings = [("whole", None)] + [(regime, dtype) for dtype in dtypes for regime in stored]
+    settings = settings if is_precomputable(model) else settings[:1]
     pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
     device = next(model.parameters()).device
     rows = []
     for regime, dtype in settings:
-        index = None
-        if dtype is not None:
+        index: PassageIndex | ResidentIndex | None = None
+        if regime == "stored":
             index = build_index(model, tokenizer, timed.texts, pids, folder / f"{name}-{dtype}", dtype, progress=False,
                                 max_length=timing.max_doc_length)  # fmt: skip
+        elif regime == "resident":
+            index = load_index(folder / f"{name}-{dtype}").resident(device)
         row = {
             "model": name,
             "regime": regime,
@@ -268,6 +282,30 @@ def gpu_memory(committed: pd.DataFrame, shown: Mapping[str, str], stored: Sequen
     return pd.DataFrame(columns, index=list(shown.values()))
 
 
+def resident_table(committed: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Per device and date of :func:`committed_regimes`' frame that timed the *resident* regime: each model stored
+    there, its latency at the largest count run whole, stored (the cheaper index) and resident (the cheaper index,
+    named), and how many times faster resident is than ``reference`` (a label: BERT-cat) run whole."""
+    column = [c for c in committed.columns if c.startswith("ms for ")][-1]
+    rows = []
+    for (device, date), group in committed.groupby(["device", "date"], sort=True):
+        reference_ms = group[(group["model"] == reference) & (group["regime"] == "whole")][column]
+        for model, by_model in group.groupby("model", sort=False):
+            resident = by_model[by_model["regime"] == "resident"]
+            if resident.empty:
+                continue
+            best = resident.loc[resident[column].idxmin()]
+            speedup = float(reference_ms.min()) / float(best[column]) if len(reference_ms) else math.nan
+            rows.append({
+                "device": device, "date": date, "model": model,
+                f"whole ({column})": float(by_model[by_model["regime"] == "whole"][column].min()),
+                f"stored ({column})": float(by_model[by_model["regime"] == "stored"][column].min()),
+                f"resident ({column})": float(best[column]), "resident index": best["index"],
+                f"× {reference} whole": speedup,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def compact_table(
     table: pd.DataFrame,
     values: Mapping[str, Mapping[str, pd.Series]],
@@ -281,9 +319,12 @@ def compact_table(
 
     ``table`` is the cost table; ``values`` maps a test year to per-query nDCG@10 series by model, ``"bm25"``
     included."""
+    from lib.evaluation import comparison  # here: the cost table's measurement runs where ir_measures is not (a GPU)
+
     counts = sorted(int(column.split("_")[1]) for column in table.columns if column.startswith("ms_"))[-2:]
     tests = {
-        year: pairwise_tests({name: by_model[name] for name in ["bm25", *names]}) for year, by_model in values.items()
+        year: comparison.pairwise_tests({name: by_model[name] for name in ["bm25", *names]})
+        for year, by_model in values.items()
     }
     rows = []
     for name in names:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,8 +32,31 @@ def test_writes_both_regimes_for_a_storable_model_and_whole_for_bert_cat(convert
     assert str(out) in capsys.readouterr().out
 
 
+def test_resident_adds_the_index_held_in_device_memory(converted, tmp_path: Path) -> None:
+    out = tmp_path / "regimes.json"
+    regimes.main(
+        ["--device", "cpu", "--models", "tk2", "--queries", "1", "--counts", "3", "--repetitions", "1",
+         "--dtypes", "int8", "--resident", "--index-dir", str(tmp_path), "--out", str(out)]
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    assert [(row["regime"], row["dtype"]) for row in result["rows"]] == [
+        ("whole", "—"), ("stored", "int8"), ("resident", "int8"),
+    ]  # fmt: skip
+    assert result["settings"]["resident"] is True and result["rows"][2]["ms_3"] > 0
+
+
 def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         regimes.main(["--models", "bert-huge", "--out", str(tmp_path / "x.json")])
     with pytest.raises(SystemExit):
         regimes.main(["--queries", "0", "--out", str(tmp_path / "x.json")])
+
+
+def test_every_device_benchmark_imports_without_ir_measures() -> None:
+    """The lent GPU machine has torch, transformers, numpy, pandas and scipy, not ir_measures
+    (benchmarks/device_checks.sh): a benchmark that imports it there fails before timing anything."""
+    modules = ", ".join(f"benchmarks.{name}" for name in ("regimes", "throughput", "gpu_check", "long_documents",
+                                                           "op_profile"))  # fmt: skip
+    code = f"import sys; sys.modules['ir_measures'] = None; import {modules}"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -23,6 +23,7 @@ from lib.evaluation.regimes import (
     ladder_verdict,
     query_cost,
     regime_latencies,
+    resident_table,
     stored_rerank,
 )
 from lib.evaluation.stored_latency import is_precomputable
@@ -96,8 +97,11 @@ def test_the_cost_rows_have_both_regimes_for_a_storable_model_and_one_for_the_re
     assert all(row["ms_2"] > 0 and row["ms_5"] > 0 and row["queries"] == 2 for row in rows)
     assert (tmp_path / "tk-int8" / "header.json").is_file()
     assert all(math.isnan(row["peak_memory_mb"]) for row in rows)  # a CPU: the process's memory is not the model's
-    knrm = cost_rows("knrm", KNRM(torch.randn(len(words), 8)), words, timed, Timing([2]), tmp_path)
+    knrm = cost_rows("knrm", KNRM(torch.randn(len(words), 8)), words, timed, Timing([2]), tmp_path, resident=True)
     assert [row["regime"] for row in knrm] == ["whole"]
+    held = cost_rows("tk", model, words, timed, Timing([2], repetitions=1), tmp_path / "held", ("int8",), resident=True)
+    assert [(row["regime"], row["dtype"]) for row in held] == [("whole", "—"), ("stored", "int8"), ("resident", "int8")]
+    assert held[2]["bytes_per_passage"] == held[1]["bytes_per_passage"] > 0 and held[2]["ms_2"] > 0
     with pytest.raises(ValueError, match="names no query"):
         regime_latencies(model, words, TimedQueries(FIRST_STAGE, QUERIES, TEXTS, []), Timing([1]))
     with pytest.raises(ValueError, match="positive counts"):
@@ -221,3 +225,26 @@ def test_the_gpu_memory_column_takes_a_stored_models_cheaper_index_and_the_rest_
     column = memory["peak GPU MiB (H100)"]
     assert column["TK"] == 140.0 and column["BERT-cat"] == 900.0 and math.isnan(column["TILDE"])
     assert gpu_memory(committed.iloc[:0], shown, []).empty
+
+
+def test_the_resident_table_sets_each_stored_model_beside_bert_cat_run_whole(tmp_path: Path) -> None:
+    def row(model: str, regime: str, index: str, ms: float) -> dict:
+        return {"device": "H200", "date": "2026-11-27", "model": model, "regime": regime, "index": index,
+                "ms for 100": 1.0, "ms for 1,000": ms}  # fmt: skip
+
+    committed = pd.DataFrame(
+        [row("BERT-cat", "whole", "—", 80.0), row("TK", "whole", "—", 100.0), row("TK", "stored", "float16", 160.0),
+         row("TK", "stored", "int8", 130.0), row("TK", "resident", "float16", 10.0),
+         row("TK", "resident", "int8", 16.0)]
+    )  # fmt: skip
+    table = resident_table(committed, "BERT-cat")
+    assert table["model"].tolist() == ["TK"]  # BERT-cat stores nothing
+    tk = table.iloc[0]
+    assert tk["whole (ms for 1,000)"] == 100.0 and tk["stored (ms for 1,000)"] == 130.0
+    assert tk["resident (ms for 1,000)"] == 10.0 and tk["resident index"] == "float16"
+    assert tk["× BERT-cat whole"] == 8.0
+    assert resident_table(committed[committed["regime"] != "resident"], "BERT-cat").empty
+    real = Path(__file__).parents[2] / "benchmarks" / "results" / "regimes" / "nvidia-h200-2026-11-27.json"
+    (tmp_path / real.name).write_text(real.read_text())
+    measured = resident_table(committed_regimes(tmp_path, {"bert-cat": "BERT-cat"}), "BERT-cat")
+    assert "tk-bert6" in set(measured["model"]) and (measured["× BERT-cat whole"] > 0).all()

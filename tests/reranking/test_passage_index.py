@@ -56,6 +56,22 @@ def test_stored_vectors_read_back_score_as_the_model_run_whole(tmp_path: Path, d
     assert not (tmp_path / ".index.partial").exists()
 
 
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+def test_a_resident_index_reads_what_the_memory_mapped_one_reads(tmp_path: Path, dtype: str) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", dtype, progress=False)
+    resident = index.resident("cpu")
+    assert resident.vectors.dtype == (torch.int8 if dtype == "int8" else torch.float16)
+    assert len(resident) == 4 and resident.bytes_per_passage == index.bytes_per_passage
+    order = ["p4", "p1", "p4", "p3"]
+    vectors, mask = resident.gather(order)
+    expected_vectors, expected_mask = index.gather(order)
+    assert torch.equal(mask, expected_mask)
+    torch.testing.assert_close(vectors, expected_vectors, atol=1e-6, rtol=1e-6)
+    with pytest.raises(KeyError, match="'p9' is not in the index"):
+        resident.gather(["p1", "p9"])
+
+
 def test_bytes_per_passage_count_the_stored_vectors_scales_and_offsets(tmp_path: Path) -> None:
     model, words = tk_and_words(TEXTS)
     pieces = sum(len(text.split()) for text in TEXTS.values())
