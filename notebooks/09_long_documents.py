@@ -107,9 +107,9 @@ plt.show()
 #
 # Both use chapter 2's BERT-cat as it is — trained on passages, never on documents. FirstP reads
 # `[CLS] q [SEP]` and the document's first pieces, {glue:text}`first_pieces` positions in all; MaxP cuts the
-# document into windows of {glue:text}`window` pieces every {glue:text}`stride` (Dai and Callan's 150 and 75 words,
-# here in word pieces) and keeps the best window's score. A document is read up to its first
-# {glue:text}`max_pieces` pieces.
+# document into windows of {glue:text}`window` pieces every {glue:text}`stride` (Dai and Callan's 150 and 75 words;
+# here word pieces, and on a budget windows that do not overlap) and keeps the best window's score. A document is
+# read up to its first {glue:text}`max_pieces` pieces.
 
 # %%
 bert_cat = artifacts.trained_model(chapter.profile, "bert-cat", chapter.device)
