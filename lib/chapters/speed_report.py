@@ -130,8 +130,8 @@ def budget_ms(value: float, decimals: int = 0) -> str:
 
 def leading_ranges(spans: pd.DataFrame, name: str) -> str:
     """The budget ranges (ms) over which ``name`` is (among) the best, from
-    :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, or ``"never"``. Budgets under 10 ms
-    keep one decimal, and a range whose ends would print alike gets more, so a short range never reads ``13–13``."""
+    :func:`lib.evaluation.time_budget.leading_spans`: ``"1–20, 50–∞"``, ``"never"``, more than three counted (``"8
+    ranges between 87–98 and 476–511"``). Under 10 ms one decimal; ends that would print alike get more (not 13–13)."""
 
     def span(start: float, end: float) -> str:
         decimals = next(d for d in range(4) if d == 3 or budget_ms(start, d) != budget_ms(end, d))
@@ -139,7 +139,8 @@ def leading_ranges(spans: pd.DataFrame, name: str) -> str:
 
     own = spans[spans["model"] == name]
     ranges = [span(start, end) for start, end in zip(own["from_ms"], own["to_ms"], strict=True)]
-    return ", ".join(ranges) or "never"
+    counted = f"{len(ranges)} ranges between {ranges[0]} and {ranges[-1]}" if len(ranges) > 3 else ""
+    return counted or ", ".join(ranges) or "never"
 
 
 def leads_reading(leads: Mapping[str, str], measure: str = "nDCG@10") -> str:

@@ -65,6 +65,9 @@ def test_leading_ranges_and_the_sentence_say_where_a_model_leads() -> None:
     assert speed_report.leading_ranges(spans, "tk1") == "3.2–3.4"  # not "3–3"
     assert speed_report.leading_ranges(spans, "tk3") == "13.2–13.5"  # not "13–13"
     assert speed_report.leading_ranges(spans, "knrm") == "never"
+    slivers = pd.DataFrame({"model": ["tk2"] * 5, "from_ms": [87.0, 108, 151, 260, 476],
+                            "to_ms": [98.0, 135, 188, 274, math.inf]})  # fmt: skip
+    assert speed_report.leading_ranges(slivers, "tk2") == "5 ranges between 87–98 and 476–∞"
     sentence = speed_report.leads_reading({"dl19": "1–20", "dl20": "never"})
     assert (
         sentence
