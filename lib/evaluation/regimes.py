@@ -49,7 +49,7 @@ from lib.core.types import ranking_from_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-from lib.reranking.passage_index import PassageIndex, ResidentIndex, build_index, load_index
+from lib.reranking.passage_index import PassageIndex, ResidentIndex, build_indexes
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
 COLUMNS: tuple[str, ...] = ("model", "regime", "dtype", "bytes_per_passage", "index_seconds", "queries")
@@ -208,9 +208,9 @@ def cost_rows(
     resident: bool = False,
 ) -> list[dict[str, Any]]:
     """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes`` (and, if
-    ``resident``, that index held in the model's device memory: regime *resident*), its index
-    of the timed queries' candidates built into ``folder/<name>-<dtype>``: its bytes per passage, and its build time
-    scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
+    ``resident``, that index held in the model's device memory: regime *resident*), its index of the timed queries'
+    candidates built into ``folder/<name>-<dtype>`` (one encoding for every precision): its bytes per passage, and
+    its build time scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
     ``timed.texts``), and on a GPU the peak memory torch held while the regime was timed (``peak_memory_mb``: the
     weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns :data:`COLUMNS`, then
     ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count."""
@@ -220,13 +220,17 @@ def cost_rows(
     pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
     device = next(model.parameters()).device
     rows = []
+    built = {}
+    if len(settings) > 1:  # one encoding of the passages, written in each precision
+        folders = {dtype: folder / f"{name}-{dtype}" for dtype in dtypes}
+        built = build_indexes(model, tokenizer, timed.texts, pids, folders, progress=False,
+                              max_length=timing.max_doc_length)  # fmt: skip
     for regime, dtype in settings:
         index: PassageIndex | ResidentIndex | None = None
         if regime == "stored":
-            index = build_index(model, tokenizer, timed.texts, pids, folder / f"{name}-{dtype}", dtype, progress=False,
-                                max_length=timing.max_doc_length)  # fmt: skip
+            index = built[dtype]
         elif regime == "resident":
-            index = load_index(folder / f"{name}-{dtype}").resident(device)
+            index = built[dtype].resident(device)
         row = {
             "model": name,
             "regime": regime,

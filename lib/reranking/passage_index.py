@@ -171,8 +171,26 @@ def build_index(
     memory until the files are written — sized for the candidates of the timed queries (chapter 3's cost table), not
     for a whole collection of a wide model (TK-BERT-6's 384-d pieces of the book's 30k passages: about 4 GB). A pid
     without text is a ``KeyError``."""
-    if dtype not in STORED_DTYPES:
-        raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {dtype!r}")
+    built = build_indexes(model, tokenizer, texts, pids, {dtype: folder}, batch_size, progress, name, max_length)
+    return built[dtype]
+
+
+def build_indexes(
+    model: nn.Module,
+    tokenizer: Any,
+    texts: Mapping[str, str],
+    pids: Sequence[str],
+    folders: Mapping[str, str | os.PathLike],
+    batch_size: int = 32,
+    progress: bool = True,
+    name: str = "",
+    max_length: int = DOC_MAX_LENGTH,
+) -> dict[str, PassageIndex]:
+    """:func:`build_index` in several precisions from one encoding: ``folders`` maps a stored dtype to its folder.
+    Each header's ``seconds`` is the encoding's wall time plus the writing of that index."""
+    unknown = [dtype for dtype in folders if dtype not in STORED_DTYPES]
+    if unknown or not folders:
+        raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {unknown or 'none'}")
     if batch_size < 1 or max_length < 1:
         raise ValueError(f"parameters 'batch_size' and 'max_length' must be >= 1, got {batch_size}, {max_length}")
     missing = [pid for pid in pids if pid not in texts]
@@ -180,14 +198,10 @@ def build_index(
         raise KeyError(f"passage {missing[0]!r} has no text")
     if len(set(pids)) != len(pids):
         raise ValueError("parameter 'pids' names a passage twice: an index holds each passage once")
-    folder = Path(folder)
-    partial = folder.with_name(f".{folder.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
     start = time.perf_counter()
     device = next(model.parameters()).device
     order = sorted(range(len(pids)), key=lambda i: len(texts[pids[i]]))
-    blocks: dict[int, np.ndarray] = {}
+    blocks: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(pids)
     model.eval()
     with torch.inference_mode():
         for begin in tqdm(range(0, len(order), batch_size), desc="passage index", disable=not progress):
@@ -197,24 +211,35 @@ def build_index(
             vectors, stored = vectors.float().cpu().numpy(), stored.bool().cpu().numpy()
             for row, i in enumerate(chosen):
                 blocks[i] = vectors[row][stored[row]]
-    counts = np.array([len(blocks[i]) for i in range(len(pids))], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    dim = next(iter(blocks.values())).shape[1] if blocks else 0
+    encoding = time.perf_counter() - start
+    return {dtype: _write(blocks, pids, Path(folder), dtype, encoding, name) for dtype, folder in folders.items()}
+
+
+def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: str, encoding: float,
+           name: str) -> PassageIndex:  # fmt: skip
+    """Write one index of ``blocks`` (passage ``i``'s float32 vectors) into ``folder`` under a temporary name."""
+    start = time.perf_counter()
+    partial = folder.with_name(f".{folder.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    offsets = np.concatenate([[0], np.cumsum([len(block) for block in blocks])]).astype(np.int64)
+    dim = blocks[0].shape[1] if blocks else 0
     with open(partial / "vectors.bin", "wb") as vector_file, open(partial / "scales.bin", "wb") as scale_file:
-        for i in range(len(pids)):
+        for block in blocks:
             if dtype == "int8":
-                codes, scales = quantise(blocks[i])
+                codes, scales = quantise(block)
                 vector_file.write(codes.tobytes())
                 scale_file.write(scales.tobytes())
             else:
-                vector_file.write(blocks[i].astype(np.float16).tobytes())
+                vector_file.write(block.astype(np.float16).tobytes())
     if dtype != "int8":
         (partial / "scales.bin").unlink()
     offsets.tofile(partial / "offsets.bin")
     files = {path.name: path.stat().st_size for path in partial.iterdir()}
+    seconds = round(encoding + time.perf_counter() - start, 3)
     header = {
         "format": INDEX_FORMAT, "dtype": dtype, "dim": int(dim), "passages": len(pids), "vectors": int(offsets[-1]),
-        "pids": list(pids), "files": files, "seconds": round(time.perf_counter() - start, 3), "model": name,
+        "pids": list(pids), "files": files, "seconds": seconds, "model": name,
     }  # fmt: skip
     write_json(partial / HEADER_NAME, header)
     if folder.exists():
@@ -245,4 +270,13 @@ def load_index(folder: str | os.PathLike) -> PassageIndex:
     return PassageIndex(folder, pids, {pid: row for row, pid in enumerate(pids)}, vectors, scales, offsets, header)
 
 
-__all__ = ["INDEX_FORMAT", "STORED_DTYPES", "PassageIndex", "ResidentIndex", "build_index", "load_index", "quantise"]
+__all__ = [
+    "INDEX_FORMAT",
+    "STORED_DTYPES",
+    "PassageIndex",
+    "ResidentIndex",
+    "build_index",
+    "build_indexes",
+    "load_index",
+    "quantise",
+]

@@ -12,7 +12,7 @@ from lib import data
 from lib.core.types import query_order, ranking_from_run
 from lib.models.tk import TK, TKConfig
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
-from lib.reranking.passage_index import build_index, load_index, quantise
+from lib.reranking.passage_index import build_index, build_indexes, load_index, quantise
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -70,6 +70,22 @@ def test_a_resident_index_reads_what_the_memory_mapped_one_reads(tmp_path: Path,
     torch.testing.assert_close(vectors, expected_vectors, atol=1e-6, rtol=1e-6)
     with pytest.raises(KeyError, match="'p9' is not in the index"):
         resident.gather(["p1", "p9"])
+
+
+def test_one_encoding_writes_every_precision_as_its_own_build_would(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    calls = []
+    encode = model.encode_passages
+    model.encode_passages = lambda *args: calls.append(1) or encode(*args)
+    both = build_indexes(model, words, TEXTS, list(TEXTS), {"float16": tmp_path / "f", "int8": tmp_path / "i"},
+                         batch_size=4, progress=False)  # fmt: skip
+    assert len(calls) == 1  # the four passages in one batch, encoded once for both indexes
+    for dtype, index in both.items():
+        alone = build_index(model, words, TEXTS, list(TEXTS), tmp_path / f"alone-{dtype}", dtype, progress=False)
+        assert index.dtype == dtype and index.header["seconds"] > 0
+        assert torch.equal(index.gather(list(TEXTS))[0], alone.gather(list(TEXTS))[0])
+    with pytest.raises(ValueError, match="'dtype'"):
+        build_indexes(model, words, TEXTS, ["p1"], {}, progress=False)
 
 
 def test_bytes_per_passage_count_the_stored_vectors_scales_and_offsets(tmp_path: Path) -> None:
