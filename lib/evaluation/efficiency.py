@@ -12,6 +12,7 @@ of each batch, are those a re-ranker meets.
 from __future__ import annotations
 
 import itertools
+import math
 import platform
 import statistics
 import time
@@ -72,12 +73,24 @@ def _synchronise(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def median_ms(work: Callable[[], Any], device: torch.device, repetitions: int, warmup: int) -> float:
-    """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs."""
-    if repetitions < 1 or warmup < 0:
-        raise ValueError(f"parameters 'repetitions' >= 1 and 'warmup' >= 0 required, got {repetitions}, {warmup}")
+def median_ms(
+    work: Callable[[], Any], device: torch.device, repetitions: int, warmup: int, once_above_ms: float = math.inf
+) -> float:
+    """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs.
+
+    A run as long as ``once_above_ms`` or longer (the last warm-up run's time) is timed once: its noise (a few ms)
+    is small beside it, and the repetitions of a 2-second run are what a chapter's budget cannot afford."""
+    if repetitions < 1 or warmup < 0 or not once_above_ms > 0:
+        raise ValueError(
+            f"parameters 'repetitions' >= 1, 'warmup' >= 0 and 'once_above_ms' > 0 required, got {repetitions}, "
+            f"{warmup}, {once_above_ms}"
+        )
     for _ in range(warmup):
+        start = time.perf_counter()
         work()
+        _synchronise(device)
+        if (time.perf_counter() - start) * 1000.0 >= once_above_ms:
+            repetitions = 1
     _synchronise(device)
     timings = []
     for _ in range(repetitions):
@@ -235,12 +248,14 @@ def measure_latency(
     dtype: torch.dtype | None = None,
     repeated: bool = False,
     bucketed: bool = True,
+    once_above_ms: float = math.inf,
 ) -> Latency:
     """Time re-ranking one query: score every row of ``tensors`` (one query's candidates), then sort the scores.
 
     The rows are scored in batches of ``batch_size`` (:func:`scoring_batches`, bucketed by passage
     length unless ``bucketed`` is False) and the scores, back in candidate order, are sorted on the
-    device, as a re-ranker answering one query does.
+    device, as a re-ranker answering one query does. A run of ``once_above_ms`` or longer is timed once
+    (:func:`median_ms`).
     """
     batches = scoring_batches(tensors, batch_size, bucketed)
     device = tensors[2].device
@@ -249,7 +264,7 @@ def measure_latency(
     def rerank_once() -> torch.Tensor:
         return torch.argsort(score_batches(model, batches, dtype), descending=True)
 
-    milliseconds = median_ms(rerank_once, device, repetitions, warmup)
+    milliseconds = median_ms(rerank_once, device, repetitions, warmup, once_above_ms)
     return Latency(
         candidates=int(tensors[2].shape[0]),
         milliseconds=milliseconds,

@@ -100,21 +100,27 @@ class TimedQueries:
 @dataclass(frozen=True)
 class Timing:
     """How it is timed: the candidate ``counts``, the scoring ``batch_size``, the timed runs per query
-    (``repetitions``, after one untimed warm-up run), the longest a count's timing may take (``max_seconds``,
-    projected from the count below it; a longer one is estimated, :func:`regime_latencies`) and the candidates' token
-    cap (``max_doc_length``: the paper's 200 for passages; chapter 9's documents are longer)."""
+    (``repetitions``, after one untimed warm-up run; one where the warm-up took ``once_above_ms`` or longer,
+    :func:`lib.evaluation.efficiency.median_ms`), the longest a count's timing may take (``max_seconds``, projected
+    from the count below it; a longer one is estimated, :func:`regime_latencies`) and the candidates' token cap
+    (``max_doc_length``: the paper's 200 for passages; chapter 9's documents are longer)."""
 
     counts: Sequence[int]
     batch_size: int = 256
     repetitions: int = 3
     max_seconds: float = math.inf
     max_doc_length: int = DOC_MAX_LENGTH
+    once_above_ms: float = math.inf
 
     def __post_init__(self) -> None:
         if not self.counts or min(self.counts) < 1 or min(self.batch_size, self.repetitions, self.max_doc_length) < 1:
             raise ValueError(f"timing needs positive counts, batch size, repetitions and token cap, got {self}")
-        if not self.max_seconds > 0:
-            raise ValueError(f"timing needs max_seconds > 0, got {self.max_seconds}")
+        if not self.max_seconds > 0 or not self.once_above_ms > 0:
+            raise ValueError(f"timing needs max_seconds > 0 and once_above_ms > 0, got {self}")
+
+    def runs(self, ms: float) -> int:
+        """The runs (warm-up included) one query's timing of a ``ms``-long re-ranking takes."""
+        return 2 if ms >= self.once_above_ms else self.repetitions + 1
 
 
 def _query_latency(
@@ -131,12 +137,15 @@ def _query_latency(
     if index is None:
         pairs, repeated = candidate_pairs(timed.first_stage, timed.queries, timed.texts, count, qid)
         tensors = encode_pairs(tokenizer, pairs, device, max_doc_length=timing.max_doc_length)
-        return measure_latency(model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated).milliseconds
+        return measure_latency(
+            model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated,
+            once_above_ms=timing.once_above_ms,
+        ).milliseconds  # fmt: skip
     ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
     query = (ids.to(device), mask.to(device))
     pids = candidates_of(timed.first_stage, qid, count)
     work = functools.partial(stored_rerank, model, query, index, pids, timing.batch_size)
-    return median_ms(work, device, timing.repetitions, 1)
+    return median_ms(work, device, timing.repetitions, 1, timing.once_above_ms)
 
 
 def _estimate(measured: Mapping[int, float], count: int) -> float:
@@ -170,7 +179,8 @@ def regime_latencies(
     for count in sorted(timing.counts):
         if measured:
             largest = max(measured)
-            projected = measured[largest] * count / largest * (timing.repetitions + 1) * len(timed.qids) / 1000.0
+            per_run = measured[largest] * count / largest
+            projected = per_run * timing.runs(per_run) * len(timed.qids) / 1000.0
             if projected > timing.max_seconds:
                 ms = _estimate(measured, count)
                 results[count] = {"ms": ms, "spread": math.nan, "queries": len(timed.qids), "measured": False}
@@ -206,6 +216,7 @@ def cost_rows(
     folder: Path,
     dtypes: Sequence[str] = ("float16",),
     resident: bool = False,
+    whole: bool = True,
 ) -> list[dict[str, Any]]:
     """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes`` (and, if
     ``resident``, that index held in the model's device memory: regime *resident*), its index of the timed queries'
@@ -213,15 +224,20 @@ def cost_rows(
     its build time scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
     ``timed.texts``), and on a GPU the peak memory torch held while the regime was timed (``peak_memory_mb``: the
     weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns :data:`COLUMNS`, then
-    ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count."""
+    ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count. ``whole=False`` leaves the *whole* row
+    out (a storable model whose run-whole cost another row already measures: a compact TK is its full TK run whole
+    plus one projection)."""
+    if not whole and not is_precomputable(model):
+        raise ValueError(f"model {name!r} cannot store passages: its one regime is 'whole' (parameter 'whole')")
     stored = ["stored", "resident"] if resident else ["stored"]
     settings = [("whole", None)] + [(regime, dtype) for dtype in dtypes for regime in stored]
     settings = settings if is_precomputable(model) else settings[:1]
+    settings = settings if whole else settings[1:]
     pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
     device = next(model.parameters()).device
     rows = []
     built = {}
-    if len(settings) > 1:  # one encoding of the passages, written in each precision
+    if any(regime != "whole" for regime, _ in settings):  # one encoding of the passages, written in each precision
         folders = {dtype: folder / f"{name}-{dtype}" for dtype in dtypes}
         built = build_indexes(model, tokenizer, timed.texts, pids, folders, progress=False,
                               max_length=timing.max_doc_length)  # fmt: skip
@@ -361,7 +377,8 @@ SPEED_BAR = 5.0
 
 def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labels: Mapping[str, str]) -> pd.DataFrame:
     """Per TK of ``tks``: its latency at 100 candidates run whole and stored (its cheaper index), how many times
-    faster than ``reference`` run whole each is, and whether that reaches :data:`SPEED_BAR`."""
+    faster than ``reference`` run whole each is, and whether that reaches :data:`SPEED_BAR` ("—" where the table has
+    no such row: a compact TK is timed stored only)."""
     count = (
         100 if "ms_100" in table.columns else max(int(c.split("_")[1]) for c in table.columns if c.startswith("ms_"))
     )
@@ -370,14 +387,14 @@ def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labe
     rows = []
     for name in tks:
         own = table[table["model"] == name]
-        whole = float(own[own["regime"] == "whole"][column].iloc[0])
-        stored_rows = own[own["regime"] == "stored"]
+        whole_rows, stored_rows = own[own["regime"] == "whole"], own[own["regime"] == "stored"]
+        whole = float(whole_rows[column].min()) if not whole_rows.empty else math.nan
         stored = float(stored_rows[column].min()) if not stored_rows.empty else math.nan
         row = {"TK": labels.get(name, name), f"whole ms for {count}": whole, f"stored ms for {count}": stored}
         for regime, ms in (("whole", whole), ("stored", stored)):
             ratio = base / ms if ms > 0 else math.nan
             row[f"{regime}: × {labels.get(reference, reference)}"] = round(ratio, 1)
-            row[f"{regime}: ≥ {SPEED_BAR:g}×"] = "yes" if ratio >= SPEED_BAR else "no"
+            row[f"{regime}: ≥ {SPEED_BAR:g}×"] = "—" if math.isnan(ratio) else "yes" if ratio >= SPEED_BAR else "no"
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -12,6 +12,7 @@ import torch
 
 from lib import data
 from lib.core.types import query_order
+from lib.evaluation.efficiency import median_ms
 from lib.evaluation.regimes import (
     TimedQueries,
     Timing,
@@ -110,6 +111,33 @@ def test_the_cost_rows_have_both_regimes_for_a_storable_model_and_one_for_the_re
         Timing([1], max_seconds=0)
 
 
+def test_a_model_timed_stored_only_has_no_whole_row_and_one_that_cannot_store_refuses(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1"])
+    rows = cost_rows("tk", model, words, timed, Timing([2], repetitions=1), tmp_path, ("int8",), whole=False)
+    assert [(row["regime"], row["dtype"]) for row in rows] == [("stored", "int8")]
+    with pytest.raises(ValueError, match="'knrm' cannot store passages"):
+        cost_rows("knrm", KNRM(torch.randn(len(words), 8)), words, timed, Timing([2]), tmp_path, whole=False)
+
+
+def test_a_run_longer_than_the_threshold_is_timed_once_after_its_warm_up(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1", "q2"])
+    for once_above_ms, runs in ((1e-9, 2), (math.inf, 4 + 1)):
+        counter = Counting(model)
+        regime_latencies(model, words, timed, Timing([3], repetitions=4, once_above_ms=once_above_ms), index)
+        assert counter.calls == 2 * runs, f"2 queries × {runs} runs with once_above_ms={once_above_ms}"
+    calls = []
+    assert median_ms(lambda: calls.append(1), torch.device("cpu"), 5, 1, once_above_ms=1e-9) >= 0 and len(calls) == 2
+    assert Timing([1], repetitions=3, once_above_ms=100.0).runs(99.0) == 4
+    assert Timing([1], repetitions=3, once_above_ms=100.0).runs(100.0) == 2
+    with pytest.raises(ValueError, match="once_above_ms > 0"):
+        Timing([1], once_above_ms=0)
+    with pytest.raises(ValueError, match="'once_above_ms' > 0"):
+        median_ms(lambda: None, torch.device("cpu"), 1, 1, once_above_ms=-1.0)
+
+
 def test_the_token_cap_bounds_what_both_regimes_read(tmp_path: Path) -> None:
     model, words = tk_and_words(TEXTS)
     timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1"])
@@ -194,6 +222,9 @@ def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() 
     row = ladder_verdict(table, ["tk"], "bert", LABELS).iloc[0].to_dict()
     assert row["whole: × BERT-cat"] == 2.0 and row["whole: ≥ 5×"] == "no"
     assert row["stored ms for 100"] == 100.0 and row["stored: × BERT-cat"] == 10.0 and row["stored: ≥ 5×"] == "yes"
+    compact = pd.concat([table, pd.DataFrame([{"model": "tk-d32", "regime": "stored", "ms_100": 50.0}])])
+    row = ladder_verdict(compact, ["tk-d32"], "bert", LABELS).iloc[0].to_dict()
+    assert math.isnan(row["whole ms for 100"]) and row["whole: ≥ 5×"] == "—" and row["stored: × BERT-cat"] == 20.0
 
 
 def test_committed_cost_tables_are_read_with_their_device_and_date(tmp_path: Path) -> None:

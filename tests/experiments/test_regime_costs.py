@@ -34,10 +34,21 @@ def test_each_regime_gets_a_fixed_cost_and_a_speed_and_stored_the_cheapest_index
     assert bert.regime == "whole" and bert == costs["whole"]["bert-cat"]  # no index: it runs whole in both
 
 
+def test_a_model_timed_stored_only_has_a_stored_cost_and_none_whole() -> None:
+    compact = TABLE.assign(model=TABLE["model"].replace({"tk2": "tk-bert6-d32"}))
+    costs = regime_costs.regime_costs(compact[compact["regime"] != "whole"].pipe(lambda t: pd.concat([t, TABLE[3:]])),
+                                      [10, 100, 1000])  # fmt: skip
+    assert "tk-bert6-d32" not in costs["whole"] and costs["stored"]["tk-bert6-d32"].dtype == "int8"
+    with pytest.raises(ValueError, match="neither a 'whole' nor a 'stored' row for model 'x'"):
+        regime_costs.regime_costs(pd.DataFrame([{"model": "x", "regime": "resident", "ms_10": 1.0, "ms_100": 2.0}]),
+                                  [10, 100])  # fmt: skip
+
+
 def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     artifacts_root: Path,  # noqa: F811 — the fixture
     tmp_path: Path,
     converted,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _save_trained("smoke", "tk2")
     profile = get_profile("smoke")
@@ -51,6 +62,9 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     ]  # fmt: skip
     assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
     assert list(folder.iterdir()) == []
+    monkeypatch.setattr(regime_costs, "COMPACT_TKS", ("tk2",))  # a compact TK is timed stored only
+    stored_only = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder)
+    assert list(stored_only["regime"]) == ["stored", "stored"]
 
 
 def test_query_time_takes_the_cheapest_index_or_the_whole_model_with_its_bytes() -> None:
