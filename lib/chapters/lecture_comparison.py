@@ -210,8 +210,8 @@ def prettr_reading(
     """Chapter 8's reading of the PreTTR it adopted (lecture 8, slides 17–19): split ``split`` of chapter 2's BERT-cat,
     fine-tuned (``results``, one :class:`ModelResult` per test year) against the same split untrained on validation
     (``sweep``, :func:`lib.evaluation.split_sweep.split_sweep`; ``validation`` its validation column), and on the
-    test years against BERT-cat and BM25, re-ranking every candidate; and whether the lecture's claim holds: a late split stays at or above BM25
-    on every year and within :data:`PRETTR_MARGIN` nDCG@10 of BERT-cat on the first."""
+    test years against BERT-cat and BM25, re-ranking every candidate; and whether the lecture's claim holds: a late
+    split stays at or above BM25 on every year and within :data:`PRETTR_MARGIN` nDCG@10 of BERT-cat on the first."""
     first = next(iter(results.values()))
     untrained = float(sweep.loc[split, validation])
     lines = [
