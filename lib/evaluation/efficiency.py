@@ -78,8 +78,9 @@ def median_ms(
 ) -> float:
     """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs.
 
-    A run as long as ``once_above_ms`` or longer (the last warm-up run's time) is timed once: its noise (a few ms)
-    is small beside it, and the repetitions of a 2-second run are what a chapter's budget cannot afford."""
+    A run of ``once_above_ms`` or longer is timed once: the first warm-up run is timed, and when it takes that long
+    it is the measurement — a cold start's few milliseconds and the run-to-run noise are small beside it, and the
+    repetitions of a 2-second run are what a chapter's budget cannot afford."""
     if repetitions < 1 or warmup < 0 or not once_above_ms > 0:
         raise ValueError(
             f"parameters 'repetitions' >= 1, 'warmup' >= 0 and 'once_above_ms' > 0 required, got {repetitions}, "
@@ -89,8 +90,8 @@ def median_ms(
         start = time.perf_counter()
         work()
         _synchronise(device)
-        if (time.perf_counter() - start) * 1000.0 >= once_above_ms:
-            repetitions = 1
+        if (elapsed := (time.perf_counter() - start) * 1000.0) >= once_above_ms:
+            return elapsed
     _synchronise(device)
     timings = []
     for _ in range(repetitions):

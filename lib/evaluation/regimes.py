@@ -100,10 +100,10 @@ class TimedQueries:
 @dataclass(frozen=True)
 class Timing:
     """How it is timed: the candidate ``counts``, the scoring ``batch_size``, the timed runs per query
-    (``repetitions``, after one untimed warm-up run; one where the warm-up took ``once_above_ms`` or longer,
-    :func:`lib.evaluation.efficiency.median_ms`), the longest a count's timing may take (``max_seconds``, projected
-    from the count below it; a longer one is estimated, :func:`regime_latencies`) and the candidates' token cap
-    (``max_doc_length``: the paper's 200 for passages; chapter 9's documents are longer)."""
+    (``repetitions``, after one untimed warm-up run; a run of ``once_above_ms`` or longer is timed once, its warm-up
+    the measurement, :func:`lib.evaluation.efficiency.median_ms`), the longest a count's timing may take
+    (``max_seconds``, projected from the count below it; a longer one is estimated, :func:`regime_latencies`) and the
+    candidates' token cap (``max_doc_length``: the paper's 200 for passages; chapter 9's documents are longer)."""
 
     counts: Sequence[int]
     batch_size: int = 256
@@ -120,7 +120,7 @@ class Timing:
 
     def runs(self, ms: float) -> int:
         """The runs (warm-up included) one query's timing of a ``ms``-long re-ranking takes."""
-        return 2 if ms >= self.once_above_ms else self.repetitions + 1
+        return 1 if ms >= self.once_above_ms else self.repetitions + 1
 
 
 def _query_latency(

@@ -63,7 +63,7 @@ def model_rows(
     settings = profile.speed
     timing = Timing(
         settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,
-        settings.regime_max_seconds, once_above_ms=settings.regime_once_above_ms,
+        settings.regime_max_seconds, once_above_ms=settings.once_above_ms,
     )  # fmt: skip
     with tempfile.TemporaryDirectory(dir=folder) as indexes, autocast(device):
         return cost_rows(name, model.to(device), tokenizer, timed_queries(profile), timing, Path(indexes),
