@@ -438,7 +438,9 @@ for count in chapter.profile.speed.regime_counts:
 gpu_costs = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
 table = table.join(regimes.gpu_memory(gpu_costs, labels, list(stored)))
 write_csv(out / "comparison.csv", table.reset_index())
-table.round(3)
+display(table.round(3))
+if guessed := regimes.estimated(regime_rows, labels):  # a latency too slow to time, estimated (chapter 3's "est.")
+    display(Markdown(f"*Estimated from the smaller counts, not measured: {'; '.join(guessed)}.*"))
 
 # %% [markdown]
 # "p vs bert-cat": the paired two-tailed t-test of each model against BERT-cat over the year's judged queries,

@@ -371,6 +371,18 @@ def compact_table(
     return pd.DataFrame(rows)
 
 
+def estimated(table: pd.DataFrame, labels: Mapping[str, str]) -> list[str]:
+    """The latencies of a cost table that were estimated, not measured (:func:`regime_latencies`): ``"<label>
+    <regime> at <count>"`` per row and count whose ``measured_<count>`` is False, in the table's order."""
+    counts = sorted(int(column.split("_")[1]) for column in table.columns if column.startswith("measured_"))
+    return [
+        f"{labels.get(row['model'], row['model'])} {row['regime']} at {count:,}"
+        for _, row in table.iterrows()
+        for count in counts
+        if not bool(row[f"measured_{count}"])
+    ]
+
+
 #: Chapter 2's bar: a TK is worth having beside BERT-cat when it re-ranks at least this many times as fast.
 SPEED_BAR = 5.0
 
@@ -401,5 +413,5 @@ def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labe
 
 __all__ = [
     "COLUMNS", "SPEED_BAR", "TimedQueries", "Timing", "candidates_of", "committed_regimes", "compact_table",
-    "cost_rows", "gpu_memory", "ladder_verdict", "query_cost", "regime_latencies", "stored_rerank",
+    "cost_rows", "estimated", "gpu_memory", "ladder_verdict", "query_cost", "regime_latencies", "stored_rerank",
 ]  # fmt: skip

@@ -20,6 +20,7 @@ from lib.evaluation.regimes import (
     committed_regimes,
     compact_table,
     cost_rows,
+    estimated,
     gpu_memory,
     ladder_verdict,
     query_cost,
@@ -225,6 +226,16 @@ def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() 
     compact = pd.concat([table, pd.DataFrame([{"model": "tk-d32", "regime": "stored", "ms_100": 50.0}])])
     row = ladder_verdict(compact, ["tk-d32"], "bert", LABELS).iloc[0].to_dict()
     assert math.isnan(row["whole ms for 100"]) and row["whole: ≥ 5×"] == "—" and row["stored: × BERT-cat"] == 20.0
+
+
+def test_the_estimated_latencies_are_named_by_model_regime_and_count() -> None:
+    table = pd.DataFrame(
+        [{"model": "bert", "regime": "whole", "measured_10": True, "measured_100": False},
+         {"model": "tk", "regime": "stored", "measured_10": True, "measured_100": True},
+         {"model": "tk", "regime": "whole", "measured_10": False, "measured_100": False}]
+    )  # fmt: skip
+    assert estimated(table, {"bert": "BERT-cat"}) == ["BERT-cat whole at 100", "tk whole at 10", "tk whole at 100"]
+    assert estimated(table.iloc[[1]], {}) == []
 
 
 def test_committed_cost_tables_are_read_with_their_device_and_date(tmp_path: Path) -> None:
