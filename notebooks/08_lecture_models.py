@@ -428,6 +428,7 @@ write_csv(out / "latency.csv", timing)
 query_time = timing[(timing["mode"] == "passages stored") | ~timing["model"].isin(
     timing.loc[timing["mode"] == "passages stored", "model"])]  # fmt: skip
 labels = {"bm25": "BM25", **{name: label(name) for name in compared}, "tilde-qdl": "TILDE-QDL", "tildev2": "TILDEv2"}
+labels["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from its scores
 table = lecture_comparison.comparison_table(effectiveness, query_time, stored, labels)
 whole = regime_rows[regime_rows["regime"] == "whole"].set_index("model")  # the other regime, for the stored models
 for count in chapter.profile.speed.regime_counts:
@@ -472,7 +473,7 @@ save_figure(figure, out / "tradeoff.png")
 plt.show()
 
 # %% tags=["hide-input"]
-display(Markdown(lecture_comparison.tradeoff_reading(table, largest)))
+display(Markdown(lecture_comparison.tradeoff_reading(table, largest, labels["bi-encoder"])))
 
 # %% [markdown]
 # PreTTR's dial: chapter 2's BERT-cat weights split at every *k* (untrained, the table of its section) on
