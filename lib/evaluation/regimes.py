@@ -373,10 +373,12 @@ def compact_table(
 
 def estimated(table: pd.DataFrame, labels: Mapping[str, str]) -> list[str]:
     """The latencies of a cost table that were estimated, not measured (:func:`regime_latencies`): ``"<label>
-    <regime> at <count>"`` per row and count whose ``measured_<count>`` is False, in the table's order."""
+    <regime> [<index dtype>] at <count>"`` per row and count whose ``measured_<count>`` is False, in table order."""
     counts = sorted(int(column.split("_")[1]) for column in table.columns if column.startswith("measured_"))
     return [
-        f"{labels.get(row['model'], row['model'])} {row['regime']} at {count:,}"
+        f"{labels.get(row['model'], row['model'])} {row['regime']}"
+        + (f" {row['dtype']}" if row.get("dtype", "—") != "—" else "")
+        + f" at {count:,}"
         for _, row in table.iterrows()
         for count in counts
         if not bool(row[f"measured_{count}"])

@@ -235,6 +235,9 @@ def test_the_estimated_latencies_are_named_by_model_regime_and_count() -> None:
          {"model": "tk", "regime": "whole", "measured_10": False, "measured_100": False}]
     )  # fmt: skip
     assert estimated(table, {"bert": "BERT-cat"}) == ["BERT-cat whole at 100", "tk whole at 10", "tk whole at 100"]
+    rows = [{"model": "p", "regime": "stored", "dtype": dtype, "measured_10": False} for dtype in ("float16", "int8")]
+    indexes = pd.DataFrame(rows)
+    assert estimated(indexes, {}) == ["p stored float16 at 10", "p stored int8 at 10"]
     assert estimated(table.iloc[[1]], {}) == []
 
 
