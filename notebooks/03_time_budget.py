@@ -100,7 +100,7 @@ LABELS["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from 
 # beforehand at the paper's caps (30 query and 200 passage tokens) and moved to the device; one
 # warm-up pass is excluded; GPU work is synchronised before every clock read; the median of
 # several repetitions is reported (a latency of {glue:text}`regime_once_ms` ms or more is timed once, its first
-# run, here and below: a cold start's few milliseconds are small beside it). Batches hold 256 pairs for the
+# run, here and below: any cold-start cost stays in it and can only slow that model). Batches hold 256 pairs for the
 # non-BERT models (the paper's setting) and 32 for BERT, and are **bucketed by passage length** as the book
 # re-ranks: pairs are sorted by passage length and each batch is padded only to its own longest passage (the
 # remaining padding is part of the cost, as in any real batch). TK contextualises each distinct query of a batch

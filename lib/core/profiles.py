@@ -144,8 +144,8 @@ class SpeedSettings(_Replaceable):
     query after an untimed warm-up, a count estimated instead when its timing would take more than
     ``regime_max_seconds``, and the stored indexes in each of ``regime_dtypes``. Every latency the chapter times (the
     benchmark's and the regimes') takes a run of ``once_above_ms`` or longer once, its warm-up the measurement
-    (BERT-cat run whole on 100 candidates, about 2 s on 2 CPU cores, BERT-Large's seconds: a cold start's few ms and
-    the noise are small beside them; :func:`lib.evaluation.efficiency.median_ms`).
+    (BERT-cat run whole on 100 candidates, BERT-Large's latencies: any cold-start cost stays in the measurement and
+    can only slow that model; :func:`lib.evaluation.efficiency.median_ms`).
     """
 
     batch_sizes: Mapping[str, int] = field(default_factory=lambda: {"word": 256, "wordpiece": 32})

@@ -79,7 +79,7 @@ def median_ms(
     """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs.
 
     A run of ``once_above_ms`` or longer is timed once: the first warm-up run is timed, and when it takes that long
-    it is the measurement — a cold start's few milliseconds and the run-to-run noise are small beside it, and the
+    it is the measurement — any cold-start cost stays in it (it can only slow the model timed), and the
     repetitions of a 2-second run are what a chapter's budget cannot afford."""
     if repetitions < 1 or warmup < 0 or not once_above_ms > 0:
         raise ValueError(
