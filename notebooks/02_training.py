@@ -85,6 +85,7 @@ from lib.experiments import (
 )
 
 # %% tags=["hide-input"]
+from lib.experiments.compact_tk import compact_variant
 from lib.experiments.pretraining_ladder import ladder_table, rung
 from lib.models.kernels import kernel_mus, kernel_sigmas
 from lib.models.registry import model_spec
@@ -391,7 +392,10 @@ results = {}
 timings = []
 for name in all_models:
     start = time.perf_counter()
-    for query_set, result in model_runs.run_model(name, protocol, representations, settings, chapter).items():
+    trained = {model: result.training.model for (_, model), result in results.items() if result.training}
+    variant = compact_variant(name, settings.compact_start, trained, protocol, representations.wordpiece)
+    runs = model_runs.run_model(name, protocol, representations, settings, chapter, variant=variant)
+    for query_set, result in runs.items():
         results[(query_set, name)] = result
         print(f"{query_set} {name}: {result.row()}")
     timings.append({"model": name, "seconds": time.perf_counter() - start})

@@ -81,7 +81,9 @@ class TrainingSettings(_Replaceable):
     parameter of the word models instead of the paper's 10⁻⁴ / 10⁻³ (``None``: the paper's). The
     ``book`` defaults are sized for the chapter's budget on 2 CPU cores; the ``paper`` defaults are the
     paper's scale (GPU). ``bucket_batches``: training batches of similar passage lengths
-    (:class:`lib.training.pairwise.TrainingConfig`; 1: a plain shuffle).
+    (:class:`lib.training.pairwise.TrainingConfig`; 1: a plain shuffle). ``compact_start``: where the compact TKs
+    (``tk-bert6-d64``, ``tk-bert6-d32``) start — ``"minilm"`` (the registry's build) or ``"tk-bert6"`` (the build's
+    trained TK-BERT-6 with its principal directions as the projection; :mod:`lib.experiments.compact_tk`).
     """
 
     embedding_method: str = "glove-6b-50d"
@@ -93,6 +95,7 @@ class TrainingSettings(_Replaceable):
         "tk-bert1", "tk-bert2", "tk-bert3", "tk-bert6", "colbert",
     )  # fmt: skip
     bert_cat_start: str = "minilm"
+    compact_start: str = "minilm"
     bert_cat_layers: int | None = None
     bert_cat_lr: float | None = None
     bert_lr_by_model: Mapping[str, float] = field(default_factory=dict)

@@ -32,11 +32,14 @@ Deviations from the paper, named:
 dimensions, ``t̂' = P·t̂``, applied to both sides before the match matrix (eq. 4), so the index stores ``d`` numbers
 per passage piece instead of ``H`` (ColBERT's projection to a small dimension, Khattab & Zaharia 2020, §3.2 and its
 dimension ablation, is the precedent). ``P`` starts as a random orthogonal map (cosines roughly kept) and trains
-with the scoring layers at ``head_lr``. Not in the TK paper: a book addition for the stored regime.
+with the scoring layers at ``head_lr``; :meth:`TKBert.compacted` instead adds a given ``P`` to a trained full TK
+(:mod:`lib.experiments.compact_tk`: its principal directions). Not in the TK paper: a book addition for the stored
+regime.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 
 import torch
@@ -101,6 +104,21 @@ class TKBert(TK):
         """Eq. 1, then the compact index's projection ``P`` when there is one (padding stays 0: ``P`` has no bias)."""
         mixed = super()._mix(embeddings, context, mask)
         return mixed if self.projection is None else self.projection(mixed)
+
+    def compacted(self, projection: torch.Tensor) -> TKBert:
+        """A copy of this full TK with the compact index's ``P`` = ``projection`` ``[d, H]`` added (module docstring);
+        every other weight is this model's, and this model is left unchanged."""
+        if self.projection is not None:
+            raise ValueError("this TK is already compact: its projection is set")
+        hidden = self.embedding.word_embeddings.embedding_dim
+        if projection.dim() != 2 or projection.shape[1] != hidden or not 0 < projection.shape[0] <= hidden:
+            raise ValueError(f"parameter 'projection' must be [d, {hidden}] with 0 < d <= {hidden}, got "
+                             f"{list(projection.shape)}")  # fmt: skip
+        model = copy.deepcopy(self)
+        model.projection = nn.Linear(hidden, projection.shape[0], bias=False)
+        with torch.no_grad():
+            model.projection.weight.copy_(projection)
+        return model
 
     def embed_and_context(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``t`` and ``context(t)`` of the real pieces, ``[B, L, H]`` each, 0 at padding: the BERT reads

@@ -156,3 +156,26 @@ def test_the_query_is_encoded_once_and_scored_against_stored_passages(bert_folde
         as_float16 = model.score_stored(*query, stored.half(), stored_mask)
     torch.testing.assert_close(torch.cat(halves), whole)
     torch.testing.assert_close(as_float16, whole, atol=1e-2, rtol=1e-2)
+
+
+def test_compacted_adds_the_given_projection_to_a_copy_of_the_full_tk(bert_folder: Path) -> None:
+    full = tk_bert(bert_folder)
+    query_ids, query_mask, doc_ids, doc_mask = batch(seed=3)
+    projection = torch.linalg.qr(torch.randn(32, 32, generator=torch.Generator().manual_seed(2)))[0][:6]
+    compact = full.compacted(projection).eval()
+    assert full.projection is None, "the full TK is left unchanged"
+    with torch.no_grad():
+        full_vectors, mask = full.encode_passages(doc_ids, doc_mask)
+        compact_vectors, _ = compact.encode_passages(doc_ids, doc_mask)
+        torch.testing.assert_close(compact_vectors, full_vectors @ projection.T, atol=1e-5, rtol=1e-5)
+        # an orthogonal P onto every dimension keeps every cosine: the full TK's scores
+        rotation = torch.linalg.qr(torch.randn(32, 32, generator=torch.Generator().manual_seed(4)))[0]
+        torch.testing.assert_close(
+            full.compacted(rotation)(query_ids, query_mask, doc_ids, doc_mask),
+            full(query_ids, query_mask, doc_ids, doc_mask), atol=1e-5, rtol=1e-4,
+        )  # fmt: skip
+    assert torch.equal(compact.alpha, full.alpha) and compact.alpha is not full.alpha
+    with pytest.raises(ValueError, match="already compact"):
+        compact.compacted(projection)
+    with pytest.raises(ValueError, match="'projection' must be"):
+        full.compacted(torch.zeros(4, 31))

@@ -1,0 +1,114 @@
+"""The compact TKs started from the full one: chapter 2's trained TK-BERT-6, ``P`` its own principal directions.
+
+A compact TK (:mod:`lib.models.tk_bert`, ``tk-bert6-d64`` / ``tk-bert6-d32``) projects eq. 1's ``H``-d vectors to
+``d`` dimensions before the cosine match matrix (eq. 4), so a stored index keeps ``d`` numbers per passage piece.
+Where its training starts is the training setting ``compact_start`` (:class:`lib.core.profiles.TrainingSettings`):
+
+- ``"minilm"``: the registry's build — MiniLM's weights, ``P`` a random orthogonal map;
+- ``"tk-bert6"``: every weight of the trained TK-BERT-6 of the same build (its BERT layers, α, kernels' weights),
+  ``P`` the ``d`` leading right singular vectors of its unit-length eq. 1 vectors over training passages
+  (:func:`principal_projection`). By Eckart–Young this ``P`` keeps the most of those vectors' cosines that any
+  rank-``d`` linear map keeps, so the compact TK starts near the full TK's match matrix and training only has to
+  recover what the ``H − d`` dropped directions carried. ColBERT's dimension ablation (Khattab & Zaharia 2020,
+  §3.2, §4.5) learns its projection from BERT's start; starting from the full ranker is the book's addition.
+
+Only training passages are read (the passages of the protocol's training triples), never a validation or test
+passage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from lib.experiments.distillation_protocol import Protocol
+from lib.experiments.model_runs import RunVariant
+from lib.experiments.score_cache import weights_digest
+from lib.models.tk_bert import TKBert
+from lib.representations.text import DOC_MAX_LENGTH
+
+#: The compact TKs, the width of their projection, and the full TK they may start from.
+COMPACT_WIDTHS: dict[str, int] = {"tk-bert6-d64": 64, "tk-bert6-d32": 32}
+FULL_TK = "tk-bert6"
+#: The values of ``TrainingSettings.compact_start`` (module docstring).
+COMPACT_STARTS: tuple[str, ...] = ("minilm", FULL_TK)
+#: How many training passages the principal directions are computed from (a few tens of thousands of vectors).
+PROJECTION_PASSAGES = 1000
+
+
+def training_passages(protocol: Protocol, count: int = PROJECTION_PASSAGES, seed: int = 0) -> list[str]:
+    """``count`` distinct passages of the protocol's training triples (positives and negatives), drawn with ``seed``
+    from their sorted ids: never a held-out, validation or test passage unless a training triple holds it."""
+    pids = sorted({pid for _, positive, negative in protocol.triples for pid in (positive, negative)})
+    if not pids:
+        raise ValueError("the protocol has no training triples to compute a projection from")
+    chosen = np.random.default_rng(seed).permutation(len(pids))[:count]
+    return [pids[i] for i in sorted(chosen)]
+
+
+def principal_projection(
+    model: TKBert,
+    tokenizer: Any,
+    texts: Sequence[str],
+    dim: int,
+    batch_size: int = 32,
+    max_length: int = DOC_MAX_LENGTH,
+    progress: bool = True,
+) -> torch.Tensor:
+    """``P`` ``[dim, H]``: the ``dim`` leading right singular vectors of ``model``'s eq. 1 vectors of ``texts``'
+    pieces, each scaled to unit length first (the cosine of eq. 4 reads directions only), uncentred (the cosine is
+    of the vectors themselves, not of their deviations from a mean)."""
+    if model.projection is not None:
+        raise ValueError("parameter 'model' must be a full TK (no projection): its vectors are what P compresses")
+    hidden = model.embedding.word_embeddings.embedding_dim
+    if not 0 < dim <= hidden:
+        raise ValueError(f"parameter 'dim' must be in 1..{hidden}, got {dim}")
+    if not texts:
+        raise ValueError("parameter 'texts' is empty: no vectors to compute a projection from")
+    device = next(model.parameters()).device
+    second_moment = torch.zeros(hidden, hidden, dtype=torch.float64)
+    model.eval()
+    with torch.inference_mode():
+        for begin in tqdm(range(0, len(texts), batch_size), desc="projection", disable=not progress):
+            ids, mask = tokenizer.encode(list(texts[begin : begin + batch_size]), max_length)
+            vectors, stored = model.encode_passages(ids.to(device), mask.to(device))
+            kept = vectors[stored].double().cpu()
+            kept = kept / kept.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+            second_moment += kept.T @ kept
+    _, eigenvectors = torch.linalg.eigh(second_moment)
+    return eigenvectors[:, -dim:].flip(-1).T.float().contiguous()
+
+
+def compact_variant(
+    name: str,
+    start: str,
+    trained: Mapping[str, torch.nn.Module],
+    protocol: Protocol,
+    tokenizer: Any,
+    progress: bool = True,
+) -> RunVariant:
+    """How chapter 2 trains registry model ``name``: the plain run, or for a compact TK under ``start="tk-bert6"``
+    the trained full TK of ``trained`` (the models of this build so far, by name) with its principal ``P``
+    (module docstring). The run keeps its registry name, so its checkpoint and run files are the book's."""
+    if start not in COMPACT_STARTS:
+        raise ValueError(f"setting 'compact_start' must be one of {list(COMPACT_STARTS)}, got {start!r}")
+    if name not in COMPACT_WIDTHS or start == "minilm":
+        return RunVariant()
+    if FULL_TK not in trained:
+        raise ValueError(f"model {name!r} starts from {FULL_TK!r} (compact_start), which this build has not trained "
+                         f"before it: list {FULL_TK!r} first among the models")  # fmt: skip
+    full = trained[FULL_TK]
+    passages = [protocol.texts[pid] for pid in training_passages(protocol)]
+    projection = principal_projection(full, tokenizer, passages, COMPACT_WIDTHS[name], progress=progress)
+    what = f"{FULL_TK} {weights_digest(full)[:16]}, P its {COMPACT_WIDTHS[name]} principal directions"
+    return RunVariant(start=(full.compacted(projection.to(next(full.parameters()).device)), what))
+
+
+__all__ = [
+    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "compact_variant", "principal_projection",
+    "training_passages",
+]  # fmt: skip
