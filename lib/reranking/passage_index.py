@@ -87,17 +87,22 @@ class PassageIndex:
         missing = [pid for pid in pids if pid not in self.row_of]
         if missing:
             raise KeyError(f"passage {missing[0]!r} is not in the index {self.folder}")
-        rows = [self.row_of[pid] for pid in pids]
-        starts, stops = self.offsets[rows], self.offsets[np.asarray(rows) + 1]
-        length = int((stops - starts).max()) if rows else 0
+        rows = np.asarray([self.row_of[pid] for pid in pids], dtype=np.int64)
+        starts = self.offsets[rows].astype(np.int64)
+        lengths = self.offsets[rows + 1].astype(np.int64) - starts
+        length = int(lengths.max()) if len(rows) else 0
+        # One read of every stored vector of ``pids`` (no loop over passages): passage i's vector j is row
+        # starts[i] + j, written to out[i, j].
+        which = np.repeat(np.arange(len(rows)), lengths)
+        position = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        read = np.repeat(starts, lengths) + position
+        block = np.asarray(self.vectors[read], dtype=np.float32)
+        if self.scales is not None:
+            block *= np.asarray(self.scales[read], dtype=np.float32)[:, None]
         out = np.zeros((len(rows), max(length, 1), self.vectors.shape[1]), dtype=np.float32)
         mask = np.zeros((len(rows), max(length, 1)), dtype=bool)
-        for i, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
-            block = np.asarray(self.vectors[start:stop], dtype=np.float32)
-            if self.scales is not None:
-                block *= np.asarray(self.scales[start:stop], dtype=np.float32)[:, None]
-            out[i, : stop - start] = block
-            mask[i, : stop - start] = True
+        out[which, position] = block
+        mask[which, position] = True
         return torch.from_numpy(out), torch.from_numpy(mask)
 
     def resident(self, device: torch.device | str) -> ResidentIndex:

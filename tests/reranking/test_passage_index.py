@@ -57,6 +57,25 @@ def test_stored_vectors_read_back_score_as_the_model_run_whole(tmp_path: Path, d
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int8"])
+def test_gather_reads_each_passages_own_rows_in_one_read_and_pads_with_zeros(tmp_path: Path, dtype: str) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", dtype, progress=False)
+    order = ["p4", "p2", "p4", "p1", "p3"]
+    vectors, mask = index.gather(order)
+    for i, pid in enumerate(order):
+        row = index.row_of[pid]
+        start, stop = int(index.offsets[row]), int(index.offsets[row + 1])
+        expected = np.asarray(index.vectors[start:stop], dtype=np.float32)
+        if index.scales is not None:
+            expected = expected * np.asarray(index.scales[start:stop], dtype=np.float32)[:, None]
+        assert torch.equal(vectors[i, : stop - start], torch.from_numpy(expected))
+        assert mask[i].tolist() == [True] * (stop - start) + [False] * (vectors.shape[1] - stop + start)
+        assert not vectors[i, stop - start :].any(), "padding is zero"
+    empty, empty_mask = index.gather([])
+    assert empty.shape == (0, 1, vectors.shape[2]) and empty_mask.shape == (0, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
 def test_a_resident_index_reads_what_the_memory_mapped_one_reads(tmp_path: Path, dtype: str) -> None:
     model, words = tk_and_words(TEXTS)
     index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", dtype, progress=False)
