@@ -178,6 +178,21 @@ BOOK: tuple[Decision, ...] = (
         "without a probe of its own (budget: a probe is two MiniLM fine-tunings per rate).",
     ),
     Decision(
+        "book", "training", "compact_start", "minilm", "validation",
+        f"{_TOP20}: the compact TK-BERT-6 at d = 64 (best validation; TK-BERT-6 itself 0.544)",
+        (
+            ("MiniLM, P a random orthogonal map (the registry's build)", "d = 64: 0.499 at step 80; d = 32: 0.501"),
+            (
+                "chapter 2's trained TK-BERT-6, P its 64 principal directions (lib.experiments.compact_tk)",
+                "0.490 before any step (P from 1,000 book passages); trained: 0.497 at step 40, then 0.491, 0.484",
+            ),
+            ("the same at d = 32", "0.461 before any step; not trained (budget: d = 64 had already lost)"),
+        ),
+        "2026-11-27",
+        "The section's default, kept. The full TK's ranking does not survive the projection to its leading "
+        "directions (0.490 against its 0.544 before any step), and fine-tuning from there does not recover it.",
+    ),
+    Decision(
         "book", "training", "distill_pseudo_queries", 7000, "validation",
         "DL21 validation MRR@10 at the top 20 / nDCG@10 all 100, TK-2 (1,000 steps) and BERT-cat (nDCG@10 top 20 / "
         "all 100)",

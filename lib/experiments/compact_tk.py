@@ -13,7 +13,8 @@ Where its training starts is the training setting ``compact_start`` (:class:`lib
   §3.2, §4.5) learns its projection from BERT's start; starting from the full ranker is the book's addition.
 
 Only training passages are read (the passages of the protocol's training triples), never a validation or test
-passage.
+passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did no better on validation
+(:data:`lib.core.decisions.DECISIONS`, ``compact_start``).
 """
 
 from __future__ import annotations
