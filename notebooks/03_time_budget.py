@@ -698,10 +698,10 @@ plain(regimes_reading.tests_display(regime_tests))
 # contextualised vectors to 64 or 32 dimensions before the kernels, trained on chapter 2's protocol (its
 # ladder). Where that training starts is a setting decided on validation (`compact_start`, in the decisions
 # table of the "Reproducing" page): MiniLM with a random orthogonal projection, or chapter 2's trained TK-BERT-6
-# with the projection set to the leading directions of its own vectors over training passages, which keep the
-# most of their cosines any 64- or 32-dimensional linear map can keep. Each compact index beside the full one, stored in float16 and int8, with each year's nDCG@10
-# re-ranking all candidates and paired t-tests (Bonferroni over the year's pairs; `*`: significant) against
-# BM25 and against the full TK-BERT-6:
+# with the projection set to the leading directions of its own unit vectors over training passages (the best
+# rank-d approximation of their inner products). Each compact index beside the full one, stored in float16 and
+# int8, with each year's nDCG@10 re-ranking all candidates and paired t-tests (Bonferroni over the year's pairs;
+# `*`: significant) against BM25 and against the full TK-BERT-6:
 
 # %%
 compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]

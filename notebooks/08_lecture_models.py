@@ -543,14 +543,15 @@ glue("removed_share", f"{overlap['removed']:.0%}", display=False)
 glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
 glue("listed_removed", f"{overlap['NLTK stopwords removed']:.0%}", display=False)
 glue("stopword_passages", f"{len(passages):,}", display=False)
+glue("gate_verdict", stopword_gate.gate_verdict(overlap), display=False)
 removed_terms.round(3)
 
 # %% [markdown]
 # Over {glue:text}`stopword_passages` test passages the gate removes {glue:text}`removed_share` of
 # the word occurrences. Of the removed occurrences {glue:text}`removed_listed` are words of NLTK's
 # stopword list, and of the listed stopwords' occurrences {glue:text}`listed_removed` are removed:
-# the two lists overlap without being the same, as on slide 33. The table shows the words removed
-# most often and what share of their occurrences goes.
+# the gate {glue:text}`gate_verdict`. The table shows the words removed most often and what share of
+# their occurrences goes.
 #
 # ```{admonition} Questions
 # 1. Why does the gate act on the kernel activations rather than on the cosine match matrix?

@@ -3,7 +3,8 @@
 TK-Sparse (``lib.models.tk_sparse``) gates each contextualised passage term; a gate of 0 removes the term
 from every kernel, so an index need not store it. Unlike a stopword list, the gate decides per occurrence,
 in context. :func:`gate_occurrences` reads the gate over passages, :func:`stopword_table` lists the terms
-removed most often and :func:`stopword_overlap` compares the removals with NLTK's English stopword list.
+removed most often and :func:`stopword_overlap` compares the removals with NLTK's English stopword list;
+:func:`gate_verdict` says which of the possible outcomes that comparison is (a gate can also remove everything).
 """
 
 from __future__ import annotations
@@ -53,3 +54,18 @@ def stopword_overlap(occurrences: pd.DataFrame) -> dict[str, float]:
         "removed that are NLTK stopwords": float((removed & listed).sum() / max(int(removed.sum()), 1)),
         "NLTK stopwords removed": float((removed & listed).sum() / max(int(listed.sum()), 1)),
     }
+
+
+def gate_verdict(overlap: dict[str, float]) -> str:
+    """What :func:`stopword_overlap`'s shares say, as a phrase: the gate removes every word (every candidate then
+    scores alike: the ranking is the first stage's), none, exactly the listed stopwords, or an overlapping set."""
+    if overlap["removed"] >= 0.999:
+        return (
+            "removes every word: TK-Sparse has collapsed, every candidate scores alike and the ranking is the first "
+            "stage's"
+        )
+    if overlap["removed"] <= 0.001:
+        return "removes (almost) no word: no stopword list to compare"
+    if min(overlap["removed that are NLTK stopwords"], overlap["NLTK stopwords removed"]) >= 0.999:
+        return "removes exactly the listed stopwords"
+    return "and the list overlap without being the same, as on slide 33"

@@ -35,3 +35,16 @@ def test_gate_occurrences_and_the_stopword_tables() -> None:
     assert overlap["removed"] == pytest.approx(5 / 11)
     assert overlap["removed that are NLTK stopwords"] == pytest.approx(4 / 5)
     assert overlap["NLTK stopwords removed"] == pytest.approx(4 / 6)
+
+
+def test_the_verdict_names_a_collapsed_an_idle_an_identical_and_an_overlapping_gate() -> None:
+    def overlap(removed: float, removed_listed: float, listed_removed: float) -> dict[str, float]:
+        return {
+            "removed": removed, "NLTK stopwords": 0.4, "removed that are NLTK stopwords": removed_listed,
+            "NLTK stopwords removed": listed_removed,
+        }  # fmt: skip
+
+    assert "collapsed" in stopword_gate.gate_verdict(overlap(1.0, 0.4, 1.0))
+    assert "no word" in stopword_gate.gate_verdict(overlap(0.0004, 1.0, 0.001))
+    assert stopword_gate.gate_verdict(overlap(0.4, 1.0, 1.0)) == "removes exactly the listed stopwords"
+    assert "overlap without being the same" in stopword_gate.gate_verdict(overlap(0.3, 0.8, 0.6))
