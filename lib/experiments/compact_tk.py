@@ -7,10 +7,11 @@ Where its training starts is the training setting ``compact_start`` (:class:`lib
 - ``"minilm"``: the registry's build — MiniLM's weights, ``P`` a random orthogonal map;
 - ``"tk-bert6"``: every weight of the trained TK-BERT-6 of the same build (its BERT layers, α, kernels' weights),
   ``P`` the ``d`` leading right singular vectors of its unit-length eq. 1 vectors over training passages
-  (:func:`principal_projection`). By Eckart–Young this ``P`` keeps the most of those vectors' cosines that any
-  rank-``d`` linear map keeps, so the compact TK starts near the full TK's match matrix and training only has to
-  recover what the ``H − d`` dropped directions carried. ColBERT's dimension ablation (Khattab & Zaharia 2020,
-  §3.2, §4.5) learns its projection from BERT's start; starting from the full ranker is the book's addition.
+  (:func:`principal_projection`). By Eckart–Young this ``P`` gives the best rank-``d`` approximation of those
+  vectors' inner products (in the Frobenius norm) that any linear map gives — which, measured, is not enough to keep
+  the full TK's ranking (:data:`lib.core.decisions.DECISIONS`, ``compact_start``). ColBERT's dimension ablation
+  (Khattab & Zaharia 2020, §3.2, §4.5) learns its projection from BERT's start; starting from the full ranker is the
+  book's addition.
 
 Only training passages are read (the passages of the protocol's training triples), never a validation or test
 passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did no better on validation
