@@ -339,6 +339,38 @@ BOOK: tuple[Decision, ...] = (
         ),
         "2026-11-26",
     ),
+    Decision(
+        "book", "lecture", "stop_at", {"colbert": 40, "prettr": 40, "tk2-sparse": 600}, "budget",
+        "chapter 8 within 50 min on 2 CPU cores (76.6 min from scratch with every schedule run whole): each MiniLM "
+        "fine-tuning trains the first 40 steps of its 500-step schedule (one validation), TK-Sparse and the other "
+        "runs of slides 31-32 the first 600 of TK-2's 1,000 (chapter 2's TK-2 peaked at 600); every learning-rate "
+        "schedule unchanged, so the weights are those the whole run passes through",
+        (
+            ("ColBERT", "0.520 at 40 (kept); the whole run: 0.523 at 80 (best), 0.511 at 120, 0.515 at 160, "
+             "stopped; training 764 s of which 40 steps about 175 s"),
+            ("PreTTR (split 3)", "0.488 at 40 (kept); the whole run: 0.481 at 80, 0.496 at 120 (best), 0.489 at 160, "
+             "0.471 at 200, stopped; training 875 s"),
+            ("TK-Sparse and the stopword TK-2", "best validations of the whole runs at 200-600 in that build (lambda "
+             "0.1: 600, 0.5: 400, 2: 200, stopword list: 400); nothing after 600 was higher"),
+        ),
+        "2026-11-27",
+        "validation is nDCG@10 at the top 20; ColBERT's cut costs 0.003 of validation, PreTTR's 0.008",
+    ),
+    Decision(
+        "book", "lecture", "duo_stop_at", 40, "budget",
+        "chapter 8 within 50 min: the duo model trains the first 40 steps of its 60-step schedule, like the other "
+        "MiniLM models of the chapter",
+        (("duo, validation nDCG@10 of mono's top 10", "0.494 at 20, 0.506 at 40 (kept; the whole run's best), "
+          "0.502 at 60"),),
+        "2026-11-27",
+        "each validation scores 90 pairs per validation query, about 140 s on 2 CPU cores",
+    ),
+    Decision(
+        "book", "lecture", "duo_validate_every", 40, "budget",
+        "with the duo stopped at step 40, one validation (at 40) records its value: one at 20 cost about 140 s and "
+        "could not change the weights kept",
+        date="2026-11-27",
+    ),
 )  # fmt: skip
 
 _SCALE = "the paper profile's GPU scale on full MS MARCO (not run here; sized, not tuned)"

@@ -247,6 +247,9 @@ class LectureSettings(_Replaceable):
     ``duo_max_steps`` steps of ``duo_batch_size`` triples (both orders of each), validated every
     ``duo_validate_every`` steps, stopped after ``duo_patience`` validations without improvement — a budget: each
     step reads two passages per row, and each validation ``k (k − 1)`` pairs per validation query.
+    ``stop_at`` (by registry name) and ``duo_stop_at``: the last step a model trains, its learning-rate schedule
+    still the one of its whole run (``duo_max_steps`` for the duo; :attr:`lib.training.pairwise.TrainingConfig.stop_at`;
+    none: the whole run) — a budget cut of chapter 8's MiniLM fine-tunings.
     """
 
     models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
@@ -261,8 +264,21 @@ class LectureSettings(_Replaceable):
     duo_max_steps: int = 60
     duo_validate_every: int = 20
     duo_patience: int = 2
+    stop_at: Mapping[str, int] = field(default_factory=dict)
+    duo_stop_at: int | None = None
 
     def __post_init__(self) -> None:
+        for name, step in self.stop_at.items():
+            if name not in self.models or not isinstance(step, int) or step < 1:
+                raise ValueError(
+                    f"lecture setting 'stop_at' must map models of 'models' {self.models} to steps >= 1, "
+                    f"got {name!r}: {step!r}"
+                )
+        if self.duo_stop_at is not None and not 1 <= self.duo_stop_at <= self.duo_max_steps:
+            raise ValueError(
+                f"lecture setting 'duo_stop_at' must be in [1, duo_max_steps = {self.duo_max_steps}], "
+                f"got {self.duo_stop_at}"
+            )
         for name in ("duo_batch_size", "duo_max_steps", "duo_validate_every", "duo_patience"):
             if getattr(self, name) < 1:
                 raise ValueError(f"lecture setting {name!r} must be >= 1, got {getattr(self, name)}")
@@ -480,8 +496,13 @@ PROFILES: dict[str, Profile] = {
             steps=1500, batch_size=128, lr=1e-2, head_lr=None, trainable_layers=0, reconstruction=10_000,
             checkpoint_every=500, v2_steps=200, variants=("biqdl", "ql"),
         ),
-        # Chapter 8's query latencies: one timed run per query (a measured cost, lib.core.decisions).
-        lecture=LectureSettings(latency_repetitions=1),
+        # Chapter 8's query latencies: one timed run per query (a measured cost); its MiniLM models (ColBERT, PreTTR,
+        # the duo) train 40 steps of their schedules, validated once, the TK-Sparse runs 600 of 1,000 (a budget;
+        # lib.core.decisions).
+        lecture=LectureSettings(
+            latency_repetitions=1, stop_at={"colbert": 40, "prettr": 40, "tk2-sparse": 600}, duo_validate_every=40,
+            duo_stop_at=40,
+        ),
     ),
     "paper": Profile(
         "paper",

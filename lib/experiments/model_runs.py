@@ -118,13 +118,15 @@ class RunVariant:
     of the architecture this run starts from when it has none of its own — a finished run of the same protocol,
     settings and seed is then resumed as finished, not trained again (chapter 7's init with chapter 2's seed
     is chapter 2's model); any other difference trains afresh (its fingerprint differs,
-    :func:`lib.training.loop.check_fingerprint`).
+    :func:`lib.training.loop.check_fingerprint`). ``stop_at``: the last step trained, the schedule still the
+    whole run's (:attr:`lib.training.pairwise.TrainingConfig.stop_at`; chapter 8's budget cuts).
     """
 
     name: str | None = None
     start: tuple[torch.nn.Module, str] | None = None
     tokenizer: Any | None = None
     reuse_from: str | None = None
+    stop_at: int | None = None
 
     def run_name(self, architecture: str) -> str:
         """The name of this run of ``architecture``: its checkpoint's, scores' and runs'."""
@@ -164,6 +166,8 @@ def run_model(
         model, config = variant.start[0], dataclasses.replace(config, start=variant.start[1])
     if variant.tokenizer is not None:
         tokenizer = variant.tokenizer
+    if variant.stop_at is not None:
+        config = dataclasses.replace(config, stop_at=variant.stop_at)
     if model_spec(name).zero_shot:
         model = model.to(resolve_device(device)).eval()
         columns = ["step", "epoch", "train_loss", *config.measures]

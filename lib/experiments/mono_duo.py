@@ -76,7 +76,8 @@ def run_mono_duo(
     config = dataclasses.replace(
         training_config("bert-cat", settings, context.seed, str(device)),
         batch_size=lecture.duo_batch_size, max_steps=lecture.duo_max_steps, validate_every=lecture.duo_validate_every,
-        patience=lecture.duo_patience, rerank_depth=lecture.duo_top_k, bucket_batches=1, start=weights_digest(mono),
+        patience=lecture.duo_patience, stop_at=lecture.duo_stop_at, rerank_depth=lecture.duo_top_k, bucket_batches=1,
+        start=weights_digest(mono),
     )  # fmt: skip
 
     def mono_ranking(judged: JudgedSet) -> Run:

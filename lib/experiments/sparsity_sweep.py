@@ -56,9 +56,11 @@ def sparsity_sweep(
     settings: TrainingSettings,
     context: Any,
     default: Mapping[str, ModelResult],
+    stop_at: int | None = None,
 ) -> pd.DataFrame:
     """One row per λ of ``weights`` (module docstring); ``default``: the results of the ``tk2-sparse`` run at the
-    module's λ (:data:`SPARSITY_WEIGHT`), used for that weight. ``context`` as :func:`run_model`'s."""
+    module's λ (:data:`SPARSITY_WEIGHT`), used for that weight. ``context`` as :func:`run_model`'s; ``stop_at``: the
+    last step each λ trains (:class:`RunVariant`; ``None``: the whole schedule)."""
     texts = validation_texts(protocol)
     rows = []
     for weight in weights:
@@ -68,7 +70,8 @@ def sparsity_sweep(
             torch.manual_seed(context.seed)
             config = TKConfig(num_layers=2, **width_for(representations.embeddings.shape[1]))
             model = TKSparse(representations.embeddings, config=config, sparsity_weight=weight)
-            variant = RunVariant(name=f"lambda-{weight:g}", start=(model, f"TK-Sparse, λ = {weight:g}"))
+            start = (model, f"TK-Sparse, λ = {weight:g}")
+            variant = RunVariant(name=f"lambda-{weight:g}", start=start, stop_at=stop_at)
             results = run_model("tk2-sparse", protocol, representations, settings, context, variant=variant)
         trained = next(iter(results.values())).training.model
         removed = gate_occurrences(trained, representations.vocabulary, texts, DOC_MAX_LENGTH)["removed"].mean()
@@ -83,11 +86,16 @@ def stopword_share(texts: Sequence[str], stopwords: frozenset[str] = frozenset(N
 
 
 def stopword_baseline(
-    protocol: Protocol, representations: Representations, settings: TrainingSettings, context: Any
+    protocol: Protocol,
+    representations: Representations,
+    settings: TrainingSettings,
+    context: Any,
+    stop_at: int | None = None,
 ) -> dict[str, Any]:
     """Slide 31's baseline: TK-2 trained and tested on texts without NLTK's stopwords (the run ``tk2-stopwords``),
-    as a row of :func:`sparsity_sweep`'s table (its λ empty, its removed share the list's share of the words)."""
-    variant = RunVariant(name="stopwords", tokenizer=StopwordRemoving(representations.vocabulary))
+    as a row of :func:`sparsity_sweep`'s table (its λ empty, its removed share the list's share of the words);
+    ``stop_at`` as :func:`sparsity_sweep`'s."""
+    variant = RunVariant(name="stopwords", tokenizer=StopwordRemoving(representations.vocabulary), stop_at=stop_at)
     results = run_model("tk2", protocol, representations, settings, context, variant=variant)
     return _row("TK-2, stopword list removed", None, stopword_share(validation_texts(protocol)), results)
 

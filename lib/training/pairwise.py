@@ -113,7 +113,10 @@ class TrainingConfig:
 
     Attributes:
         batch_size: pairs per optimizer step (paper: 64).
-        max_steps: optimizer steps at most.
+        max_steps: optimizer steps at most, and the step the learning rates decay to (``warmup_steps``).
+        stop_at: the last step trained, with ``max_steps``' schedule unchanged (``None``: ``max_steps``) — a budget
+            cut that trains a longer schedule's first steps only; a multiple of ``validate_every``, at most
+            ``max_steps``. Written into the checkpoint's fingerprint only when set.
         validate_every: validate (and checkpoint) every this many steps, and at ``max_steps``.
         patience: stop after this many validations in a row without improvement of ``metric``
             (``None``: never stop early). The best weights are restored either way.
@@ -149,6 +152,7 @@ class TrainingConfig:
 
     batch_size: int = 64
     max_steps: int = 1000
+    stop_at: int | None = None
     validate_every: int = 100
     patience: int | None = 5
     metric: str = "MRR@10"
@@ -184,6 +188,15 @@ class TrainingConfig:
                 raise ValueError(f"parameter '{name}' must be a positive integer, got {value!r}")
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise ValueError(f"parameter 'warmup_steps' must be a non-negative integer, got {self.warmup_steps!r}")
+        if self.stop_at is not None and (
+            not isinstance(self.stop_at, int)
+            or not 1 <= self.stop_at <= self.max_steps
+            or self.stop_at % self.validate_every
+        ):
+            raise ValueError(
+                f"parameter 'stop_at' must be a multiple of validate_every ({self.validate_every}) in "
+                f"[1, max_steps = {self.max_steps}] or None, got {self.stop_at!r}"
+            )
         if self.patience is not None and (not isinstance(self.patience, int) or self.patience < 1):
             raise ValueError(f"parameter 'patience' must be a positive integer or None, got {self.patience!r}")
         if self.metric not in MEASURES:
@@ -220,7 +233,7 @@ class TrainingResult:
             since the start of training, summed over resumptions).
         best_path: the file with the best weights (a ``state_dict``; ``model.load_state_dict(torch.load(path))``).
         model: the model given to :func:`train`, with the best weights loaded, in eval mode.
-        steps: the steps trained (``max_steps`` unless stopped early).
+        steps: the steps trained (``stop_at`` or ``max_steps`` unless stopped early).
         stopped_early: whether early stopping ended the run.
         checkpoint_path: the resumable checkpoint.
     """
@@ -256,8 +269,9 @@ def training_fingerprint(
 ) -> dict:
     """What must not change between an interrupted run and its resumption."""
     settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
-    if settings["start"] is None:  # checkpoints written before the field existed stay resumable
-        del settings["start"]
+    for optional in ("start", "stop_at"):  # checkpoints written before these fields existed stay resumable
+        if settings[optional] is None:
+            del settings[optional]
     settings["learning_rates"] = dict(sorted(settings["learning_rates"].items()))
     listwise = {} if teacher_scores is None else {"teacher_scores": _digest(repr(row) for row in teacher_scores)}
     return {
@@ -474,6 +488,8 @@ class Validator:
         )
         if config.patience is not None and extra["bad_validations"] >= config.patience:
             state.finished, extra["stop_reason"] = True, "early_stopping"
+        elif config.stop_at is not None and state.step >= config.stop_at:
+            state.finished, extra["stop_reason"] = True, "stop_at"
         elif state.step >= config.max_steps:
             extra["stop_reason"] = "max_steps"
         write_csv(self.folder / HISTORY_NAME, pd.DataFrame(extra["history"]))

@@ -124,6 +124,18 @@ def test_lecture_settings_refuse_empty_counts_and_zero_repetitions() -> None:
     assert set(get_profile("smoke").lecture.models) <= set(MODELS)
 
 
+def test_lecture_settings_stop_only_their_models_within_the_schedule() -> None:
+    with pytest.raises(ValueError, match="'stop_at'.*'bert-cat'"):
+        LectureSettings(stop_at={"bert-cat": 80})
+    with pytest.raises(ValueError, match="'stop_at'.*'colbert': 0"):
+        LectureSettings(stop_at={"colbert": 0})
+    with pytest.raises(ValueError, match="'duo_stop_at'"):
+        LectureSettings(duo_max_steps=60, duo_stop_at=61)
+    book = get_profile("book").lecture
+    assert set(book.stop_at) <= set(book.models) and book.duo_stop_at <= book.duo_max_steps
+    assert not get_profile("smoke").lecture.stop_at  # the CI sizes run their whole schedules
+
+
 def test_overrides_change_only_their_section_and_name_a_bad_parameter() -> None:
     smoke = get_profile("smoke")
     changed = with_overrides(smoke, "training", {"max_steps": 7, "batch_size": None, "ladder_models": ["tk1-pieces"]})

@@ -6,6 +6,7 @@ and dropout) with the interfaces of ``lib.models``; the data is a real slice of 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import zlib
 from collections.abc import Sequence
@@ -456,6 +457,35 @@ def test_early_stopping_restores_the_best_weights(
     after_four.load_state_dict(torch.load(tmp_path / "four" / "checkpoint.pt", weights_only=True)["model"])
     assert_same_weights(result.model, after_four)
     assert_same_weights(_loaded(result.best_path), after_four)
+
+
+def test_stop_at_trains_the_first_steps_of_the_whole_schedule(
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a warm-up and decay to step 12: stopping at 6 keeps the rates of the 12-step run, not those of a 6-step one
+    whole = small_config(max_steps=12, validate_every=3, warmup_steps=2)
+    run_training(dl19, pairs, tmp_path / "whole", whole)
+    cut = run_training(dl19, pairs, tmp_path / "cut", dataclasses.replace(whole, stop_at=6))
+    assert cut.steps == 6 and not cut.stopped_early and list(cut.history["step"]) == [3, 6]
+    whole_history = pd.read_csv(tmp_path / "whole" / "history.csv")
+    assert list(cut.history["MRR@10"]) == list(whole_history["MRR@10"][:2])
+    checkpoint = torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)
+    assert checkpoint["finished"] and checkpoint["fingerprint"]["config"]["stop_at"] == 6
+    short = run_training(dl19, pairs, tmp_path / "short", small_config(max_steps=6, validate_every=3, warmup_steps=2))
+    assert list(short.history["train_loss"]) != list(cut.history["train_loss"])  # another schedule, other updates
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a run finished at stop_at trained again")
+
+    monkeypatch.setattr(training, "hinge_loss", no_training)
+    again = run_training(dl19, pairs, tmp_path / "cut", dataclasses.replace(whole, stop_at=6))
+    assert_same_weights(again.model, cut.model)
+    with pytest.raises(ValueError, match="'stop_at'"):
+        small_config(max_steps=12, validate_every=3, stop_at=5)  # not a validation step
+    with pytest.raises(ValueError, match="'stop_at'"):
+        small_config(max_steps=12, validate_every=3, stop_at=15)
+    saved = torch.load(tmp_path / "whole" / "checkpoint.pt", weights_only=True)
+    assert "stop_at" not in saved["fingerprint"]["config"]  # unset: checkpoints written before the field resume
 
 
 def test_training_checks_its_inputs(dl19: dict, pairs: list, tmp_path: Path) -> None:
