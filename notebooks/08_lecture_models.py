@@ -93,9 +93,11 @@ print(f"{len(protocol.triples):,} training triples; protocol ready in {time.perf
 layers = PreTTR(representations.bert_path, num_layers=settings.bert_cat_layers).bert.config.num_hidden_layers
 glue("bert_layers", f"{layers}", display=False)
 glue("bert_steps", f"{settings.bert_cat_max_steps}", display=False)
-for name, steps in (("colbert", settings.bert_cat_max_steps), ("prettr", settings.bert_cat_max_steps),
-                    ("tk2-sparse", settings.max_steps)):  # fmt: skip
-    glue(f"{name}_budget", f"{lecture.stop_at.get(name, steps)} of its {steps} steps", display=False)
+stops = {**lecture.stop_at, "duo": lecture.duo_stop_at}  # the budget's cuts (lib.core.decisions)
+lengths = {"colbert": settings.bert_cat_max_steps, "prettr": settings.bert_cat_max_steps,
+           "tk2-sparse": settings.max_steps, "duo": lecture.duo_max_steps}  # fmt: skip
+for name, steps in lengths.items():
+    glue(f"{name}_budget", f"{stops.get(name) or steps} of its {steps} steps", display=False)
 
 # %%
 trained, seconds = {}, {}
@@ -129,8 +131,8 @@ pd.DataFrame(
 # paper {cite}`nogueira2019multistage`; the pattern's name is Pradeep et al.'s {cite}`pradeep2021expando`). The
 # book's duo model starts from chapter 2's fine-tuned BERT-cat encoder with a new head, learns the teacher's margin
 # with its sign from both orders of chapter 2's triples (`lib.training.duo`; the papers train on MS MARCO's labels,
-# which the book's training queries do not have), and is validated and early-stopped on the validation queries'
-# mono top *k* — a short schedule, since every row is a query and two passages:
+# which the book's training queries do not have), and is validated on the validation queries' mono top *k*, for
+# {glue:text}`duo_budget` (the budget above) — a short schedule, since every row is a query and two passages:
 
 # %%
 start = time.perf_counter()
@@ -276,7 +278,7 @@ split_table.round(3)
 # {glue:text}`prettr_left` of BERT-cat's layers to run per candidate (*k* ≥
 # {glue:text}`prettr_min_k`) — here *k* = {glue:text}`prettr_k`. It starts from these same weights
 # (chapter 2's BERT-cat, split at *k*) and trains on chapter 2's protocol and BERT-cat schedule with
-# the split in place, early-stopped on validation.
+# the split in place, for {glue:text}`prettr_budget` (the budget above), validated as every model is.
 
 # %%
 start_model = PreTTR(representations.bert_path, num_layers=layers, split=prettr_k)

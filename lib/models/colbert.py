@@ -34,7 +34,7 @@ from transformers import BertModel
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
 from lib.models.bert_layers import bert_and_head_groups, starting_bert
 from lib.models.bi_encoder import wrap
-from lib.models.tk import distinct_queries
+from lib.models.tk import distinct_queries, take_rows
 
 #: The dimension of ColBERT's stored token vectors (the paper's default).
 COLBERT_DIM = 128
@@ -95,7 +95,7 @@ class ColBERT(nn.Module):
         distinct_ids, distinct_mask, rows = distinct_queries(query_ids, query_mask.bool())
         query, mask = self.encode(distinct_ids, distinct_mask)
         doc, stored_mask = self.encode(doc_ids, doc_mask)
-        return self.scale * maxsim(query[rows], mask[rows], doc, stored_mask)
+        return self.scale * maxsim(take_rows(query, rows), mask[rows], doc, stored_mask)
 
     def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The query side, computed once per query at query time: its token vectors ``[1, Lq + 2, m]`` and mask."""

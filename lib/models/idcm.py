@@ -97,7 +97,7 @@ from lib.models.kernels import (
     log_normalise,
 )
 from lib.models.long_bert import Windows, as_bert_cat, document_windows
-from lib.models.tk import OTHER_LR, embed, embedding_layer, param_groups
+from lib.models.tk import OTHER_LR, embed, embedding_layer, param_groups, take_rows
 
 __all__ = [
     "AGGREGATION_LR",
@@ -272,7 +272,9 @@ class IDCM(nn.Module):
         """The student's score of every window with its document's query, ``[N]`` (the query encoded once)."""
         query, query_valid = self.student.encode(query_ids, query_mask)
         rows = windows.document
-        return self.student.score(query[rows], query_valid[rows], *self.student.encode(windows.ids, windows.mask))
+        return self.student.score(
+            take_rows(query, rows), query_valid[rows], *self.student.encode(windows.ids, windows.mask)
+        )
 
     def bert_scores(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, windows: Windows, rows: torch.Tensor | None = None

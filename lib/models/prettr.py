@@ -33,7 +33,7 @@ from transformers import BertModel
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
 from lib.models.bert_layers import bert_and_head_groups, cls_vector, run_layers, starting_bert
 from lib.models.bi_encoder import wrap
-from lib.models.tk import distinct_queries
+from lib.models.tk import distinct_queries, take_rows
 from lib.representations.bert import SEP_ID
 from lib.representations.text import QUERY_MAX_LENGTH
 
@@ -129,7 +129,7 @@ class PreTTR(nn.Module):
         distinct_ids, distinct_mask, rows = distinct_queries(query_ids, query_mask.bool())
         query, mask = self.encode_query(distinct_ids, distinct_mask)
         doc, stored_mask = self.encode_passages(doc_ids, doc_mask)
-        return self.score_halves(query[rows], mask[rows], doc, stored_mask)
+        return self.score_halves(take_rows(query, rows), mask[rows], doc, stored_mask)
 
     def forward_splits(
         self,
@@ -149,7 +149,9 @@ class PreTTR(nn.Module):
         doc_ids, doc_mask = close_passage(doc_ids, doc_mask)
         docs = self._every_lower(doc_ids, doc_mask, PASSAGE_OFFSET, 1)
         mask = mask.bool()[rows]
-        return torch.stack([self.score_halves(queries[k][rows], mask, docs[k], doc_mask, k) for k in splits], dim=1)
+        return torch.stack(
+            [self.score_halves(take_rows(queries[k], rows), mask, docs[k], doc_mask, k) for k in splits], dim=1
+        )
 
     def score_stored(
         self, query_vectors: torch.Tensor, query_mask: torch.Tensor, doc_vectors: torch.Tensor, doc_mask: torch.Tensor

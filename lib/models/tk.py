@@ -199,6 +199,15 @@ def distinct_queries(
     return distinct[:, :length].to(query_ids.dtype), distinct[:, length:].bool(), rows
 
 
+def take_rows(tensor: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``tensor[rows]`` (``rows`` ``[B]`` indices into the first dimension, repeats allowed) with a deterministic
+    gradient: ``index_select``'s backward adds the repeated rows' gradients in a fixed order, while advanced
+    indexing's (``index_put_`` with accumulation) adds them with atomic operations on CPU, in whatever order the
+    threads run — so a model that encodes each distinct query once (:func:`distinct_queries`) trained to other
+    weights in every process (tested)."""
+    return tensor.index_select(0, rows)
+
+
 class MultiHeadSelfAttention(nn.Module):
     """Eq. 3: ``Concat(head_1, …, head_h) W^O``, ``head_i = softmax(p W_i^Q (p W_i^K)^T / √d_k) p W_i^V``.
 
@@ -465,7 +474,7 @@ class TK(nn.Module):
         """
         query_mask, doc_mask = query_mask.bool(), doc_mask.bool()
         distinct_ids, distinct_mask, row_query = distinct_queries(query_ids, query_mask)
-        query_vectors = self.contextualise(distinct_ids, distinct_mask)[row_query]
+        query_vectors = take_rows(self.contextualise(distinct_ids, distinct_mask), row_query)
         doc_vectors, stored_mask = self.encode_passages(doc_ids, doc_mask)
         return self.score_vectors(query_vectors, query_mask, doc_vectors, stored_mask)
 

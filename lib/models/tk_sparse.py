@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.models.kernels import cosine_match_matrix, full_precision
-from lib.models.tk import TK, TKConfig, distinct_queries
+from lib.models.tk import TK, TKConfig, distinct_queries, take_rows
 
 #: The book's weight λ of the gates' L1 penalty (per real passage term).
 SPARSITY_WEIGHT = 0.5
@@ -81,7 +81,7 @@ class TKSparse(TK):
         """One score per pair, ``[B]``: TK's score with every passage term's kernels weighted by its gate."""
         query_mask, doc_mask = query_mask.bool(), doc_mask.bool()
         distinct_ids, distinct_mask, row_query = distinct_queries(query_ids, query_mask)
-        query_vectors = self.contextualise(distinct_ids, distinct_mask)[row_query]
+        query_vectors = take_rows(self.contextualise(distinct_ids, distinct_mask), row_query)
         doc_vectors, gate = self.gates(doc_ids, doc_mask)
         if self.training:
             self._last_gates = (gate, doc_mask)

@@ -251,3 +251,40 @@ def test_device_and_cpu_autocast() -> None:
     assert mixed.device.type == device.type and mixed.dtype == torch.float32
     assert torch.isfinite(mixed).all()
     assert torch.allclose(mixed, full, atol=0.5)  # loose: the Transformer ran in bfloat16
+
+
+def test_take_rows_is_indexing_with_a_gradient_that_is_the_same_every_time() -> None:
+    generator = torch.Generator().manual_seed(0)
+    values = torch.randn(64, 30, 128, generator=generator)
+    rows = torch.randint(0, 64, (512,), generator=generator)  # every row taken 8 times on average
+    weights = torch.randn(512, 30, 128, generator=generator)
+
+    def gradient() -> torch.Tensor:
+        leaf = values.clone().requires_grad_()
+        (tk.take_rows(leaf, rows) * weights).sum().backward()
+        return leaf.grad
+
+    assert torch.equal(tk.take_rows(values, rows), values[rows])
+    first = gradient()
+    assert torch.allclose(first, torch.zeros_like(values).index_add_(0, rows, weights), atol=1e-4)
+    assert all(torch.equal(gradient(), first) for _ in range(20))  # advanced indexing's differed in most of 20
+
+
+def test_a_training_step_of_a_batch_with_repeated_queries_is_the_same_every_time() -> None:
+    """TK encodes each distinct query once and hands its vectors to every row (module doc): the gradient that flows
+    back through the repeated rows must add up in one order, or a training run differs in every process."""
+    generator = torch.Generator().manual_seed(1)
+    model = make_model(dim=64, num_heads=4, head_dim=16, ff_dim=64).train()
+    queries = [torch.randint(1, VOCAB, (length,), generator=generator).tolist() for length in (4, 9, 6, 12)]
+    docs = [torch.randint(1, VOCAB, (length,), generator=generator).tolist() for length in range(20, 148)]
+    batch_queries = [queries[i % len(queries)] for i in range(len(docs))]
+
+    def gradients() -> list[torch.Tensor]:
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(0)  # the same dropout draws
+        model(*pad(batch_queries), *pad(docs)).sum().backward()
+        return [parameter.grad.clone() for parameter in model.parameters() if parameter.grad is not None]
+
+    first = gradients()
+    for _ in range(10):
+        assert all(torch.equal(a, b) for a, b in zip(gradients(), first, strict=True))
