@@ -249,7 +249,8 @@ class LectureSettings(_Replaceable):
     step reads two passages per row, and each validation ``k (k − 1)`` pairs per validation query.
     ``stop_at`` (by registry name) and ``duo_stop_at``: the last step a model trains, its learning-rate schedule
     still the one of its whole run (``duo_max_steps`` for the duo; :attr:`lib.training.pairwise.TrainingConfig.stop_at`;
-    none: the whole run) — a budget cut of chapter 8's MiniLM fine-tunings.
+    none: the whole run) — a budget cut of chapter 8's trainings (the runs of the λ sweep and the stopword baseline
+    stop where ``tk2-sparse`` does).
     """
 
     models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
