@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from lib.core.device import peak_memory_mb, reset_peak_memory
 from lib.core.types import ranking_from_run
@@ -50,6 +51,7 @@ from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_lat
 from lib.evaluation.stored_latency import is_precomputable
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.passage_index import PassageIndex, ResidentIndex, build_indexes
+from lib.reranking.product_quantisation import ProductQuantiser
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
 COLUMNS: tuple[str, ...] = ("model", "regime", "dtype", "bytes_per_passage", "index_seconds", "queries")
@@ -64,6 +66,31 @@ def candidates_of(first_stage: Mapping[str, Mapping[str, float]], qid: str, coun
     return [ranked[i % len(ranked)] for i in range(count)]
 
 
+def stored_scores(
+    model: nn.Module,
+    query: tuple[torch.Tensor, torch.Tensor],
+    index: PassageIndex | ResidentIndex,
+    pids: Sequence[str],
+    batch_size: int,
+) -> torch.Tensor:
+    """The stored regime's scoring of one query: encode it once, read ``pids``' vectors from ``index``, score them
+    chunk by chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the candidates shortest first, each chunk
+    as long as its longest passage, so that little of the match matrix is padding."""
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        query_vectors, query_mask = model.encode_query(query[0], query[1])
+        vectors, mask = index.gather(pids)
+        lengths = mask.sum(dim=1)
+        order = torch.argsort(lengths, stable=True)
+        scores = torch.empty(len(pids), dtype=torch.float32, device=device)
+        for start in range(0, len(pids), batch_size):
+            rows = order[start : start + batch_size]
+            length = max(int(lengths[rows].max()), 1)
+            chunk, chunk_mask = vectors[rows, :length].to(device), mask[rows, :length].to(device)
+            scores[rows.to(device)] = model.score_stored(query_vectors, query_mask, chunk, chunk_mask).float()
+        return scores
+
+
 def stored_rerank(
     model: nn.Module,
     query: tuple[torch.Tensor, torch.Tensor],
@@ -71,19 +98,33 @@ def stored_rerank(
     pids: Sequence[str],
     batch_size: int,
 ) -> torch.Tensor:
-    """The stored regime's query-time work for one query: encode it once, read ``pids``' vectors from ``index``,
-    score them chunk by chunk (each chunk as long as its longest passage), sort; the ranking's order of ``pids``."""
+    """The stored regime's query-time work for one query: :func:`stored_scores`, then the sort; the ranking's order
+    of ``pids``."""
+    return torch.argsort(stored_scores(model, query, index, pids, batch_size), descending=True)
+
+
+def stored_run(
+    model: nn.Module,
+    tokenizer: Any,
+    queries: Mapping[str, str],
+    first_stage: Mapping[str, Mapping[str, float]],
+    index: PassageIndex,
+    batch_size: int,
+    progress: bool = True,
+) -> dict[str, dict[str, float]]:
+    """Every candidate of ``first_stage`` scored from ``index`` (:func:`stored_scores`), ``{qid: {pid: score}}``:
+    what a stored index ranks, for an index whose vectors differ from the model's own (a ``pq`` index's). A query
+    without text or a candidate not in the index is an error naming it."""
     device = next(model.parameters()).device
-    with torch.inference_mode():
-        query_vectors, query_mask = model.encode_query(query[0], query[1])
-        vectors, mask = index.gather(pids)
-        scores = []
-        for start in range(0, len(pids), batch_size):
-            chunk_mask = mask[start : start + batch_size]
-            length = int(chunk_mask.any(dim=0).nonzero().max()) + 1 if chunk_mask.any() else 1
-            chunk = vectors[start : start + batch_size, :length].to(device)
-            scores.append(model.score_stored(query_vectors, query_mask, chunk, chunk_mask[:, :length].to(device)))
-        return torch.argsort(torch.cat(scores), descending=True)
+    scores = {}
+    for qid in tqdm(sorted(first_stage), desc="stored scoring", unit="query", disable=not progress):
+        if qid not in queries:
+            raise KeyError(f"query {qid!r} of the first-stage run has no text")
+        pids = sorted(first_stage[qid])
+        ids, mask = tokenizer.encode([queries[qid]], QUERY_MAX_LENGTH)
+        values = stored_scores(model, (ids.to(device), mask.to(device)), index, pids, batch_size)
+        scores[qid] = dict(zip(pids, values.cpu().tolist(), strict=True))
+    return scores
 
 
 @dataclass(frozen=True)
@@ -217,6 +258,7 @@ def cost_rows(
     dtypes: Sequence[str] = ("float16",),
     resident: bool = False,
     whole: bool = True,
+    quantiser: ProductQuantiser | None = None,
 ) -> list[dict[str, Any]]:
     """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes`` (and, if
     ``resident``, that index held in the model's device memory: regime *resident*), its index of the timed queries'
@@ -226,7 +268,7 @@ def cost_rows(
     weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns :data:`COLUMNS`, then
     ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count. ``whole=False`` leaves the *whole* row
     out (a storable model whose run-whole cost another row already measures: a compact TK is its full TK run whole
-    plus one projection)."""
+    plus one projection). A ``pq`` index among ``dtypes`` needs the fitted ``quantiser``."""
     if not whole and not is_precomputable(model):
         raise ValueError(f"model {name!r} cannot store passages: its one regime is 'whole' (parameter 'whole')")
     stored = ["stored", "resident"] if resident else ["stored"]
@@ -240,7 +282,7 @@ def cost_rows(
     if any(regime != "whole" for regime, _ in settings):  # one encoding of the passages, written in each precision
         folders = {dtype: folder / f"{name}-{dtype}" for dtype in dtypes}
         built = build_indexes(model, tokenizer, timed.texts, pids, folders, progress=False,
-                              max_length=timing.max_doc_length)  # fmt: skip
+                              max_length=timing.max_doc_length, quantiser=quantiser)  # fmt: skip
     for regime, dtype in settings:
         index: PassageIndex | ResidentIndex | None = None
         if regime == "stored":
@@ -416,4 +458,5 @@ def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labe
 __all__ = [
     "COLUMNS", "SPEED_BAR", "TimedQueries", "Timing", "candidates_of", "committed_regimes", "compact_table",
     "cost_rows", "estimated", "gpu_memory", "ladder_verdict", "query_cost", "regime_latencies", "stored_rerank",
+    "stored_run", "stored_scores",
 ]  # fmt: skip

@@ -5,9 +5,12 @@ vectors, PreTTR's lower layers and a bi-encoder's one vector: a passage's vector
 collection is indexed, and read back at query time. :func:`build_index` runs ``model.encode_passages`` over the
 passages and writes their stored vectors (only the real ones, no padding) into a folder of memory-mapped arrays:
 
-- ``vectors.bin``: every stored vector, ``[total, d]``, in ``float16`` or ``int8``;
+- ``vectors.bin``: every stored vector, ``[total, d]``, in ``float16`` or ``int8`` — or, product-quantised
+  (``pq``, :mod:`lib.reranking.product_quantisation`), ``[total, m]`` one-byte codes of its unit-length direction;
 - ``scales.bin`` (``int8`` only): one ``float16`` scale per vector, ``max |v| / 127`` (symmetric quantisation, so a
   vector's direction and length come back to about 1/254 of its largest entry);
+- ``codebooks.bin`` (``pq`` only): the quantiser's centroids, float32 ``[m, 256, d / m]``, stored once per index
+  (not counted per passage: :attr:`PassageIndex.codebook_bytes`);
 - ``offsets.bin``: ``int64 [passages + 1]``, passage ``i``'s vectors are rows ``offsets[i] : offsets[i + 1]``;
 - ``header.json``: format, dtype, dimension, counts, pids, the build's seconds and the model's name.
 
@@ -37,11 +40,15 @@ from tqdm import tqdm
 from lib.core.atomic import write_json
 from lib.core.broken_files import read_index_header
 from lib.representations.text import DOC_MAX_LENGTH
+from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, decode
 
 #: The index layout's version (``header.json``).
 INDEX_FORMAT = 1
-#: The numbers an index may store, and their bytes.
-STORED_DTYPES: Mapping[str, int] = {"float16": 2, "int8": 1}
+#: The numbers an index may store, and their bytes per number (``pq``: per sub-vector's code).
+STORED_DTYPES: Mapping[str, int] = {"float16": 2, "int8": 1, "pq": 1}
+#: The stored dtype whose vectors are product-quantised codes (a fitted quantiser is needed to build it).
+PQ = "pq"
+_MEMORY = {"float16": np.float16, "int8": np.int8, PQ: np.uint8}
 #: The bytes of one ``int8`` vector's scale (float16).
 SCALE_BYTES = 2
 HEADER_NAME = "header.json"
@@ -57,7 +64,8 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class PassageIndex:
-    """A loaded index (:func:`load_index`): memory-mapped vectors (and scales), offsets, pids and the header."""
+    """A loaded index (:func:`load_index`): memory-mapped vectors or codes (and scales), offsets, pids, the header
+    and, for a ``pq`` index, its quantiser."""
 
     folder: Path
     pids: list[str]
@@ -66,6 +74,7 @@ class PassageIndex:
     scales: np.ndarray | None
     offsets: np.ndarray
     header: dict[str, Any]
+    quantiser: ProductQuantiser | None = None
 
     def __len__(self) -> int:
         return len(self.pids)
@@ -77,9 +86,14 @@ class PassageIndex:
     @property
     def bytes_per_passage(self) -> float:
         """Stored bytes per passage: its vectors × their dimension × the dtype's bytes (+ a scale per ``int8``
-        vector); the offsets' 8 bytes too."""
+        vector); the offsets' 8 bytes too. A ``pq`` index's codebooks are :attr:`codebook_bytes`, once per index."""
         per_vector = self.vectors.shape[1] * STORED_DTYPES[self.dtype] + (SCALE_BYTES if self.scales is not None else 0)
         return (self.vectors.shape[0] * per_vector + self.offsets.nbytes) / max(len(self), 1)
+
+    @property
+    def codebook_bytes(self) -> int:
+        """The bytes of a ``pq`` index's codebooks (shared by every passage); 0 for any other index."""
+        return 0 if self.quantiser is None else int(self.quantiser.codebooks.nbytes)
 
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
@@ -96,32 +110,37 @@ class PassageIndex:
         which = np.repeat(np.arange(len(rows)), lengths)
         position = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         read = np.repeat(starts, lengths) + position
-        block = np.asarray(self.vectors[read], dtype=np.float32)
+        if self.quantiser is not None:
+            block = self.quantiser.decode(np.asarray(self.vectors[read])).numpy()
+        else:
+            block = np.asarray(self.vectors[read], dtype=np.float32)
         if self.scales is not None:
             block *= np.asarray(self.scales[read], dtype=np.float32)[:, None]
-        out = np.zeros((len(rows), max(length, 1), self.vectors.shape[1]), dtype=np.float32)
+        out = np.zeros((len(rows), max(length, 1), int(self.header["dim"])), dtype=np.float32)
         mask = np.zeros((len(rows), max(length, 1)), dtype=bool)
         out[which, position] = block
         mask[which, position] = True
         return torch.from_numpy(out), torch.from_numpy(mask)
 
     def resident(self, device: torch.device | str) -> ResidentIndex:
-        """This index copied into ``device``'s memory (its stored dtype kept: int8 codes stay int8)."""
+        """This index copied into ``device``'s memory (its stored dtype kept: int8 and pq codes stay one byte)."""
         device = torch.device(device)
         scales = None if self.scales is None else torch.tensor(np.asarray(self.scales), device=device)
         vectors, offsets = (torch.tensor(np.asarray(array), device=device) for array in (self.vectors, self.offsets))
-        return ResidentIndex(self, vectors, scales, offsets)
+        codebooks = None if self.quantiser is None else torch.tensor(self.quantiser.codebooks, device=device)
+        return ResidentIndex(self, vectors, scales, offsets, codebooks)
 
 
 @dataclass
 class ResidentIndex:
-    """A :class:`PassageIndex` held in a device's memory (:meth:`PassageIndex.resident`): the stored vectors,
-    scales and offsets as tensors there."""
+    """A :class:`PassageIndex` held in a device's memory (:meth:`PassageIndex.resident`): the stored vectors (or
+    codes), scales, offsets and codebooks as tensors there."""
 
     source: PassageIndex
     vectors: torch.Tensor
     scales: torch.Tensor | None
     offsets: torch.Tensor
+    codebooks: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.source)
@@ -140,8 +159,9 @@ class ResidentIndex:
         if missing:
             raise KeyError(f"passage {missing[0]!r} is not in the index {self.source.folder}")
         device = self.vectors.device
+        dim = int(self.source.header["dim"])
         if not len(self.vectors):  # nothing stored: every passage is empty
-            return torch.zeros(len(pids), 1, self.vectors.shape[1], device=device), torch.zeros(
+            return torch.zeros(len(pids), 1, dim, device=device), torch.zeros(
                 len(pids), 1, dtype=torch.bool, device=device
             )
         rows = torch.tensor([self.source.row_of[pid] for pid in pids], dtype=torch.long, device=device)
@@ -151,7 +171,10 @@ class ResidentIndex:
         steps = torch.arange(length, device=device)
         mask = steps[None, :] < lengths[:, None]
         positions = torch.where(mask, starts[:, None] + steps[None, :], 0)
-        out = self.vectors[positions].float()
+        if self.codebooks is not None:
+            out = decode(self.codebooks, self.vectors[positions])
+        else:
+            out = self.vectors[positions].float()
         if self.scales is not None:
             out *= self.scales[positions].float()[..., None]
         return out * mask[..., None], mask
@@ -168,6 +191,7 @@ def build_index(
     progress: bool = True,
     name: str = "",
     max_length: int = DOC_MAX_LENGTH,
+    quantiser: ProductQuantiser | None = None,
 ) -> PassageIndex:
     """Encode ``pids``' passages with ``model.encode_passages`` (capped at ``max_length`` tokens: the paper's 200 for
     passages; chapter 9 stores documents) and write the
@@ -175,8 +199,10 @@ def build_index(
     in batches of similar length; the index keeps ``pids``' order, so every passage's float32 vectors are held in
     memory until the files are written — sized for the candidates of the timed queries (chapter 3's cost table), not
     for a whole collection of a wide model (TK-BERT-6's 384-d pieces of the book's 30k passages: about 4 GB). A pid
-    without text is a ``KeyError``."""
-    built = build_indexes(model, tokenizer, texts, pids, {dtype: folder}, batch_size, progress, name, max_length)
+    without text is a ``KeyError``. A ``pq`` index needs the fitted ``quantiser`` (of the model's vector width)."""
+    built = build_indexes(
+        model, tokenizer, texts, pids, {dtype: folder}, batch_size, progress, name, max_length, quantiser
+    )
     return built[dtype]
 
 
@@ -190,12 +216,16 @@ def build_indexes(
     progress: bool = True,
     name: str = "",
     max_length: int = DOC_MAX_LENGTH,
+    quantiser: ProductQuantiser | None = None,
 ) -> dict[str, PassageIndex]:
     """:func:`build_index` in several precisions from one encoding: ``folders`` maps a stored dtype to its folder.
-    Each header's ``seconds`` is the encoding's wall time plus the writing of that index."""
+    Each header's ``seconds`` is the encoding's wall time plus the writing of that index (a ``pq`` index's: its
+    codes, not the fitting of its ``quantiser``)."""
     unknown = [dtype for dtype in folders if dtype not in STORED_DTYPES]
     if unknown or not folders:
         raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {unknown or 'none'}")
+    if PQ in folders and quantiser is None:
+        raise ValueError(f"a {PQ!r} index needs a fitted product quantiser (parameter 'quantiser')")
     if batch_size < 1 or max_length < 1:
         raise ValueError(f"parameters 'batch_size' and 'max_length' must be >= 1, got {batch_size}, {max_length}")
     missing = [pid for pid in pids if pid not in texts]
@@ -217,11 +247,13 @@ def build_indexes(
             for row, i in enumerate(chosen):
                 blocks[i] = vectors[row][stored[row]]
     encoding = time.perf_counter() - start
-    return {dtype: _write(blocks, pids, Path(folder), dtype, encoding, name) for dtype, folder in folders.items()}
+    return {
+        dtype: _write(blocks, pids, Path(folder), dtype, encoding, name, quantiser) for dtype, folder in folders.items()
+    }
 
 
-def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: str, encoding: float,
-           name: str) -> PassageIndex:  # fmt: skip
+def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: str, encoding: float, name: str,
+           quantiser: ProductQuantiser | None) -> PassageIndex:  # fmt: skip
     """Write one index of ``blocks`` (passage ``i``'s float32 vectors) into ``folder`` under a temporary name."""
     start = time.perf_counter()
     partial = folder.with_name(f".{folder.name}.partial")
@@ -229,22 +261,29 @@ def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: s
     partial.mkdir(parents=True)
     offsets = np.concatenate([[0], np.cumsum([len(block) for block in blocks])]).astype(np.int64)
     dim = blocks[0].shape[1] if blocks else 0
+    if dtype == PQ and dim and dim != quantiser.dim:
+        raise ValueError(f"the product quantiser encodes {quantiser.dim}-d vectors, the model stores {dim}-d ones")
     with open(partial / "vectors.bin", "wb") as vector_file, open(partial / "scales.bin", "wb") as scale_file:
         for block in blocks:
             if dtype == "int8":
                 codes, scales = quantise(block)
                 vector_file.write(codes.tobytes())
                 scale_file.write(scales.tobytes())
+            elif dtype == PQ:
+                vector_file.write(quantiser.encode(block).tobytes())
             else:
                 vector_file.write(block.astype(np.float16).tobytes())
     if dtype != "int8":
         (partial / "scales.bin").unlink()
+    if dtype == PQ:
+        quantiser.codebooks.astype(np.float32).tofile(partial / "codebooks.bin")
     offsets.tofile(partial / "offsets.bin")
     files = {path.name: path.stat().st_size for path in partial.iterdir()}
     seconds = round(encoding + time.perf_counter() - start, 3)
     header = {
         "format": INDEX_FORMAT, "dtype": dtype, "dim": int(dim), "passages": len(pids), "vectors": int(offsets[-1]),
         "pids": list(pids), "files": files, "seconds": seconds, "model": name,
+        **({"subspaces": quantiser.subspaces} if dtype == PQ else {}),
     }  # fmt: skip
     write_json(partial / HEADER_NAME, header)
     if folder.exists():
@@ -258,11 +297,18 @@ def load_index(folder: str | os.PathLike) -> PassageIndex:
     folder = Path(folder)
     header = read_index_header(folder, HEADER_NAME, INDEX_FORMAT, "passage index")
     total, dim = header["vectors"], header["dim"]
-    stored = np.int8 if header["dtype"] == "int8" else np.float16
+    stored = _MEMORY[header["dtype"]]
+    width = header["subspaces"] if header["dtype"] == PQ else dim
     empty = total == 0 or dim == 0
     vectors = (
-        np.zeros((total, dim), stored) if empty else np.memmap(folder / "vectors.bin", stored, "r", shape=(total, dim))
+        np.zeros((total, width), stored)
+        if empty
+        else np.memmap(folder / "vectors.bin", stored, "r", shape=(total, width))
     )
+    quantiser = None
+    if header["dtype"] == PQ:
+        codebooks = np.fromfile(folder / "codebooks.bin", dtype=np.float32)
+        quantiser = ProductQuantiser(codebooks.reshape(width, CENTROIDS, -1))
     scales = None
     if header["dtype"] == "int8":
         scales = (
@@ -272,11 +318,13 @@ def load_index(folder: str | os.PathLike) -> PassageIndex:
     if len(offsets) != header["passages"] + 1 or offsets[-1] != total or np.any(np.diff(offsets) < 0):
         raise ValueError(f"{folder / 'offsets.bin'}: not the ascending offsets of {header['passages']} passages")
     pids = list(header["pids"])
-    return PassageIndex(folder, pids, {pid: row for row, pid in enumerate(pids)}, vectors, scales, offsets, header)
+    row_of = {pid: row for row, pid in enumerate(pids)}
+    return PassageIndex(folder, pids, row_of, vectors, scales, offsets, header, quantiser)
 
 
 __all__ = [
     "INDEX_FORMAT",
+    "PQ",
     "STORED_DTYPES",
     "PassageIndex",
     "ResidentIndex",

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -27,11 +28,13 @@ from lib.evaluation.regimes import (
     regime_latencies,
     resident_table,
     stored_rerank,
+    stored_run,
 )
 from lib.evaluation.stored_latency import is_precomputable
 from lib.models.knrm import KNRM
 from lib.representations.text import QUERY_MAX_LENGTH
-from lib.reranking.passage_index import build_index
+from lib.reranking.passage_index import PQ, build_index
+from lib.reranking.product_quantisation import fit_quantiser
 from tests.reranking.test_passage_index import TEXTS, direct_scores, tk_and_words
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -293,3 +296,30 @@ def test_the_resident_table_sets_each_stored_model_beside_bert_cat_run_whole(tmp
     (tmp_path / real.name).write_text(real.read_text())
     measured = resident_table(committed_regimes(tmp_path, {"bert-cat": "BERT-cat"}), "BERT-cat")
     assert "tk-bert6" in set(measured["model"]) and (measured["× BERT-cat whole"] > 0).all()
+
+
+def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as_its_centroids(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    run = stored_run(model, words, QUERIES, FIRST_STAGE, index, batch_size=2, progress=False)
+    assert {qid: sorted(scores) for qid, scores in run.items()} == {"q1": ["p1", "p2", "p3"], "q2": ["p3", "p4"]}
+    for qid, scores in run.items():
+        pids = sorted(scores)
+        direct = direct_scores(model, words, QUERIES[qid], [TEXTS[p] for p in pids])
+        torch.testing.assert_close(torch.tensor([scores[p] for p in pids]), direct, atol=2e-3, rtol=2e-3)
+    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
+    codes = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
+    quantised = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
+    query = words.encode([QUERIES["q1"]], QUERY_MAX_LENGTH)
+    with torch.no_grad():
+        expected = model.score_stored(*model.encode_query(*query), *codes.gather(["p1", "p2", "p3"]))
+    torch.testing.assert_close(torch.tensor([quantised["q1"][p] for p in ("p1", "p2", "p3")]), expected)
+    assert quantised != run, "the centroids are not the model's own vectors"
+    timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1"])
+    rows = cost_rows("tk-pq", model, words, timed, Timing([2], repetitions=1), tmp_path / "timed", (PQ,), whole=False,
+                     quantiser=quantiser)  # fmt: skip
+    assert [(row["regime"], row["dtype"]) for row in rows] == [("stored", PQ)]
+    pieces = sum(len(TEXTS[pid].split()) for pid in FIRST_STAGE["q1"])  # q1's three candidates are indexed
+    assert rows[0]["bytes_per_passage"] == pytest.approx((pieces * 4 + 4 * 8) / 3)
+    with pytest.raises(KeyError, match="'q9' of the first-stage run has no text"):
+        stored_run(model, words, QUERIES, {"q9": {"p1": 1.0}}, index, batch_size=2, progress=False)

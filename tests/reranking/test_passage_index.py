@@ -12,7 +12,8 @@ from lib import data
 from lib.core.types import query_order, ranking_from_run
 from lib.models.tk import TK, TKConfig
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
-from lib.reranking.passage_index import build_index, build_indexes, load_index, quantise
+from lib.reranking.passage_index import PQ, build_index, build_indexes, load_index, quantise
+from lib.reranking.product_quantisation import fit_quantiser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -161,3 +162,35 @@ def test_a_real_slice_of_dl19_candidates_scores_the_same_from_the_index(tmp_path
         stored = model.score_stored(*model.encode_query(query_ids, query_mask), *index.gather(pids))
     direct = direct_scores(model, words, queries[qid], [texts[pid] for pid in pids])
     torch.testing.assert_close(stored, direct, atol=2e-3, rtol=2e-3)
+
+
+def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path) -> None:
+    model, words = tk_and_words(TEXTS)
+    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
+    pieces = sum(len(text.split()) for text in TEXTS.values())
+    assert index.vectors.dtype == np.uint8 and index.vectors.shape == (pieces, 4) and index.header["subspaces"] == 4
+    assert index.bytes_per_passage == pytest.approx((pieces * 4 + 5 * 8) / 4)
+    assert index.codebook_bytes == 4 * 256 * 2 * 4
+    order = ["p3", "p1", "p3"]
+    vectors, mask = index.gather(order)
+    doc_ids, doc_mask = words.encode([TEXTS[pid] for pid in order], DOC_MAX_LENGTH)
+    with torch.no_grad():
+        full, stored = model.encode_passages(doc_ids, doc_mask)
+    expected = quantiser.decode(quantiser.encode(full[stored].numpy()))
+    assert torch.equal(mask, stored) and torch.equal(vectors[mask], expected)
+    again = load_index(tmp_path / "pq")
+    assert np.array_equal(again.quantiser.codebooks, quantiser.codebooks)
+    assert torch.equal(again.gather(order)[0], vectors)
+    resident = index.resident("cpu")
+    assert resident.vectors.dtype == torch.uint8
+    torch.testing.assert_close(resident.gather(order)[0], vectors, atol=1e-6, rtol=1e-6)
+    with pytest.raises(ValueError, match="needs a fitted product quantiser"):
+        build_index(model, words, TEXTS, list(TEXTS), tmp_path / "x", PQ, progress=False)
+    narrow = fit_quantiser(np.random.default_rng(0).normal(size=(400, 6)).astype(np.float32), 3, iterations=1)
+    with pytest.raises(ValueError, match="encodes 6-d vectors, the model stores 8-d ones"):
+        build_index(model, words, TEXTS, list(TEXTS), tmp_path / "x", PQ, progress=False, quantiser=narrow)
+    codebooks = tmp_path / "pq" / "codebooks.bin"
+    codebooks.write_bytes(codebooks.read_bytes()[:100])
+    with pytest.raises(ValueError, match=r"codebooks\.bin: 100 bytes"):
+        load_index(tmp_path / "pq")

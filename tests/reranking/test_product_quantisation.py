@@ -1,0 +1,58 @@
+"""Product quantisation of stored vectors (``lib.reranking.product_quantisation``): codes of the nearest centroids."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, fit_quantiser, unit
+
+
+def few_prototypes(count: int, subspaces: int, width: int, prototypes: int, seed: int = 0) -> np.ndarray:
+    """``count`` vectors whose every sub-vector is one of ``prototypes`` unit-length sub-vectors of its subspace."""
+    rng = np.random.default_rng(seed)
+    parts = unit(rng.normal(size=(subspaces * prototypes, width))).reshape(subspaces, prototypes, width)
+    choice = rng.integers(0, prototypes, size=(count, subspaces))
+    return np.concatenate([parts[s, choice[:, s]] for s in range(subspaces)], axis=1)
+
+
+def test_vectors_made_of_few_sub_vectors_come_back_exactly() -> None:
+    vectors = few_prototypes(600, subspaces=4, width=3, prototypes=6)
+    quantiser = fit_quantiser(vectors, subspaces=4, iterations=5)
+    assert quantiser.codebooks.shape == (4, CENTROIDS, 3) and quantiser.dim == 12 and quantiser.subspaces == 4
+    codes = quantiser.encode(vectors)
+    assert codes.dtype == np.uint8 and codes.shape == (600, 4)
+    # every vector has length 2 (four unit sub-vectors): its unit direction is what comes back
+    np.testing.assert_allclose(quantiser.decode(codes).numpy(), vectors / 2, atol=1e-6)
+
+
+def test_each_code_is_its_sub_vectors_nearest_centroid_and_lloyd_lowers_the_error() -> None:
+    vectors = np.random.default_rng(1).normal(size=(2000, 8)).astype(np.float32)
+    once, fitted = fit_quantiser(vectors, 2, iterations=1), fit_quantiser(vectors, 2, iterations=8)
+    codes = fitted.encode(vectors[:50])
+    parts = unit(vectors[:50]).reshape(50, 2, 4)
+    for s in range(2):
+        distances = ((parts[:, s, None, :] - fitted.codebooks[s][None]) ** 2).sum(-1)
+        np.testing.assert_array_equal(codes[:, s], distances.argmin(axis=1))
+
+    def error(quantiser: ProductQuantiser) -> float:
+        return float(((quantiser.decode(quantiser.encode(vectors)).numpy() - unit(vectors)) ** 2).sum(1).mean())
+
+    assert error(fitted) < error(once) < 0.5
+    again = fit_quantiser(vectors, 2, iterations=8)
+    assert np.array_equal(again.codebooks, fitted.codebooks), "the same seed fits the same codebooks"
+    cosines = torch.nn.functional.cosine_similarity(fitted.decode(fitted.encode(vectors)), torch.from_numpy(vectors))
+    assert float(cosines.mean()) > 0.8
+
+
+def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
+    vectors = np.random.default_rng(2).normal(size=(300, 6)).astype(np.float32)
+    with pytest.raises(ValueError, match="'subspaces' \\(4\\) must divide"):
+        fit_quantiser(vectors, 4)
+    with pytest.raises(ValueError, match="at least 256 vectors, got 100"):
+        fit_quantiser(vectors[:100], 3)
+    with pytest.raises(ValueError, match="'iterations'"):
+        fit_quantiser(vectors, 3, iterations=0)
+    with pytest.raises(ValueError, match="6-d vectors got an array of shape \\(2, 4\\)"):
+        fit_quantiser(vectors, 3, iterations=1).encode(vectors[:2, :4])
