@@ -1,4 +1,4 @@
-"""The compact TKs started from the full one: chapter 2's trained TK-BERT-6, ``P`` its own principal directions.
+"""The compact TK indexes: TKs projected to ``d`` dimensions (trained), and the full TK's vectors product-quantised.
 
 A compact TK (:mod:`lib.models.tk_bert`, ``tk-bert6-d64`` / ``tk-bert6-d32``) projects eq. 1's ``H``-d vectors to
 ``d`` dimensions before the cosine match matrix (eq. 4), so a stored index keeps ``d`` numbers per passage piece.
@@ -16,22 +16,33 @@ Where its training starts is the training setting ``compact_start`` (:class:`lib
 Only training passages are read (the passages of the protocol's training triples), never a validation or test
 passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did no better on validation
 (:data:`lib.core.decisions.DECISIONS`, ``compact_start``).
+
+A compact index *without* training (:func:`fit_pq`, :func:`pq_runs`): the trained full TK's own stored vectors,
+product-quantised (:mod:`lib.reranking.product_quantisation`) to one byte per sub-vector of ``384 / m`` numbers,
+the quantiser's codebooks fitted on the vectors of the same training passages. Its scores are what the stored index
+ranks (:func:`lib.evaluation.regimes.stored_run`): the model reads each candidate's centroids instead of its own
+vectors. The variant is called :func:`pq_name` (``tk-bert6-pq``) in the cost table and the runs folder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from lib.core.types import JudgedSet, Run
+from lib.evaluation.regimes import stored_run
 from lib.experiments.distillation_protocol import Protocol
 from lib.experiments.model_runs import RunVariant
 from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
 from lib.representations.text import DOC_MAX_LENGTH
+from lib.reranking.passage_index import PQ, build_index
+from lib.reranking.product_quantisation import ProductQuantiser, fit_quantiser
 
 #: The compact TKs, the width of their projection, and the full TK they may start from.
 COMPACT_WIDTHS: dict[str, int] = {"tk-bert6-d64": 64, "tk-bert6-d32": 32}
@@ -50,6 +61,26 @@ def training_passages(protocol: Protocol, count: int = PROJECTION_PASSAGES, seed
         raise ValueError("the protocol has no training triples to compute a projection from")
     chosen = np.random.default_rng(seed).permutation(len(pids))[:count]
     return [pids[i] for i in sorted(chosen)]
+
+
+def passage_vectors(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    texts: Sequence[str],
+    batch_size: int = 32,
+    max_length: int = DOC_MAX_LENGTH,
+    progress: bool = True,
+    what: str = "passage vectors",
+) -> Iterator[np.ndarray]:
+    """``model``'s stored vectors (``encode_passages``, padding left out) of ``texts``, a float32 ``[pieces, d]``
+    block per batch of ``batch_size`` texts."""
+    device = next(model.parameters()).device
+    model.eval()
+    with torch.inference_mode():
+        for begin in tqdm(range(0, len(texts), batch_size), desc=what, disable=not progress):
+            ids, mask = tokenizer.encode(list(texts[begin : begin + batch_size]), max_length)
+            vectors, stored = model.encode_passages(ids.to(device), mask.to(device))
+            yield vectors[stored].float().cpu().numpy()
 
 
 def principal_projection(
@@ -71,16 +102,11 @@ def principal_projection(
         raise ValueError(f"parameter 'dim' must be in 1..{hidden}, got {dim}")
     if not texts:
         raise ValueError("parameter 'texts' is empty: no vectors to compute a projection from")
-    device = next(model.parameters()).device
     second_moment = torch.zeros(hidden, hidden, dtype=torch.float64)
-    model.eval()
-    with torch.inference_mode():
-        for begin in tqdm(range(0, len(texts), batch_size), desc="projection", disable=not progress):
-            ids, mask = tokenizer.encode(list(texts[begin : begin + batch_size]), max_length)
-            vectors, stored = model.encode_passages(ids.to(device), mask.to(device))
-            kept = vectors[stored].double().cpu()
-            kept = kept / kept.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-            second_moment += kept.T @ kept
+    for vectors in passage_vectors(model, tokenizer, texts, batch_size, max_length, progress, "projection"):
+        kept = torch.from_numpy(vectors).double()
+        kept = kept / kept.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        second_moment += kept.T @ kept
     _, eigenvectors = torch.linalg.eigh(second_moment)
     return eigenvectors[:, -dim:].flip(-1).T.float().contiguous()
 
@@ -110,7 +136,43 @@ def compact_variant(
     return RunVariant(start=(full.compacted(projection.to(next(full.parameters()).device)), what))
 
 
+def pq_name(name: str) -> str:
+    """The cost table's and the runs folder's name of registry TK ``name`` with its vectors product-quantised."""
+    return f"{name}-pq"
+
+
+def fit_pq(
+    model: torch.nn.Module, tokenizer: Any, protocol: Protocol, subspaces: int, progress: bool = True
+) -> ProductQuantiser:
+    """The product quantiser of ``model``'s stored vectors (module docstring): ``subspaces`` codebooks fitted on the
+    vectors of :func:`training_passages` — never a validation or test passage."""
+    texts = [protocol.texts[pid] for pid in training_passages(protocol)]
+    vectors = np.concatenate(list(passage_vectors(model, tokenizer, texts, progress=progress, what="pq vectors")))
+    return fit_quantiser(vectors, subspaces)
+
+
+def pq_runs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    quantiser: ProductQuantiser,
+    tests: Mapping[str, JudgedSet],
+    texts: Mapping[str, str],
+    folder: Path,
+    batch_size: int = 32,
+    progress: bool = True,
+) -> dict[str, Run]:
+    """Per test set, every candidate of its judged queries scored from one ``pq`` index of all the sets' candidates
+    (built in ``folder``, kept: its header holds the build's seconds) — what the product-quantised index ranks."""
+    candidates = {name: {qid: test.run[qid] for qid in test.queries if qid in test.run} for name, test in tests.items()}
+    pids = sorted({pid for run in candidates.values() for ranked in run.values() for pid in ranked})
+    index = build_index(model, tokenizer, texts, pids, folder, PQ, batch_size, progress, quantiser=quantiser)
+    return {
+        name: stored_run(model, tokenizer, tests[name].queries, run, index, batch_size, progress)
+        for name, run in candidates.items()
+    }
+
+
 __all__ = [
-    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "compact_variant", "principal_projection",
-    "training_passages",
+    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "compact_variant", "fit_pq",
+    "passage_vectors", "pq_name", "pq_runs", "principal_projection", "training_passages",
 ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The compact TKs started from the full TK (``lib.experiments.compact_tk``): training passages, principal ``P``."""
+"""The compact TK indexes (``lib.experiments.compact_tk``): training passages, principal ``P``, the PQ TK."""
 
 from __future__ import annotations
 
@@ -9,12 +9,21 @@ import pytest
 import torch
 from transformers import BertForMaskedLM
 
+from lib.core.types import JudgedSet
 from lib.data import book_texts
-from lib.experiments.compact_tk import compact_variant, principal_projection, training_passages
+from lib.experiments.compact_tk import (
+    compact_variant,
+    fit_pq,
+    pq_name,
+    pq_runs,
+    principal_projection,
+    training_passages,
+)
 from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.representations.pretrained import minilm_folder
+from lib.reranking.passage_index import load_index
 from tests.models.helpers import pad
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -112,3 +121,36 @@ def test_on_real_passages_minilms_principal_p_keeps_most_of_what_its_vectors_car
     vectors = unit_vectors(model, tokenizer, texts)
     kept = (vectors @ projection.double().T).norm() ** 2 / vectors.norm() ** 2
     assert kept > 0.5
+
+
+def test_the_pq_quantiser_is_fitted_on_training_passages_and_its_runs_score_the_centroids(
+    full_tk: TKBert, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    tokenizer = CharTokenizer()
+    encode = tokenizer.encode
+    tokenizer.encode = lambda texts, max_length: seen.extend(texts) or encode(texts, max_length)
+    quantiser = fit_pq(full_tk, tokenizer, protocol(), subspaces=4, progress=False)
+    assert quantiser.subspaces == 4 and quantiser.dim == 32
+    assert set(seen) == {protocol().texts[f"p{i}"] for i in range(9)}, "training passages only, never 'held'"
+    texts = protocol().texts
+    tests = {
+        "t1": JudgedSet("t1", {"q1": "topic 1", "q2": "words"}, {}, {"q1": {"p0": 2.0, "held": 1.0}, "q2": {"p4": 1.0},
+                                                                    "q9": {"p5": 1.0}}),
+        "t2": JudgedSet("t2", {"q3": "number"}, {}, {"q3": {"p11": 1.0, "p0": 0.5}}),
+    }  # fmt: skip
+    runs = pq_runs(full_tk, tokenizer, quantiser, tests, texts, tmp_path / "pq", batch_size=2, progress=False)
+    assert {name: {qid: sorted(run[qid]) for qid in run} for name, run in runs.items()} == {
+        "t1": {"q1": ["held", "p0"], "q2": ["p4"]},
+        "t2": {"q3": ["p0", "p11"]},
+    }, "every candidate of the judged queries (q9 has no text: not judged)"
+    index = load_index(tmp_path / "pq")
+    assert index.pids == ["held", "p0", "p11", "p4"] and index.quantiser is not None
+    with torch.no_grad():
+        query = full_tk.encode_query(*tokenizer.encode(["number"], 30))
+        vectors, mask = full_tk.encode_passages(*tokenizer.encode([texts["p11"], texts["p0"]], 200))
+        centroids = vectors.clone()
+        centroids[mask] = quantiser.decode(quantiser.encode(vectors[mask].numpy()))
+        expected = full_tk.score_stored(*query, centroids, mask)
+    torch.testing.assert_close(torch.tensor([runs["t2"]["q3"]["p11"], runs["t2"]["q3"]["p0"]]), expected)
+    assert pq_name("tk-bert6") == "tk-bert6-pq"
