@@ -184,9 +184,15 @@ class SpeedSettings(_Replaceable):
     regime_max_seconds: float = 30.0
     once_above_ms: float = 500.0
     regime_dtypes: tuple[str, ...] = ("float16", "int8")
+    #: The TK whose stored vectors chapter 3 also product-quantises (a compact index without training,
+    #: :mod:`lib.experiments.compact_tk`; "" none, and none when chapter 2 did not train it), in
+    #: ``regime_pq_subspaces`` one-byte codes per stored vector.
+    regime_pq_model: str = "tk-bert6"
+    regime_pq_subspaces: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries"):
+        for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries",
+                     "regime_pq_subspaces"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"speed setting {name!r} must be >= 1, got {getattr(self, name)}")
         if self.min_documents > self.max_documents:
@@ -451,6 +457,7 @@ PROFILES: dict[str, Profile] = {
             latency_counts=(100, 1000), max_latency_seconds=2.0,
             architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-base"),
             regime_queries=2, regime_counts=(10, 100), regime_repetitions=1, regime_max_seconds=5.0,
+            regime_pq_model="tk-bert1",
         ),
         clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
         tilde=TildeSettings(

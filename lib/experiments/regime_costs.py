@@ -13,11 +13,17 @@ comparison and chapter 3's table share one clock).
 when its design cannot store passages (BERT-cat, KNRM, Conv-KNRM) — as a fixed cost per query and a speed
 (:func:`lib.evaluation.regimes.query_cost`), the form :mod:`lib.evaluation.time_budget` takes; a model timed
 stored only (a compact TK) has no *whole* cost.
+
+:func:`pq_variant` is the profile's TK with its stored vectors product-quantised (``regime_pq_model``,
+:mod:`lib.experiments.compact_tk`): its quantiser fitted on training passages, and every candidate of each test year
+scored from its index, written as ``<set>__<model>-pq-all.trec`` in the runs folder; :func:`regime_table` times it
+stored only, under :func:`lib.experiments.compact_tk.pq_name`.
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +33,18 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from lib.core import paths
 from lib.core.device import autocast
 from lib.core.profiles import Profile
-from lib.core.types import query_order
+from lib.core.types import Run, query_order
 from lib.data import book_texts, load_queries
+from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
+from lib.experiments.compact_tk import fit_pq, pq_name, pq_runs
 from lib.models.registry import model_spec
+from lib.reranking.passage_index import PQ
+from lib.reranking.product_quantisation import ProductQuantiser
 
 #: The regimes, in the order chapters show them.
 REGIMES: tuple[str, ...] = ("whole", "stored")
@@ -56,29 +67,76 @@ def model_rows(
     device: torch.device,
     folder: Path,
     whole: bool = True,
+    quantiser: ProductQuantiser | None = None,
 ) -> list[dict[str, Any]]:
     """Registry model ``name`` (``model`` with its ``tokenizer``, on ``device``) timed in both regimes with the
     profile's settings (module docstring; ``whole=False``: stored only): its rows of the cost table. ``folder`` (it
-    must exist) holds the temporary indexes while they are timed."""
+    must exist) holds the temporary indexes while they are timed. With a ``quantiser``: the model's ``pq`` index
+    alone, stored only, under :func:`lib.experiments.compact_tk.pq_name`."""
     settings = profile.speed
     timing = Timing(
         settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,
         settings.regime_max_seconds, once_above_ms=settings.once_above_ms,
     )  # fmt: skip
+    dtypes, shown = (settings.regime_dtypes, name) if quantiser is None else ((PQ,), pq_name(name))
     with tempfile.TemporaryDirectory(dir=folder) as indexes, autocast(device):
-        return cost_rows(name, model.to(device), tokenizer, timed_queries(profile), timing, Path(indexes),
-                         settings.regime_dtypes, whole=whole)  # fmt: skip
+        return cost_rows(shown, model.to(device), tokenizer, timed_queries(profile), timing, Path(indexes), dtypes,
+                         whole=whole and quantiser is None, quantiser=quantiser)  # fmt: skip
 
 
-def regime_table(profile: Profile, models: Sequence[str], device: torch.device, folder: Path) -> pd.DataFrame:
+def regime_table(
+    profile: Profile, models: Sequence[str], device: torch.device, folder: Path, pq: PQVariant | None = None
+) -> pd.DataFrame:
     """Every model of ``models``, as chapter 2 trained it, timed in both regimes (:func:`model_rows`), one frame —
     the compact TKs (:data:`COMPACT_TKS`) stored only: run whole, each is its full TK plus one small projection,
-    and timing it whole (about a minute each on 2 CPU cores) measured TK-BERT-6 again."""
+    and timing it whole (about a minute each on 2 CPU cores) measured TK-BERT-6 again. With ``pq``
+    (:func:`pq_variant`): its TK's ``pq`` index too, stored only, right after that TK's rows."""
     rows = []
     for name in tqdm(models, desc="two regimes", unit="model"):
         trained = artifacts.trained_model(profile, name, device)
         rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder, name not in COMPACT_TKS)
+        if pq is not None and name == pq.source:
+            rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder, False, pq.quantiser)
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class PQVariant:
+    """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
+    its fitted ``quantiser``, every candidate of each test year scored from the ``pq`` index (``runs``, by set), the
+    seconds the fit and the scoring took."""
+
+    source: str
+    quantiser: ProductQuantiser
+    runs: dict[str, Run]
+    seconds: float
+
+    @property
+    def name(self) -> str:
+        return pq_name(self.source)
+
+
+def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.device, folder: Path,
+               progress: bool = True) -> PQVariant | None:  # fmt: skip
+    """The profile's ``regime_pq_model`` with its vectors product-quantised in ``regime_pq_subspaces`` codes (module
+    docstring), or ``None`` when the profile names none or it is not among ``trained_models`` (chapter 2's). The
+    quantiser is fitted on chapter 2's training passages; the test years' candidates are indexed in a temporary
+    folder under ``folder`` and scored from it; each year's run of every candidate is written to the runs folder."""
+    source = profile.speed.regime_pq_model
+    if not source or source not in trained_models:
+        return None
+    start = time.perf_counter()
+    trained = artifacts.trained_model(profile, source, device)
+    _, _, protocol = artifacts.training_protocol(profile)
+    quantiser = fit_pq(trained.model, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
+    with tempfile.TemporaryDirectory(dir=folder) as indexes:
+        runs = pq_runs(
+            trained.model, trained.tokenizer, quantiser, protocol.tests, protocol.texts,
+            Path(indexes) / "pq", model_spec(source).eval_batch_size, progress,
+        )  # fmt: skip
+    for query_set, run in runs.items():
+        write_trec_run(run, paths.run_path(profile.name, query_set, f"{pq_name(source)}-all"), tag=pq_name(source))
+    return PQVariant(source, quantiser, runs, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
@@ -131,5 +189,6 @@ def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
 
 
 __all__ = [
-    "COMPACT_TKS", "REGIMES", "RegimeCost", "model_rows", "query_time", "regime_costs", "regime_table", "timed_queries",
+    "COMPACT_TKS", "REGIMES", "PQVariant", "RegimeCost", "model_rows", "pq_variant", "query_time", "regime_costs",
+    "regime_table", "timed_queries",
 ]  # fmt: skip

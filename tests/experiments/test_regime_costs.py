@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from lib.core.profiles import get_profile
 from lib.experiments import regime_costs
+from lib.reranking.product_quantisation import fit_quantiser
 from tests.experiments.test_artifacts import _save_trained, artifacts_root  # noqa: F401 — the fixture
 
 TABLE = pd.DataFrame(
@@ -62,6 +64,13 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     ]  # fmt: skip
     assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
     assert list(folder.iterdir()) == []
+    vectors = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)  # the saved TK-2's width
+    pq = regime_costs.PQVariant("tk2", fit_quantiser(vectors, 4, iterations=2), {}, 0.0)
+    with_pq = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder, pq)
+    assert [(row.model, row.regime, row.dtype) for row in with_pq.itertuples()][2:] == [
+        ("tk2", "stored", "int8"), ("tk2-pq", "stored", "pq")
+    ]  # fmt: skip
+    assert 0 < with_pq["bytes_per_passage"].iloc[3] < with_pq["bytes_per_passage"].iloc[2] and pq.name == "tk2-pq"
     monkeypatch.setattr(regime_costs, "COMPACT_TKS", ("tk2",))  # a compact TK is timed stored only
     stored_only = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder)
     assert list(stored_only["regime"]) == ["stored", "stored"]
