@@ -540,7 +540,8 @@ plain(crossover_table)
 # {glue:text}`regime_once_ms` ms or more is timed once, its first run the measurement. So is TK-BERT-6 with its
 # vectors projected to 64 and 32 dimensions before the kernels, a compact index chapter 2 trains on its ladder
 # when the profile has it — stored only: run whole, a compact TK is TK-BERT-6 plus one small projection, whose
-# row is already there. A latency whose timing would take longer than the profile allows is estimated on the line
+# row is already there — and TK-BERT-6's own vectors product-quantised ("PQ", a compact index without training,
+# below). A latency whose timing would take longer than the profile allows is estimated on the line
 # through the smaller counts and marked "est.". An index's build time is scaled to the book's whole collection.
 
 # %%
@@ -550,7 +551,10 @@ regime_models = [*curve_models, *ladder_tks]
 regime_counts = list(speed_settings.regime_counts)
 glue("regime_queries", speed_settings.regime_queries, display=False)
 glue("regime_count_list", " / ".join(f"{count:,}" for count in regime_counts), display=False)
-regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out)
+pq = regime_costs.pq_variant(chapter.profile, regime_models, running_on, out)
+if pq is not None:
+    LABELS[pq.name] = f"{LABELS[pq.source]} (PQ)"
+regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out, pq)
 write_csv(out / "regimes.csv", regime_table)
 print(f"timed on {speed['device']}")
 plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precision=1)
@@ -699,28 +703,47 @@ plain(regimes_reading.tests_display(regime_tests))
 # ladder). Where that training starts is a setting decided on validation (`compact_start`, in the decisions
 # table of the "Reproducing" page): MiniLM with a random orthogonal projection, or chapter 2's trained TK-BERT-6
 # with the projection set to the leading directions of its own unit vectors over training passages (the best
-# rank-d approximation of their inner products). Each compact index beside the full one, stored in float16 and
-# int8, with each year's nDCG@10 re-ranking all candidates and paired t-tests (Bonferroni over the year's pairs;
-# `*`: significant) against BM25 and against the full TK-BERT-6:
+# rank-d approximation of their inner products).
+#
+# A projection must be trained, and changes the model. **Product quantisation** {cite}`jegou2011pq` changes only
+# the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors and stores, for
+# each, the number of the nearest of 256 centroids learned for its subspace by k-means — one byte instead of
+# 2 × {glue:text}`pq_width` in float16 — and at query time reads the centroids back (ColBERTv2 compresses ColBERT's
+# vectors in the same spirit {cite}`santhanam2022colbertv2`). The codebooks are fitted on the vectors of chapter 2's
+# training passages; the test years' candidates are then scored from the index, so the table's nDCG@10 is what the
+# compressed index ranks (fitting and scoring both years took {glue:text}`pq_minutes` minutes).
+#
+# Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
+# (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
 
 # %%
+full_tk = pq.source if pq is not None else "tk-bert6"
 compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
-if compact and "tk-bert6" in regime_models:
+glue("pq_subspaces", str(speed_settings.regime_pq_subspaces), display=False)
+glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False)
+glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
+if full_tk in regime_models and (compact or pq is not None):
     compact_values = {}
     for query_set in sets:
         bm25, qrels = first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set)
-        by_model = {}
-        for name in ["tk-bert6", *compact]:
-            scores = artifacts.candidate_scores(chapter.profile, query_set, name)
-            first_stage = {qid: bm25[qid] for qid in scores}
-            by_model[name] = time_budget.per_query_at_depth(first_stage, scores, qrels, max_depth, "nDCG@10")
-        by_model["bm25"] = time_budget.per_query_at_depth(first_stage, scores, qrels, 0, "nDCG@10")
+        runs = {name: artifacts.candidate_scores(chapter.profile, query_set, name) for name in [full_tk, *compact]}
+        runs.update({pq.name: pq.runs[query_set]} if pq is not None else {})
+        first_stage = {qid: bm25[qid] for qid in runs[full_tk]}
+        by_model = {
+            name: time_budget.per_query_at_depth(first_stage, scores, qrels, max_depth, "nDCG@10")
+            for name, scores in runs.items()
+        }
+        by_model["bm25"] = time_budget.per_query_at_depth(first_stage, runs[full_tk], qrels, 0, "nDCG@10")
         compact_values[query_set] = by_model
-    compact_frame = regimes.compact_table(regime_table, compact_values, ["tk-bert6", *compact], "tk-bert6", LABELS)
+    compact_names = list(compact_values[sets[0]])[:-1]
+    compact_frame = regimes.compact_table(regime_table, compact_values, compact_names, full_tk, LABELS)
     write_csv(out / "compact_tk.csv", compact_frame)
     display(plain(compact_frame, precision=1))
+    rival_ms = float(regime_table.query("model == 'bert-cat' and regime == 'whole'")["ms_100"].iloc[0])
+    compact_text = regimes_reading.compact_reading(compact_frame, LABELS[full_tk], LABELS["bert-cat"], rival_ms, 100)
+    display(Markdown(compact_text))
 else:
-    display(Markdown(f"*The `{chapter.profile.name}` profile trains no compact TK (chapter 2's `ladder_models`).*"))
+    display(Markdown(f"*The `{chapter.profile.name}` profile has no compact TK (chapter 2's `ladder_models`).*"))
 
 # %% [markdown]
 # ### The ladder's verdict in both regimes

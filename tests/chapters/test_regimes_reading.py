@@ -8,6 +8,7 @@ import pandas as pd
 
 from lib.chapters import regimes_reading
 from lib.evaluation import time_budget
+from lib.evaluation.regimes import compact_table
 
 LABELS = {"tk": "TK", "bert": "BERT-cat", "teacher": "Bi (teacher)", "bm25": "BM25"}
 CURVES = {
@@ -108,3 +109,27 @@ def test_the_thesis_bullet_names_the_best_student_and_the_tested_order_per_regim
         "*stored* — 10 ms: TK (TK ahead, not significantly); 100 ms: BERT-cat (BERT-cat ahead, significantly)" in text
     )
     assert "1000 ms" not in text  # a budget outside the grid is left out
+
+
+def test_the_compact_reading_gives_each_index_its_size_speed_and_tested_cost() -> None:
+    table = pd.DataFrame(
+        [{"model": name, "regime": "stored", "dtype": dtype, "bytes_per_passage": size, "ms_100": ms, "ms_1000": 9 * ms}
+         for name, dtype, size, ms in [("full", "float16", 60000, 30.0), ("full", "int8", 30000, 25.0),
+                                       ("full-pq", "pq", 5000, 10.0)]]
+    )  # fmt: skip
+    qids = [f"q{i}" for i in range(8)]
+    values = {
+        "dl19": {
+            "bm25": pd.Series([0.1, 0.2, 0.1, 0.3, 0.2, 0.1, 0.2, 0.3], index=qids),
+            "full": pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.9], index=qids),
+            "full-pq": pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.8], index=qids),
+        }
+    }
+    labels = {"full": "TK", "full-pq": "TK (PQ)", "bm25": "BM25"}
+    shown = compact_table(table, values, ["full", "full-pq"], "full", labels)
+    text = regimes_reading.compact_reading(shown, "TK", "BERT-cat", 1500.0, 100)
+    assert text.startswith("- **TK (PQ)**: 5,000 bytes per passage (pq; TK 30,000 in int8, 6.0× as many)")
+    assert "10.0 ms for 100 stored candidates — 150× faster than BERT-cat run whole (1,500 ms)" in text
+    assert "DL19 nDCG@10 0.662, -0.013 against TK (not significantly different, p = " in text
+    assert text.endswith("significantly above BM25.") and "not significantly above" not in text
+    assert len(text.splitlines()) == 1, "one bullet: the full TK is the reference, not a row of its own"
