@@ -73,21 +73,20 @@ def stored_scores(
     pids: Sequence[str],
     batch_size: int,
 ) -> torch.Tensor:
-    """The stored regime's scoring of one query: encode it once, read ``pids``' vectors from ``index``, score them
-    chunk by chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the candidates shortest first, each chunk
-    as long as its longest passage, so that little of the match matrix is padding."""
+    """The stored regime's scoring of one query: encode it once, read ``pids``' vectors from ``index`` chunk by chunk
+    and score each chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the candidates shortest first (their
+    lengths read off the index's offsets), each read padded to its own longest passage, so that little of what is
+    read, padded and matched is padding."""
     device = next(model.parameters()).device
     with torch.inference_mode():
         query_vectors, query_mask = model.encode_query(query[0], query[1])
-        vectors, mask = index.gather(pids)
-        lengths = mask.sum(dim=1)
-        order = torch.argsort(lengths, stable=True)
+        order = torch.argsort(torch.as_tensor(index.lengths(pids)), stable=True)
         scores = torch.empty(len(pids), dtype=torch.float32, device=device)
         for start in range(0, len(pids), batch_size):
             rows = order[start : start + batch_size]
-            length = max(int(lengths[rows].max()), 1)
-            chunk, chunk_mask = vectors[rows, :length].to(device), mask[rows, :length].to(device)
-            scores[rows.to(device)] = model.score_stored(query_vectors, query_mask, chunk, chunk_mask).float()
+            chunk, chunk_mask = index.gather([pids[row] for row in rows.tolist()])
+            scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
+            scores[rows.to(device)] = scored.float()
         return scores
 
 

@@ -95,13 +95,22 @@ class PassageIndex:
         """The bytes of a ``pq`` index's codebooks (shared by every passage); 0 for any other index."""
         return 0 if self.quantiser is None else int(self.quantiser.codebooks.nbytes)
 
-    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
-        longest, and the mask ``[n, L]``. An unknown pid is a ``KeyError`` naming it."""
+    def rows(self, pids: Sequence[str]) -> np.ndarray:
+        """The index rows of ``pids`` (a pid may repeat); an unknown pid is a ``KeyError`` naming it."""
         missing = [pid for pid in pids if pid not in self.row_of]
         if missing:
             raise KeyError(f"passage {missing[0]!r} is not in the index {self.folder}")
-        rows = np.asarray([self.row_of[pid] for pid in pids], dtype=np.int64)
+        return np.asarray([self.row_of[pid] for pid in pids], dtype=np.int64)
+
+    def lengths(self, pids: Sequence[str]) -> np.ndarray:
+        """How many vectors each of ``pids`` stores (read from the offsets alone)."""
+        rows = self.rows(pids)
+        return self.offsets[rows + 1] - self.offsets[rows]
+
+    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
+        longest, and the mask ``[n, L]``. An unknown pid is a ``KeyError`` naming it."""
+        rows = self.rows(pids)
         starts = self.offsets[rows].astype(np.int64)
         lengths = self.offsets[rows + 1].astype(np.int64) - starts
         length = int(lengths.max()) if len(rows) else 0
@@ -152,6 +161,9 @@ class ResidentIndex:
     @property
     def header(self) -> dict[str, Any]:
         return self.source.header
+
+    def lengths(self, pids: Sequence[str]) -> np.ndarray:
+        return self.source.lengths(pids)
 
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`PassageIndex.gather` on the device: ``[n, L, d]`` float32 and the mask ``[n, L]``, there."""

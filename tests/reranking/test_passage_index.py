@@ -74,6 +74,10 @@ def test_gather_reads_each_passages_own_rows_in_one_read_and_pads_with_zeros(tmp
         assert not vectors[i, stop - start :].any(), "padding is zero"
     empty, empty_mask = index.gather([])
     assert empty.shape == (0, 1, vectors.shape[2]) and empty_mask.shape == (0, 1)
+    assert index.lengths(order).tolist() == mask.sum(dim=1).tolist() == [len(TEXTS[pid].split()) for pid in order]
+    assert index.resident("cpu").lengths(order).tolist() == index.lengths(order).tolist()
+    with pytest.raises(KeyError, match="'p9' is not in the index"):
+        index.lengths(["p9"])
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int8"])
