@@ -553,7 +553,7 @@ glue("regime_queries", speed_settings.regime_queries, display=False)
 glue("regime_count_list", " / ".join(f"{count:,}" for count in regime_counts), display=False)
 pq = regime_costs.pq_variant(chapter.profile, regime_models, running_on, out)
 if pq is not None:
-    LABELS[pq.name] = f"{LABELS[pq.source]} (PQ)"
+    LABELS[pq.name] = f"{LABELS[pq.source]} (PQ" + (", bf16 query)" if speed_settings.regime_pq_query_bf16 else ")")
 regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out, pq)
 write_csv(out / "regimes.csv", regime_table)
 print(f"timed on {speed['device']}")
@@ -711,7 +711,9 @@ plain(regimes_reading.tests_display(regime_tests))
 # 2 × {glue:text}`pq_width` in float16 — and at query time reads the centroids back (ColBERTv2 compresses ColBERT's
 # vectors in the same spirit {cite}`santhanam2022colbertv2`). The codebooks are fitted on the vectors of chapter 2's
 # training passages; the test years' candidates are then scored from the index, so the table's nDCG@10 is what the
-# compressed index ranks (fitting and scoring both years took {glue:text}`pq_minutes` minutes).
+# compressed index ranks (fitting and scoring both years took {glue:text}`pq_minutes` minutes). A stored query's
+# largest cost is then encoding the query, six MiniLM layers whose weights are read for a handful of pieces: the PQ
+# TK is served with {glue:text}`pq_query` (`lib.models.query_precision`), and its runs are scored that way too.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
@@ -722,6 +724,8 @@ compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
 glue("pq_subspaces", str(speed_settings.regime_pq_subspaces), display=False)
 glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False)
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
+query_side = "bfloat16, half the bytes to read" if speed_settings.regime_pq_query_bf16 else "float32"
+glue("pq_query", f"its query side in {query_side}", display=False)
 if full_tk in regime_models and (compact or pq is not None):
     compact_values = {}
     for query_set in sets:

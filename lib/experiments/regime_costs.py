@@ -15,9 +15,10 @@ when its design cannot store passages (BERT-cat, KNRM, Conv-KNRM) — as a fixed
 stored only (a compact TK) has no *whole* cost.
 
 :func:`pq_variant` is the profile's TK with its stored vectors product-quantised (``regime_pq_model``,
-:mod:`lib.experiments.compact_tk`): its quantiser fitted on training passages, and every candidate of each test year
-scored from its index, written as ``<set>__<model>-pq-all.trec`` in the runs folder; :func:`regime_table` times it
-stored only, under :func:`lib.experiments.compact_tk.pq_name`.
+:mod:`lib.experiments.compact_tk`) and, with ``regime_pq_query_bf16``, its query side in bfloat16
+(:class:`lib.models.query_precision.QueryInBFloat16`): its quantiser fitted on training passages, and every candidate
+of each test year scored from its index as it is served, written as ``<set>__<model>-pq-all.trec`` in the runs
+folder; :func:`regime_table` times it stored only, under :func:`lib.experiments.compact_tk.pq_name`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
 from lib.experiments.compact_tk import fit_pq, pq_name, pq_runs
+from lib.models.query_precision import QueryInBFloat16
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
 from lib.reranking.product_quantisation import ProductQuantiser
@@ -96,18 +98,20 @@ def regime_table(
         trained = artifacts.trained_model(profile, name, device)
         rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder, name not in COMPACT_TKS)
         if pq is not None and name == pq.source:
-            rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder, False, pq.quantiser)
+            rows += model_rows(profile, name, pq.model, trained.tokenizer, device, folder, False, pq.quantiser)
     return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)
 class PQVariant:
     """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
-    its fitted ``quantiser``, every candidate of each test year scored from the ``pq`` index (``runs``, by set), the
-    seconds the fit and the scoring took."""
+    its fitted ``quantiser``, the ``model`` as it is served (its query side in bfloat16 where the profile says so),
+    every candidate of each test year scored from the ``pq`` index (``runs``, by set), the seconds the fit and the
+    scoring took."""
 
     source: str
     quantiser: ProductQuantiser
+    model: torch.nn.Module
     runs: dict[str, Run]
     seconds: float
 
@@ -129,14 +133,15 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
     trained = artifacts.trained_model(profile, source, device)
     _, _, protocol = artifacts.training_protocol(profile)
     quantiser = fit_pq(trained.model, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
+    served = QueryInBFloat16(trained.model) if profile.speed.regime_pq_query_bf16 else trained.model
     with tempfile.TemporaryDirectory(dir=folder) as indexes:
         runs = pq_runs(
-            trained.model, trained.tokenizer, quantiser, protocol.tests, protocol.texts,
+            served, trained.tokenizer, quantiser, protocol.tests, protocol.texts,
             Path(indexes) / "pq", model_spec(source).eval_batch_size, progress,
         )  # fmt: skip
     for query_set, run in runs.items():
         write_trec_run(run, paths.run_path(profile.name, query_set, f"{pq_name(source)}-all"), tag=pq_name(source))
-    return PQVariant(source, quantiser, runs, time.perf_counter() - start)
+    return PQVariant(source, quantiser, served, runs, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import torch
 
 from lib.core.profiles import get_profile
 from lib.experiments import regime_costs
+from lib.models.query_precision import QueryInBFloat16
 from lib.reranking.product_quantisation import fit_quantiser
 from tests.experiments.test_artifacts import _save_trained, artifacts_root  # noqa: F401 — the fixture
 
@@ -52,7 +53,7 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     converted,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _save_trained("smoke", "tk2")
+    saved, _ = _save_trained("smoke", "tk2")
     profile = get_profile("smoke")
     speed = profile.speed.replace(regime_queries=1, regime_counts=(2, 5), regime_max_seconds=60)
     profile = dataclasses.replace(profile, speed=speed)
@@ -65,7 +66,7 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
     assert list(folder.iterdir()) == []
     vectors = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)  # the saved TK-2's width
-    pq = regime_costs.PQVariant("tk2", fit_quantiser(vectors, 4, iterations=2), {}, 0.0)
+    pq = regime_costs.PQVariant("tk2", fit_quantiser(vectors, 4, iterations=2), QueryInBFloat16(saved), {}, 0.0)
     with_pq = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder, pq)
     assert [(row.model, row.regime, row.dtype) for row in with_pq.itertuples()][2:] == [
         ("tk2", "stored", "int8"), ("tk2-pq", "stored", "pq")
