@@ -712,7 +712,7 @@ plain(regimes_reading.tests_display(regime_tests))
 # vectors in the same spirit {cite}`santhanam2022colbertv2`). The codebooks are fitted on the vectors of chapter 2's
 # training passages; the test years' candidates are then scored from the index, so the table's nDCG@10 is what the
 # compressed index ranks (fitting and scoring both years took {glue:text}`pq_minutes` minutes). A stored query's
-# largest cost is then encoding the query, six MiniLM layers whose weights are read for a handful of pieces: the PQ
+# largest cost is then encoding the query: MiniLM layers whose weights are all read for a handful of pieces. The PQ
 # TK is served with {glue:text}`pq_query` (`lib.models.query_precision`), and its runs are scored that way too.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
