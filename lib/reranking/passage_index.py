@@ -201,7 +201,6 @@ def build_index(
     dtype: str = "float16",
     batch_size: int = 32,
     progress: bool = True,
-    name: str = "",
     max_length: int = DOC_MAX_LENGTH,
     quantiser: ProductQuantiser | None = None,
 ) -> PassageIndex:
@@ -213,7 +212,7 @@ def build_index(
     for a whole collection of a wide model (TK-BERT-6's 384-d pieces of the book's 30k passages: about 4 GB). A pid
     without text is a ``KeyError``. A ``pq`` index needs the fitted ``quantiser`` (of the model's vector width)."""
     built = build_indexes(
-        model, tokenizer, texts, pids, {dtype: folder}, batch_size, progress, name, max_length, quantiser
+        model, tokenizer, texts, pids, {dtype: folder}, batch_size, progress, max_length=max_length, quantiser=quantiser
     )
     return built[dtype]
 
