@@ -707,13 +707,14 @@ plain(regimes_reading.tests_display(regime_tests))
 #
 # A projection must be trained, and changes the model. **Product quantisation** {cite}`jegou2011pq` changes only
 # the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors and stores, for
-# each, the number of the nearest of 256 centroids learned for its subspace by k-means — one byte instead of
-# 2 × {glue:text}`pq_width` in float16 — and at query time reads the centroids back (ColBERTv2 compresses ColBERT's
-# vectors in the same spirit {cite}`santhanam2022colbertv2`). The codebooks are fitted on the vectors of chapter 2's
-# training passages; the test years' candidates are then scored from the index, so the table's nDCG@10 is what the
-# compressed index ranks (fitting and scoring both years took {glue:text}`pq_minutes` minutes). A stored query's
-# largest cost is then encoding the query: MiniLM layers whose weights are all read for a handful of pieces. The PQ
-# TK is served with {glue:text}`pq_query` (`lib.models.query_precision`), and its runs are scored that way too.
+# each, the number of the nearest of 256 centroids learned for its subspace by k-means — {glue:text}`pq_subspaces`
+# bytes per vector instead of 2 × {glue:text}`pq_width` in float16 — and at query time reads the centroids back
+# (ColBERTv2 compresses ColBERT's vectors in the same spirit {cite}`santhanam2022colbertv2`). The codebooks are
+# fitted on the vectors of chapter 2's training passages; the test years' candidates are then scored from the index,
+# so the table's nDCG@10 is what the compressed index ranks (fitting and scoring both years took
+# {glue:text}`pq_minutes` minutes). A stored query's largest cost is then encoding the query: MiniLM layers whose
+# weights are all read for a handful of pieces. The PQ TK is served with {glue:text}`pq_query`
+# (`lib.models.query_precision`), and its runs are scored that way too.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
