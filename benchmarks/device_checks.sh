@@ -19,7 +19,7 @@ timeout 170 python3 -m benchmarks.throughput --device cuda --dtype bfloat16 --ba
   --out "$OUT/compiled.json" 2>&1 | grep -v "timing:" | tee "$OUT/compiled.log"
 timeout 110 python3 -m benchmarks.gpu_check --device cuda --out "$OUT/models.json" 2>&1 | grep -v "Loading weights" |
   tee "$OUT/models.log"
-timeout 200 python3 -m benchmarks.regimes --device cuda --resident \
+timeout 200 python3 -m benchmarks.regimes --device cuda --resident --pq 64 \
   --models bert-cat tk-bert6 tk-bert6-d64 tk-bert6-d32 colbert prettr tk2 bi-encoder --out "$OUT/regimes.json" 2>&1 | grep -v "it/s\|s/it" |
   tee "$OUT/regimes.log"
 timeout 40 python3 -m benchmarks.op_profile --device cuda --model tk2 --dtype bfloat16 --batch-size 1024 \

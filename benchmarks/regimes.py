@@ -7,9 +7,12 @@ on a GPU, :func:`lib.core.device.autocast`). Speed does not depend on trained we
 :mod:`benchmarks.gpu_check` builds them (MiniLM's real weights for the MiniLM family; a seeded random embedding
 matrix of the book's width for the word and piece models): the table runs where the book's checkpoints are not,
 e.g. on a lent GPU machine. Each stored index is built into a temporary folder (``--index-dir``); ``--resident`` also
-times it copied once into the device's memory (the regime *resident*). Example::
+times it copied once into the device's memory (the regime *resident*). ``--pq M`` also times each model of
+:data:`PQ_MODELS` among them as chapter 3 serves its product-quantised TK (``<model>-pq``: ``M`` one-byte codes per
+stored vector, its query side in bfloat16), its codebooks fitted on the timed candidates' own vectors — for timing
+only: chapter 3 fits them on training passages. Example::
 
-    TKBOOK_MINILM_COPY=.device/minilm python -m benchmarks.regimes --device cuda --resident \\
+    TKBOOK_MINILM_COPY=.device/minilm python -m benchmarks.regimes --device cuda --resident --pq 64 \\
         --out benchmarks/results/regimes/nvidia-h100-$(date +%F).json
 """
 
@@ -21,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
 from tqdm import tqdm
 
 from benchmarks.gpu_check import build
@@ -30,16 +35,23 @@ from lib.data import book_texts, load_queries, load_run
 from lib.evaluation.efficiency import device_name
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows
 from lib.evaluation.speed_benchmark import environment
+from lib.models.query_precision import QueryInBFloat16
 from lib.models.registry import MODELS
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.pretrained import minilm_folder
-from lib.representations.text import Vocabulary
+from lib.representations.text import DOC_MAX_LENGTH, Vocabulary
+from lib.reranking.passage_index import PQ
+from lib.reranking.product_quantisation import ProductQuantiser, fit_quantiser, pq_name
 
 #: The models timed by default: BERT-cat (whole only), the MiniLM models that store passages, the TKs.
 DEFAULT_MODELS = (
     "bert-cat", "prettr", "colbert", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32", "bi-encoder", "tk2", "tk2-pieces",
     "tk2-sparse",
 )  # fmt: skip
+
+
+#: The models ``--pq`` also times product-quantised (chapter 3's ``regime_pq_model``).
+PQ_MODELS = ("tk-bert6",)
 
 
 def timed_queries(count: int) -> TimedQueries:
@@ -59,6 +71,21 @@ def tokenizers(timed: TimedQueries) -> dict[str, Any]:
     }
 
 
+def candidates_quantiser(
+    model: torch.nn.Module, tokenizer: Any, timed: TimedQueries, subspaces: int, batch_size: int = 32
+) -> ProductQuantiser:
+    """A product quantiser of ``model``'s stored vectors of the timed candidates themselves (timing only)."""
+    pids = sorted({pid for qid in timed.qids for pid in timed.first_stage[qid]})
+    device = next(model.parameters()).device
+    blocks = []
+    with torch.inference_mode():
+        for begin in range(0, len(pids), batch_size):
+            ids, mask = tokenizer.encode([timed.texts[pid] for pid in pids[begin : begin + batch_size]], DOC_MAX_LENGTH)
+            vectors, stored = model.encode_passages(ids.to(device), mask.to(device))
+            blocks.append(vectors[stored].float().cpu().numpy())
+    return fit_quantiser(np.concatenate(blocks), subspaces, iterations=5)
+
+
 def cost_table(args: argparse.Namespace) -> dict[str, Any]:
     """Every model of ``args.models`` timed in both regimes; JSON-ready, with the environment and the settings."""
     device = resolve_device(args.device)
@@ -75,6 +102,12 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
                 rows += cost_rows(
                     name, model, tokenizer, timed, timing, Path(folder), tuple(args.dtypes), args.resident
                 )
+                if args.pq and name in PQ_MODELS:
+                    quantiser = candidates_quantiser(model, tokenizer, timed, args.pq)
+                    rows += cost_rows(
+                        pq_name(name), QueryInBFloat16(model), tokenizer, timed, timing, Path(folder), (PQ,),
+                        args.resident, whole=False, quantiser=quantiser,
+                    )  # fmt: skip
     return {
         "environment": environment(),
         "device": device_name(device),
@@ -85,6 +118,7 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
             "repetitions": timing.repetitions,
             "dtypes": list(args.dtypes),
             "resident": args.resident,
+            "pq_subspaces": args.pq,
             "weights": "untrained (timing only)",
         },  # fmt: skip
         "rows": rows,
@@ -103,11 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resident", action="store_true", help="also time each index held in the device's memory (regime resident)"
     )
+    parser.add_argument(
+        "--pq", type=int, default=0, metavar="M",
+        help=f"also time {', '.join(PQ_MODELS)} product-quantised in M codes per vector, query side in bfloat16",
+    )  # fmt: skip
     parser.add_argument("--index-dir", type=Path, default=None, help="where the temporary indexes go")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     args = parser.parse_args(argv)
     if args.queries < 1:
         parser.error("--queries must be >= 1")
+    if args.pq < 0:
+        parser.error("--pq must be >= 0 (0: no product-quantised row)")
     result = cost_table(args)
     write_json(args.out, result)
     for row in result["rows"]:

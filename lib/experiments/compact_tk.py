@@ -21,7 +21,8 @@ A compact index *without* training (:func:`fit_pq`, :func:`pq_runs`): the traine
 product-quantised (:mod:`lib.reranking.product_quantisation`) to one byte per sub-vector of ``384 / m`` numbers,
 the quantiser's codebooks fitted on the vectors of the same training passages. Its scores are what the stored index
 ranks (:func:`lib.evaluation.regimes.stored_run`): the model reads each candidate's centroids instead of its own
-vectors. The variant is called :func:`pq_name` (``tk-bert6-pq``) in the cost table and the runs folder.
+vectors. The variant is called :func:`lib.reranking.product_quantisation.pq_name` (``tk-bert6-pq``) in the cost table
+and the runs folder.
 """
 
 from __future__ import annotations
@@ -136,11 +137,6 @@ def compact_variant(
     return RunVariant(start=(full.compacted(projection.to(next(full.parameters()).device)), what))
 
 
-def pq_name(name: str) -> str:
-    """The cost table's and the runs folder's name of registry TK ``name`` with its vectors product-quantised."""
-    return f"{name}-pq"
-
-
 def fit_pq(
     model: torch.nn.Module, tokenizer: Any, protocol: Protocol, subspaces: int, progress: bool = True
 ) -> ProductQuantiser:
@@ -174,5 +170,5 @@ def pq_runs(
 
 __all__ = [
     "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "compact_variant", "fit_pq",
-    "passage_vectors", "pq_name", "pq_runs", "principal_projection", "training_passages",
+    "passage_vectors", "pq_runs", "principal_projection", "training_passages",
 ]  # fmt: skip

@@ -18,7 +18,7 @@ stored only (a compact TK) has no *whole* cost.
 :mod:`lib.experiments.compact_tk`) and, with ``regime_pq_query_bf16``, its query side in bfloat16
 (:class:`lib.models.query_precision.QueryInBFloat16`): its quantiser fitted on training passages, and every candidate
 of each test year scored from its index as it is served, written as ``<set>__<model>-pq-all.trec`` in the runs
-folder; :func:`regime_table` times it stored only, under :func:`lib.experiments.compact_tk.pq_name`.
+folder; :func:`regime_table` times it stored only, under :func:`lib.reranking.product_quantisation.pq_name`.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from lib.data import book_texts, load_queries
 from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
-from lib.experiments.compact_tk import fit_pq, pq_name, pq_runs
+from lib.experiments.compact_tk import fit_pq, pq_runs
 from lib.models.query_precision import QueryInBFloat16
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
-from lib.reranking.product_quantisation import ProductQuantiser
+from lib.reranking.product_quantisation import ProductQuantiser, pq_name
 
 #: The regimes, in the order chapters show them.
 REGIMES: tuple[str, ...] = ("whole", "stored")
@@ -74,7 +74,7 @@ def model_rows(
     """Registry model ``name`` (``model`` with its ``tokenizer``, on ``device``) timed in both regimes with the
     profile's settings (module docstring; ``whole=False``: stored only): its rows of the cost table. ``folder`` (it
     must exist) holds the temporary indexes while they are timed. With a ``quantiser``: the model's ``pq`` index
-    alone, stored only, under :func:`lib.experiments.compact_tk.pq_name`."""
+    alone, stored only, under :func:`lib.reranking.product_quantisation.pq_name`."""
     settings = profile.speed
     timing = Timing(
         settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,

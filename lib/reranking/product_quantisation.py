@@ -24,6 +24,11 @@ import torch
 CENTROIDS = 256
 
 
+def pq_name(name: str) -> str:
+    """The name of model ``name`` served from a product-quantised index (cost tables, the runs folder)."""
+    return f"{name}-pq"
+
+
 def unit(vectors: np.ndarray) -> np.ndarray:
     """``[n, d]`` vectors scaled to unit length (a zero vector stays zero), float32."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -104,4 +109,4 @@ def fit_quantiser(
     return ProductQuantiser(centroids.numpy())
 
 
-__all__ = ["CENTROIDS", "ProductQuantiser", "decode", "fit_quantiser", "unit"]
+__all__ = ["CENTROIDS", "ProductQuantiser", "decode", "fit_quantiser", "pq_name", "unit"]

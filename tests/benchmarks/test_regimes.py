@@ -60,3 +60,20 @@ def test_every_device_benchmark_imports_without_ir_measures() -> None:
     code = f"import sys; sys.modules['ir_measures'] = None; import {modules}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_pq_adds_the_product_quantised_tk_stored_only(converted, tmp_path: Path) -> None:
+    out = tmp_path / "regimes.json"
+    regimes.main(
+        ["--device", "cpu", "--models", "tk-bert6", "--queries", "1", "--counts", "3", "--repetitions", "1",
+         "--dtypes", "int8", "--pq", "64", "--index-dir", str(tmp_path), "--out", str(out)]
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    assert [(row["model"], row["regime"], row["dtype"]) for row in result["rows"]] == [
+        ("tk-bert6", "whole", "—"), ("tk-bert6", "stored", "int8"), ("tk-bert6-pq", "stored", "pq"),
+    ]  # fmt: skip
+    int8, pq = result["rows"][1], result["rows"][2]
+    assert 0 < pq["bytes_per_passage"] < int8["bytes_per_passage"] / 5 and pq["ms_3"] > 0
+    assert result["settings"]["pq_subspaces"] == 64
+    with pytest.raises(SystemExit):
+        regimes.main(["--pq", "-1", "--out", str(tmp_path / "x.json")])

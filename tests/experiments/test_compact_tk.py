@@ -14,7 +14,6 @@ from lib.data import book_texts
 from lib.experiments.compact_tk import (
     compact_variant,
     fit_pq,
-    pq_name,
     pq_runs,
     principal_projection,
     training_passages,
@@ -24,6 +23,7 @@ from lib.models.tk_bert import TKBert
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.representations.pretrained import minilm_folder
 from lib.reranking.passage_index import load_index
+from lib.reranking.product_quantisation import pq_name
 from tests.models.helpers import pad
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
