@@ -745,8 +745,8 @@ if full_tk in regime_models and (compact or pq is not None):
     write_csv(out / "compact_tk.csv", compact_frame)
     display(plain(compact_frame, precision=1))
     rival_ms = float(regime_table.query("model == 'bert-cat' and regime == 'whole'")["ms_100"].iloc[0])
-    compact_text = regimes_reading.compact_reading(compact_frame, LABELS[full_tk], LABELS["bert-cat"], rival_ms, 100)
-    display(Markdown(compact_text))
+    compact_costs = regimes.compact_costs(compact_frame, LABELS[full_tk], rival_ms, 100)
+    display(Markdown(regimes_reading.compact_reading(compact_costs, LABELS[full_tk], LABELS["bert-cat"])))
 else:
     display(Markdown(f"*The `{chapter.profile.name}` profile has no compact TK (chapter 2's `ladder_models`).*"))
 

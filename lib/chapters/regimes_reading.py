@@ -12,8 +12,7 @@ compact TK table (:func:`lib.evaluation.regimes.committed_regimes`, ``ladder_ver
   whether the followed TK and BERT-cat differ significantly there;
 - :func:`regimes_reading` — where the students lead in each regime, whether a TK leads once passages are stored,
   and where the order of the followed TK and BERT-cat is significant and where it is not;
-- :func:`compact_reading` — what each compact TK index costs against the full TK: its size, its stored latency
-  against BERT-cat run whole, and per year its nDCG@10 difference and tests.
+- :func:`compact_reading` — what each compact TK index costs against the full TK, with its tests.
 """
 
 from __future__ import annotations
@@ -180,54 +179,22 @@ def _budgets(rows: pd.DataFrame) -> str:
     return ", ".join(f"{budget:g}" for budget in rows["budget_ms"])
 
 
-__all__ = [
-    "compact_reading",
-    "cost_display",
-    "regimes_reading",
-    "stored_slower",
-    "tests_display",
-    "thesis_finding",
-]
+def compact_reading(costs: pd.DataFrame, reference: str, rival: str) -> str:
+    """A bullet per compact index of :func:`lib.evaluation.regimes.compact_costs` (``reference``: the full TK)."""
+    years = [column.split()[0] for column in costs.columns if column.endswith(" delta")]
+
+    def year(row: pd.Series, y: str) -> str:
+        return (f"{y} nDCG@10 {row[f'{y} nDCG@10']:.3f}, {row[f'{y} delta']:+.3f} against {reference} "
+                f"({'' if row[f'{y} differs'] else 'not '}significantly different, p = {row[f'{y} p']}), "
+                f"{'' if row[f'{y} above BM25'] else 'not '}significantly above BM25")  # fmt: skip
+
+    return "\n".join(
+        f"- **{row['model']}**: {row['bytes']:,} bytes per passage ({row['dtype']}; {reference} {row['full bytes']:,} "
+        f"in {row['full dtype']}, {row['full bytes'] / max(row['bytes'], 1):.1f}× as many), {row['ms']:.1f} ms for "
+        f"{row['count']:,} stored candidates — {row['× rival']:.0f}× faster than {rival} run whole "
+        f"({row['rival ms']:,.0f} ms); " + "; ".join(year(row, y) for y in years) + "."
+        for _, row in costs.iterrows()
+    )
 
 
-def _smallest_bytes(row: pd.Series) -> tuple[int, str]:
-    """The smallest index of a :func:`lib.evaluation.regimes.compact_table` row: its bytes per passage and dtype."""
-    sizes = {column.split("(")[1].rstrip(")"): row[column] for column in row.index if column.startswith("bytes /")}
-    sizes = {dtype: size for dtype, size in sizes.items() if not pd.isna(size)}
-    dtype = min(sizes, key=sizes.get)
-    return int(sizes[dtype]), dtype
-
-
-def compact_reading(frame: pd.DataFrame, reference: str, rival: str, rival_ms: float, count: int) -> str:
-    """A bullet per compact index of ``frame`` (:func:`lib.evaluation.regimes.compact_table`; ``reference``: the
-    label of its full TK's row): its smallest index's bytes per passage against the full TK's smallest, its stored
-    latency for ``count`` candidates and how many times faster than ``rival`` run whole (``rival_ms``) that is, and
-    per year its nDCG@10 against the full TK's with the paired test's verdict, and whether it is significantly above
-    BM25."""
-    rows = frame.set_index("model")
-    full_bytes, full_dtype = _smallest_bytes(rows.loc[reference])
-    years = [column.split()[0] for column in frame.columns if column.endswith(" nDCG@10")]
-    bullets = []
-    for label, row in rows.drop(index=reference).iterrows():
-        size, dtype = _smallest_bytes(row)
-        ms = float(row[f"stored ms for {count:,}"])
-        parts = []
-        for year in years:
-            delta = float(row[f"{year} nDCG@10"]) - float(rows.loc[reference, f"{year} nDCG@10"])
-            against_full = str(row[f"{year} p vs {reference}"])
-            verdict = "significantly" if against_full.endswith("*") else "not significantly"
-            above = (
-                "significantly above BM25"
-                if str(row[f"{year} p vs BM25"]).endswith("*")
-                else "not significantly above BM25"
-            )
-            parts.append(
-                f"{year} nDCG@10 {float(row[f'{year} nDCG@10']):.3f}, {delta:+.3f} against {reference} ({verdict} "
-                f"different, p = {against_full.rstrip('*')}), {above}"
-            )
-        bullets.append(
-            f"- **{label}**: {size:,} bytes per passage ({dtype}; {reference} {full_bytes:,} in {full_dtype}, "
-            f"{full_bytes / max(size, 1):.1f}× as many), {ms:.1f} ms for {count:,} stored candidates — "
-            f"{rival_ms / ms:.0f}× faster than {rival} run whole ({rival_ms:,.0f} ms); " + "; ".join(parts) + "."
-        )
-    return "\n".join(bullets)
+__all__ = ["compact_reading", "cost_display", "regimes_reading", "stored_slower", "tests_display", "thesis_finding"]

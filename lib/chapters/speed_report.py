@@ -181,17 +181,10 @@ def speed_order_sentence(
     """Whether the paper's order of the architectures by speed (``paper_speeds``: its docs/ms) holds in the
     ``measured`` docs/ms, naming every pair the measurement swaps; one sentence without its full stop."""
     paper_order = sorted(paper_speeds, key=lambda name: -paper_speeds[name])
-    swapped = [
-        f"{labels[a]} / {labels[b]}"
-        for index, a in enumerate(paper_order)
-        for b in paper_order[index + 1 :]
-        if measured[a] < measured[b]
-    ]
-    if not swapped:
-        return "The paper's ordering of the architectures by speed holds on this machine"
-    return (
-        f"The paper's ordering of the architectures by speed does not fully hold here (swapped: {'; '.join(swapped)})"
-    )
+    swapped = [f"{labels[a]} / {labels[b]}" for index, a in enumerate(paper_order) for b in paper_order[index + 1 :]
+               if measured[a] < measured[b]]  # fmt: skip
+    holds = "holds on this machine" if not swapped else f"does not fully hold here (swapped: {'; '.join(swapped)})"
+    return f"The paper's ordering of the architectures by speed {holds}"
 
 
 def speed_finding(order_sentence: str, ratio: float, depth_100: Mapping[str, int]) -> str:

@@ -101,12 +101,6 @@ def marked_ablation(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFram
 
 
 __all__ = [
-    "MS_MARCO_PASSAGES",
-    "index_size",
-    "loss_curves",
-    "mark",
-    "marked_ablation",
-    "marked_table2",
-    "table2_value",
+    "MS_MARCO_PASSAGES", "index_size", "loss_curves", "mark", "marked_ablation", "marked_table2", "table2_value",
     "training_data_table",
-]
+]  # fmt: skip

@@ -22,11 +22,12 @@ run whole on 1,000 candidates on 2 CPU cores) is estimated from the smaller coun
 per passage and its build time; :func:`query_cost` reads a row as a fixed cost per query plus a cost per candidate,
 the form :mod:`lib.evaluation.time_budget` draws budgets from.
 
-From the cost table: :func:`ladder_verdict` (chapter 2's :data:`SPEED_BAR` for each TK, run whole and stored) and
+From the cost table: :func:`ladder_verdict` (chapter 2's :data:`SPEED_BAR` for each TK, run whole and stored),
 :func:`compact_table` (the compact TK indexes beside the full one: size, stored latency, nDCG@10 with paired tests
-against BM25 and the full TK). :func:`committed_regimes` reads the cost tables ``python -m benchmarks.regimes``
-committed (a GPU's, say) into one frame, :func:`gpu_memory` takes each model's peak GPU memory from it and
-:func:`resident_table` sets each model's three regimes side by side where the resident one was timed.
+against BM25 and the full TK) and :func:`compact_costs` (what each costs against the full TK and a rival).
+:func:`committed_regimes` reads the cost tables ``python -m benchmarks.regimes`` committed (a GPU's, say) into one
+frame, :func:`gpu_memory` takes each model's peak GPU memory from it and :func:`resident_table` sets each model's
+three regimes side by side where the resident one was timed.
 """
 
 from __future__ import annotations
@@ -412,6 +413,41 @@ def compact_table(
     return pd.DataFrame(rows)
 
 
+def _smallest_index(row: pd.Series) -> tuple[int, str]:
+    """The smallest index of a :func:`compact_table` row: its bytes per passage and dtype."""
+    sizes = {column.split("(")[1].rstrip(")"): row[column] for column in row.index if column.startswith("bytes /")}
+    sizes = {dtype: size for dtype, size in sizes.items() if not pd.isna(size)}
+    dtype = min(sizes, key=sizes.get)
+    return int(sizes[dtype]), dtype
+
+
+def compact_costs(frame: pd.DataFrame, reference: str, rival_ms: float, count: int) -> pd.DataFrame:
+    """What each compact index of a :func:`compact_table` frame costs against its full TK (the row labelled
+    ``reference``), a row each: its smallest index (``bytes``, ``dtype``) and the full TK's (``full bytes``, ``full
+    dtype``), its stored latency for ``count`` candidates (``ms``) and how many times ``rival_ms`` (a rival run whole)
+    that is (``× rival``); per year its nDCG@10, the difference from the full TK's (``<YEAR> delta``), the paired
+    test's p (``<YEAR> p``) and verdict (``<YEAR> differs``) and whether it is significantly above BM25."""
+    rows = frame.set_index("model")
+    full_bytes, full_dtype = _smallest_index(rows.loc[reference])
+    years = [column.split()[0] for column in frame.columns if column.endswith(" nDCG@10")]
+    costs = []
+    for label, row in rows.drop(index=reference).iterrows():
+        size, dtype = _smallest_index(row)
+        ms = float(row[f"stored ms for {count:,}"])
+        item = {"model": label, "bytes": size, "dtype": dtype, "full bytes": full_bytes, "full dtype": full_dtype,
+                "count": count, "ms": ms, "rival ms": rival_ms, "× rival": rival_ms / ms}  # fmt: skip
+        for year in years:
+            against = str(row[f"{year} p vs {reference}"])
+            item |= {
+                f"{year} nDCG@10": float(row[f"{year} nDCG@10"]),
+                f"{year} delta": float(row[f"{year} nDCG@10"]) - float(rows.loc[reference, f"{year} nDCG@10"]),
+                f"{year} p": against.rstrip("*"), f"{year} differs": against.endswith("*"),
+                f"{year} above BM25": str(row[f"{year} p vs BM25"]).endswith("*"),
+            }  # fmt: skip
+        costs.append(item)
+    return pd.DataFrame(costs)
+
+
 def estimated(table: pd.DataFrame, labels: Mapping[str, str]) -> list[str]:
     """The latencies of a cost table that were estimated, not measured (:func:`regime_latencies`): ``"<label>
     <regime> [<index dtype>] at <count>"`` per row and count whose ``measured_<count>`` is False, in table order."""
@@ -455,7 +491,7 @@ def ladder_verdict(table: pd.DataFrame, tks: Sequence[str], reference: str, labe
 
 
 __all__ = [
-    "COLUMNS", "SPEED_BAR", "TimedQueries", "Timing", "candidates_of", "committed_regimes", "compact_table",
-    "cost_rows", "estimated", "gpu_memory", "ladder_verdict", "query_cost", "regime_latencies", "stored_rerank",
-    "stored_run", "stored_scores",
+    "COLUMNS", "SPEED_BAR", "TimedQueries", "Timing", "candidates_of", "committed_regimes", "compact_costs",
+    "compact_table", "cost_rows", "estimated", "gpu_memory", "ladder_verdict", "query_cost", "regime_latencies",
+    "stored_rerank", "stored_run", "stored_scores",
 ]  # fmt: skip

@@ -8,7 +8,7 @@ import pandas as pd
 
 from lib.chapters import regimes_reading
 from lib.evaluation import time_budget
-from lib.evaluation.regimes import compact_table
+from lib.evaluation.regimes import compact_costs, compact_table
 
 LABELS = {"tk": "TK", "bert": "BERT-cat", "teacher": "Bi (teacher)", "bm25": "BM25"}
 CURVES = {
@@ -127,7 +127,12 @@ def test_the_compact_reading_gives_each_index_its_size_speed_and_tested_cost() -
     }
     labels = {"full": "TK", "full-pq": "TK (PQ)", "bm25": "BM25"}
     shown = compact_table(table, values, ["full", "full-pq"], "full", labels)
-    text = regimes_reading.compact_reading(shown, "TK", "BERT-cat", 1500.0, 100)
+    costs = compact_costs(shown, "TK", 1500.0, 100)
+    assert costs.iloc[0][["bytes", "dtype", "full bytes", "full dtype", "ms", "× rival"]].tolist() == [
+        5000, "pq", 30000, "int8", 10.0, 150.0
+    ]  # fmt: skip
+    assert costs.iloc[0]["DL19 above BM25"] and not costs.iloc[0]["DL19 differs"]
+    text = regimes_reading.compact_reading(costs, "TK", "BERT-cat")
     assert text.startswith("- **TK (PQ)**: 5,000 bytes per passage (pq; TK 30,000 in int8, 6.0× as many)")
     assert "10.0 ms for 100 stored candidates — 150× faster than BERT-cat run whole (1,500 ms)" in text
     assert "DL19 nDCG@10 0.662, -0.013 against TK (not significantly different, p = " in text

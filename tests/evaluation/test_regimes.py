@@ -19,6 +19,7 @@ from lib.evaluation.regimes import (
     Timing,
     candidates_of,
     committed_regimes,
+    compact_costs,
     compact_table,
     cost_rows,
     estimated,
@@ -214,6 +215,10 @@ def test_the_compact_table_tests_each_index_against_bm25_and_the_full_tk() -> No
     assert small["DL19 nDCG@10"] == pytest.approx(0.6625)
     assert small["DL19 p vs BM25"].endswith("*") and not small["DL19 p vs TK"].endswith("*")
     assert math.isnan(shown.set_index("model").loc["TK"].get("DL19 p vs TK", math.nan))
+    costs = compact_costs(shown, "TK", 1600.0, 100).iloc[0]
+    assert costs["model"] == "TK d32" and (costs["bytes"], costs["dtype"]) == (2600, "int8")
+    assert (costs["full bytes"], costs["full dtype"]) == (30000, "int8") and costs["× rival"] == 200.0
+    assert costs["DL19 delta"] == pytest.approx(-0.0125) and costs["DL19 above BM25"] and not costs["DL19 differs"]
 
 
 def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() -> None:
