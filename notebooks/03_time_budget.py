@@ -727,7 +727,8 @@ glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
 query_side = "bfloat16, half the bytes to read" if speed_settings.regime_pq_query_bf16 else "float32"
 glue("pq_query", f"its query side in {query_side}", display=False)
-if full_tk in regime_models and (compact or pq is not None):
+compact_names = [full_tk, *compact, *([pq.name] if pq is not None else [])]
+if full_tk in regime_models and len(compact_names) > 1:
     compact_values = {}
     for query_set in sets:
         bm25, qrels = first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set)
@@ -740,7 +741,6 @@ if full_tk in regime_models and (compact or pq is not None):
         }
         by_model["bm25"] = time_budget.per_query_at_depth(first_stage, runs[full_tk], qrels, 0, "nDCG@10")
         compact_values[query_set] = by_model
-    compact_names = list(compact_values[sets[0]])[:-1]
     compact_frame = regimes.compact_table(regime_table, compact_values, compact_names, full_tk, LABELS)
     write_csv(out / "compact_tk.csv", compact_frame)
     display(plain(compact_frame, precision=1))
