@@ -9,8 +9,9 @@ matrix of the book's width for the word and piece models): the table runs where 
 e.g. on a lent GPU machine. Each stored index is built into a temporary folder (``--index-dir``); ``--resident`` also
 times it copied once into the device's memory (the regime *resident*). ``--pq M`` also times each model of
 :data:`PQ_MODELS` among them as chapter 3 serves its product-quantised TK (``<model>-pq``: ``M`` one-byte codes per
-stored vector, its query side in bfloat16), its codebooks fitted on the timed candidates' own vectors — for timing
-only: chapter 3 fits them on training passages. Example::
+stored vector, served as the book profile serves it: :func:`lib.models.bfloat16_encoders.served_in_bfloat16`), its
+codebooks fitted on the timed candidates' own vectors — for timing only: chapter 3 fits them on training
+passages. Example::
 
     TKBOOK_MINILM_COPY=.device/minilm python -m benchmarks.regimes --device cuda --resident --pq 64 \\
         --out benchmarks/results/regimes/nvidia-h100-$(date +%F).json
@@ -31,11 +32,12 @@ from tqdm import tqdm
 from benchmarks.gpu_check import build
 from lib.core.atomic import write_json
 from lib.core.device import autocast, resolve_device
+from lib.core.profiles import get_profile
 from lib.data import book_texts, load_queries, load_run
 from lib.evaluation.efficiency import device_name
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows
 from lib.evaluation.speed_benchmark import environment
-from lib.models.query_precision import QueryInBFloat16
+from lib.models.bfloat16_encoders import served_in_bfloat16
 from lib.models.registry import MODELS
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.pretrained import minilm_folder
@@ -92,6 +94,7 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
     timed = timed_queries(args.queries)
     by_family = tokenizers(timed)
     timing = Timing(tuple(args.counts), args.batch_size, args.repetitions)
+    speed = get_profile("book").speed  # the PQ TK's serving (--pq)
     rows = []
     with tempfile.TemporaryDirectory(dir=args.index_dir) as folder:
         for name in tqdm(args.models, desc="regimes", unit="model"):
@@ -103,9 +106,10 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
                     name, model, tokenizer, timed, timing, Path(folder), tuple(args.dtypes), args.resident
                 )
                 if args.pq and name in PQ_MODELS:
-                    quantiser = candidates_quantiser(model, tokenizer, timed, args.pq)
+                    served = served_in_bfloat16(model, speed.regime_pq_query_bf16, speed.regime_pq_index_bf16)
+                    quantiser = candidates_quantiser(served, tokenizer, timed, args.pq)
                     rows += cost_rows(
-                        pq_name(name), QueryInBFloat16(model), tokenizer, timed, timing, Path(folder), (PQ,),
+                        pq_name(name), served, tokenizer, timed, timing, Path(folder), (PQ,),
                         args.resident, whole=False, quantiser=quantiser,
                     )  # fmt: skip
     return {
@@ -139,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pq", type=int, default=0, metavar="M",
-        help=f"also time {', '.join(PQ_MODELS)} product-quantised in M codes per vector, query side in bfloat16",
+        help=f"also time {', '.join(PQ_MODELS)} product-quantised in M codes per vector, served as chapter 3 serves it",
     )  # fmt: skip
     parser.add_argument("--index-dir", type=Path, default=None, help="where the temporary indexes go")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")

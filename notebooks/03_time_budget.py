@@ -553,7 +553,7 @@ glue("regime_queries", speed_settings.regime_queries, display=False)
 glue("regime_count_list", " / ".join(f"{count:,}" for count in regime_counts), display=False)
 pq = regime_costs.pq_variant(chapter.profile, regime_models, running_on, out)
 if pq is not None:
-    LABELS[pq.name] = f"{LABELS[pq.source]} (PQ" + (", bf16 query)" if speed_settings.regime_pq_query_bf16 else ")")
+    LABELS[pq.name] = regime_costs.pq_label(LABELS[pq.source], speed_settings)
 regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out, pq)
 write_csv(out / "regimes.csv", regime_table)
 print(f"timed on {speed['device']}")
@@ -713,8 +713,9 @@ plain(regimes_reading.tests_display(regime_tests))
 # fitted on the vectors of chapter 2's training passages; the test years' candidates are then scored from the index,
 # so the table's nDCG@10 is what the compressed index ranks (fitting and scoring both years took
 # {glue:text}`pq_minutes` minutes). A stored query's largest cost is then encoding the query: MiniLM layers whose
-# weights are all read for a handful of pieces. The PQ TK is served with {glue:text}`pq_query`
-# (`lib.models.query_precision`), and its runs are scored that way too.
+# weights are all read for a handful of pieces. The PQ TK is served with {glue:text}`pq_precision`
+# (`lib.models.bfloat16_encoders`; the kernels stay in float32), its codebooks are fitted on the vectors it indexes,
+# and its runs are scored that way too.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
@@ -725,8 +726,7 @@ compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
 glue("pq_subspaces", str(speed_settings.regime_pq_subspaces), display=False)
 glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False)
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
-query_side = "bfloat16, half the bytes to read" if speed_settings.regime_pq_query_bf16 else "float32"
-glue("pq_query", f"its query side in {query_side}", display=False)
+glue("pq_precision", regime_costs.pq_precision(speed_settings), display=False)
 compact_names = [full_tk, *compact, *([pq.name] if pq is not None else [])]
 if full_tk in regime_models and len(compact_names) > 1:
     compact_values = {}

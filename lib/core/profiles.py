@@ -190,8 +190,10 @@ class SpeedSettings(_Replaceable):
     #: a passage of about 86 stored pieces within 8 kB; 96 would take about 8.3 kB).
     regime_pq_model: str = "tk-bert6"
     regime_pq_subspaces: int = 64
-    #: Serve it with its query side in bfloat16 (:mod:`lib.models.query_precision`; its runs are scored that way too).
+    #: Serve it with its query side, and index its passages, in bfloat16 (:mod:`lib.models.bfloat16_encoders`; the
+    #: kernels stay float32, its codebooks are fitted on the vectors it indexes and its runs are scored as served).
     regime_pq_query_bf16: bool = True
+    regime_pq_index_bf16: bool = True
 
     def __post_init__(self) -> None:
         for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries",

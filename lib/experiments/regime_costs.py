@@ -15,10 +15,12 @@ when its design cannot store passages (BERT-cat, KNRM, Conv-KNRM) — as a fixed
 stored only (a compact TK) has no *whole* cost.
 
 :func:`pq_variant` is the profile's TK with its stored vectors product-quantised (``regime_pq_model``,
-:mod:`lib.experiments.compact_tk`) and, with ``regime_pq_query_bf16``, its query side in bfloat16
-(:class:`lib.models.query_precision.QueryInBFloat16`): its quantiser fitted on training passages, and every candidate
-of each test year scored from its index as it is served, written as ``<set>__<model>-pq-all.trec`` in the runs
-folder; :func:`regime_table` times it stored only, under :func:`lib.reranking.product_quantisation.pq_name`.
+:mod:`lib.experiments.compact_tk`) served as the profile says (with ``regime_pq_query_bf16`` its
+query side, with ``regime_pq_index_bf16`` its passage side in bfloat16,
+:func:`lib.models.bfloat16_encoders.served_in_bfloat16`): its quantiser fitted on the vectors the served model gives
+training passages, and every candidate of each test year scored from its index as it is served, written as
+``<set>__<model>-pq-all.trec`` in the runs folder; :func:`regime_table` times it stored only, under
+:func:`lib.reranking.product_quantisation.pq_name`.
 """
 
 from __future__ import annotations
@@ -36,14 +38,14 @@ from tqdm import tqdm
 
 from lib.core import paths
 from lib.core.device import autocast
-from lib.core.profiles import Profile
+from lib.core.profiles import Profile, SpeedSettings
 from lib.core.types import Run, query_order
 from lib.data import book_texts, load_queries
 from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
 from lib.experiments.compact_tk import fit_pq, pq_runs
-from lib.models.query_precision import QueryInBFloat16
+from lib.models.bfloat16_encoders import served_in_bfloat16
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
 from lib.reranking.product_quantisation import ProductQuantiser, pq_name
@@ -105,7 +107,7 @@ def regime_table(
 @dataclass(frozen=True)
 class PQVariant:
     """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
-    its fitted ``quantiser``, the ``model`` as it is served (its query side in bfloat16 where the profile says so),
+    its fitted ``quantiser``, the ``model`` as it is served (its encoders in bfloat16 where the profile says so),
     every candidate of each test year scored from the ``pq`` index (``runs``, by set), the seconds the fit and the
     scoring took."""
 
@@ -120,6 +122,27 @@ class PQVariant:
         return pq_name(self.source)
 
 
+def _bf16_sides(settings: SpeedSettings) -> list[str]:
+    """The sides the PQ TK runs in bfloat16 under ``settings`` (:func:`pq_variant`)."""
+    return [side for side, on in (("query", settings.regime_pq_query_bf16), ("index", settings.regime_pq_index_bf16))
+            if on]  # fmt: skip
+
+
+def pq_label(label: str, settings: SpeedSettings) -> str:
+    """The PQ row's label from its TK's ``label``: "TK-BERT-6 (PQ, bf16)" (both sides), "(PQ, bf16 query)", …"""
+    sides = _bf16_sides(settings)
+    return f"{label} (PQ{'' if not sides else ', bf16' if len(sides) == 2 else f', bf16 {sides[0]}'})"
+
+
+def pq_precision(settings: SpeedSettings) -> str:
+    """How the PQ TK runs its encoders under ``settings`` (:func:`pq_variant`), in words (chapter 3's prose)."""
+    sides = _bf16_sides(settings)
+    if not sides:
+        return "its encoders in float32"
+    where = {"query": "its query side (half the bytes to read)", "index": "its passages indexed"}
+    return " and ".join(where[side] for side in sides) + " in bfloat16"
+
+
 def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.device, folder: Path,
                progress: bool = True) -> PQVariant | None:  # fmt: skip
     """The profile's ``regime_pq_model`` with its vectors product-quantised in ``regime_pq_subspaces`` codes (module
@@ -132,8 +155,9 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
     start = time.perf_counter()
     trained = artifacts.trained_model(profile, source, device)
     _, _, protocol = artifacts.training_protocol(profile)
-    quantiser = fit_pq(trained.model, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
-    served = QueryInBFloat16(trained.model) if profile.speed.regime_pq_query_bf16 else trained.model
+    speed = profile.speed
+    served = served_in_bfloat16(trained.model, speed.regime_pq_query_bf16, speed.regime_pq_index_bf16)
+    quantiser = fit_pq(served, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
     with tempfile.TemporaryDirectory(dir=folder) as indexes:
         runs = pq_runs(
             served, trained.tokenizer, quantiser, protocol.tests, protocol.texts,
@@ -194,6 +218,6 @@ def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
 
 
 __all__ = [
-    "COMPACT_TKS", "REGIMES", "PQVariant", "RegimeCost", "model_rows", "pq_variant", "query_time", "regime_costs",
-    "regime_table", "timed_queries",
+    "COMPACT_TKS", "REGIMES", "PQVariant", "RegimeCost", "model_rows", "pq_label", "pq_precision", "pq_variant",
+    "query_time", "regime_costs", "regime_table", "timed_queries",
 ]  # fmt: skip

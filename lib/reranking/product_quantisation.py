@@ -61,12 +61,24 @@ class ProductQuantiser:
         codes = [np.zeros((0, self.subspaces), np.uint8)]
         for begin in range(0, len(vectors), chunk):
             parts = self._split(vectors[begin : begin + chunk])
-            codes.append(torch.cdist(parts, centroids).argmin(dim=-1).T.to(torch.uint8).numpy())
+            codes.append(nearest(parts, centroids).T.to(torch.uint8).numpy())
         return np.concatenate(codes)
 
     def decode(self, codes: np.ndarray | torch.Tensor) -> torch.Tensor:
         """``[n, m]`` codes → ``[n, d]`` float32: the concatenation of each code's centroid."""
         return decode(torch.from_numpy(self.codebooks), torch.as_tensor(np.asarray(codes)))
+
+
+def nearest(parts: torch.Tensor, centroids: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+    """``[m, n]``: the number of each sub-vector's nearest centroid, ``parts`` ``[m, n, w]``, ``centroids``
+    ``[m, k, w]`` — the smallest ``‖c‖² − 2 x·c`` (the squared distance less ``‖x‖²``, the same for every centroid),
+    one batched product per ``chunk`` sub-vectors, which keeps the ``[m, chunk, k]`` products small."""
+    squared = (centroids * centroids).sum(-1)[:, None, :]
+    transposed = centroids.transpose(1, 2).contiguous()
+    blocks = [torch.zeros(parts.shape[0], 0, dtype=torch.long)]
+    for begin in range(0, parts.shape[1], chunk):
+        blocks.append(torch.baddbmm(squared, parts[:, begin : begin + chunk], transposed, alpha=-2).argmin(dim=-1))
+    return torch.cat(blocks, dim=1)
 
 
 def decode(codebooks: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
@@ -101,12 +113,12 @@ def fit_quantiser(
         counts = torch.zeros(subspaces, CENTROIDS, dtype=torch.float64)
         for begin in range(0, parts.shape[1], chunk):
             block = parts[:, begin : begin + chunk]
-            nearest = torch.cdist(block, centroids).argmin(dim=-1)
-            sums.scatter_add_(1, nearest[..., None].expand(-1, -1, block.shape[-1]), block.double())
-            counts.scatter_add_(1, nearest, torch.ones_like(nearest, dtype=torch.float64))
+            assigned = nearest(block, centroids)
+            sums.scatter_add_(1, assigned[..., None].expand(-1, -1, block.shape[-1]), block.double())
+            counts.scatter_add_(1, assigned, torch.ones_like(assigned, dtype=torch.float64))
         filled = counts > 0
         centroids = torch.where(filled[..., None], (sums / counts.clamp_min(1)[..., None]).float(), centroids)
     return ProductQuantiser(centroids.numpy())
 
 
-__all__ = ["CENTROIDS", "ProductQuantiser", "decode", "fit_quantiser", "pq_name", "unit"]
+__all__ = ["CENTROIDS", "ProductQuantiser", "decode", "fit_quantiser", "nearest", "pq_name", "unit"]

@@ -12,7 +12,7 @@ import torch
 
 from lib.core.profiles import get_profile
 from lib.experiments import regime_costs
-from lib.models.query_precision import QueryInBFloat16
+from lib.models.bfloat16_encoders import BFloat16Encoders
 from lib.reranking.product_quantisation import fit_quantiser
 from tests.experiments.test_artifacts import _save_trained, artifacts_root  # noqa: F401 — the fixture
 
@@ -66,7 +66,7 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
     assert list(folder.iterdir()) == []
     vectors = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)  # the saved TK-2's width
-    pq = regime_costs.PQVariant("tk2", fit_quantiser(vectors, 4, iterations=2), QueryInBFloat16(saved), {}, 0.0)
+    pq = regime_costs.PQVariant("tk2", fit_quantiser(vectors, 4, iterations=2), BFloat16Encoders(saved), {}, 0.0)
     with_pq = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder, pq)
     assert [(row.model, row.regime, row.dtype) for row in with_pq.itertuples()][2:] == [
         ("tk2", "stored", "int8"), ("tk2-pq", "stored", "pq")
@@ -83,3 +83,17 @@ def test_query_time_takes_the_cheapest_index_or_the_whole_model_with_its_bytes()
     assert rows.loc[("tk2", 100), "ms"] == 12.0 and rows.loc[("tk2", 100), "dtype"] == "float16"  # cheaper at 100
     assert rows.loc[("tk2", 10), "mode"] == "passages stored" and rows.loc[("tk2", 10), "bytes_per_passage"] == 6000
     assert rows.loc[("bert-cat", 100), "mode"] == "whole at query time" and rows.loc[("bert-cat", 10), "ms"] == 100
+
+
+def test_the_pq_model_is_labelled_and_described_as_the_profile_says() -> None:
+    speed = get_profile("book").speed
+    assert regime_costs.pq_label("TK-BERT-6", speed) == "TK-BERT-6 (PQ, bf16)"
+    assert (
+        regime_costs.pq_precision(speed)
+        == "its query side (half the bytes to read) and its passages indexed in bfloat16"
+    )
+    query_only = dataclasses.replace(speed, regime_pq_index_bf16=False)
+    assert regime_costs.pq_label("TK-BERT-6", query_only) == "TK-BERT-6 (PQ, bf16 query)"
+    neither = dataclasses.replace(query_only, regime_pq_query_bf16=False)
+    assert regime_costs.pq_label("TK-BERT-6", neither) == "TK-BERT-6 (PQ)"
+    assert regime_costs.pq_precision(neither) == "its encoders in float32"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, fit_quantiser, unit
+from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, fit_quantiser, nearest, unit
 
 
 def few_prototypes(count: int, subspaces: int, width: int, prototypes: int, seed: int = 0) -> np.ndarray:
@@ -44,6 +44,14 @@ def test_each_code_is_its_sub_vectors_nearest_centroid_and_lloyd_lowers_the_erro
     assert np.array_equal(again.codebooks, fitted.codebooks), "the same seed fits the same codebooks"
     cosines = torch.nn.functional.cosine_similarity(fitted.decode(fitted.encode(vectors)), torch.from_numpy(vectors))
     assert float(cosines.mean()) > 0.8
+
+
+def test_nearest_centroids_agree_with_the_distances_across_chunks() -> None:
+    generator = torch.Generator().manual_seed(3)
+    parts, centroids = torch.randn(3, 50, 4, generator=generator), torch.randn(3, 16, 4, generator=generator)
+    expected = torch.cdist(parts, centroids).argmin(dim=-1)
+    assert torch.equal(nearest(parts, centroids, chunk=7), expected)
+    assert nearest(parts[:, :0], centroids).shape == (3, 0)
 
 
 def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
