@@ -708,8 +708,12 @@ plain(regimes_reading.tests_display(regime_tests))
 # A projection must be trained, and changes the model. **Product quantisation** {cite}`jegou2011pq` changes only
 # the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors and stores, for
 # each, the number of the nearest of 256 centroids learned for its subspace by k-means — {glue:text}`pq_subspaces`
-# bytes per vector instead of 2 × {glue:text}`pq_width` in float16 — and at query time reads the centroids back
-# (ColBERTv2 compresses ColBERT's vectors in the same spirit {cite}`santhanam2022colbertv2`). The codebooks are
+# bytes per vector instead of 2 × {glue:text}`pq_width` in float16 (ColBERTv2 compresses ColBERT's vectors in the
+# same spirit {cite}`santhanam2022colbertv2`). At query time the codes are never decoded: TK reads a stored vector
+# only through its cosine with each query vector (eq. 4), so the query's dot products with all 256 centroids of
+# every subspace are tabulated once, and a stored vector's cosine is a sum of {glue:text}`pq_subspaces` table
+# entries over the root of a sum of its centroids' squared lengths — the cosine of the decoded vector, computed
+# without it (the *asymmetric distance computation* of the PQ paper). The codebooks are
 # fitted on the vectors of chapter 2's training passages; the test years' candidates are then scored from the index,
 # so the table's nDCG@10 is what the compressed index ranks (fitting and scoring both years took
 # {glue:text}`pq_minutes` minutes). A stored query's largest cost is then encoding the query: MiniLM layers whose

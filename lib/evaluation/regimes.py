@@ -51,8 +51,8 @@ from lib.core.types import ranking_from_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
-from lib.reranking.passage_index import PassageIndex, ResidentIndex, build_indexes
-from lib.reranking.product_quantisation import ProductQuantiser
+from lib.reranking.passage_index import PQ, PassageIndex, ResidentIndex, build_indexes
+from lib.reranking.product_quantisation import ProductQuantiser, cosine_match_codes, cosine_table
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
 COLUMNS: tuple[str, ...] = ("model", "regime", "dtype", "bytes_per_passage", "index_seconds", "queries")
@@ -77,18 +77,35 @@ def stored_scores(
     """The stored regime's scoring of one query: encode it once, read ``pids``' vectors from ``index`` chunk by chunk
     and score each chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the candidates shortest first (their
     lengths read off the index's offsets), each read padded to its own longest passage, so that little of what is
-    read, padded and matched is padding."""
+    read, padded and matched is padding. A ``pq`` index read by a model that scores from eq. 4's cosines alone (a
+    TK: ``scores_from_match``) is never decoded: the query's table of dot products with every centroid is computed
+    once, and each chunk's match matrix summed from its codes (Jégou et al.'s asymmetric distance computation,
+    :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float rounding."""
     device = next(model.parameters()).device
     with torch.inference_mode():
         query_vectors, query_mask = model.encode_query(query[0], query[1])
+        codebooks = None if index.dtype != PQ or not getattr(model, "scores_from_match", False) else _codebooks(index)
+        table = None if codebooks is None else cosine_table(query_vectors, codebooks.to(device))
         order = torch.argsort(torch.as_tensor(index.lengths(pids)), stable=True)
         scores = torch.empty(len(pids), dtype=torch.float32, device=device)
         for start in range(0, len(pids), batch_size):
-            rows = order[start : start + batch_size]
-            chunk, chunk_mask = index.gather([pids[row] for row in rows.tolist()])
-            scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
-            scores[rows.to(device)] = scored.float()
+            chunk_pids = [pids[row] for row in order[start : start + batch_size].tolist()]
+            if table is None:
+                chunk, chunk_mask = index.gather(chunk_pids)
+                scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
+            else:
+                codes, chunk_mask = (part.to(device) for part in index.gather_codes(chunk_pids))
+                match = cosine_match_codes(table, codes, query_mask, chunk_mask)
+                scored = model.score_match(match, query_mask.expand(len(chunk_pids), -1), chunk_mask)
+            scores[order[start : start + batch_size].to(device)] = scored.float()
         return scores
+
+
+def _codebooks(index: PassageIndex | ResidentIndex) -> torch.Tensor:
+    """A ``pq`` index's codebooks as a tensor (a resident index's, on its device)."""
+    if isinstance(index, ResidentIndex):
+        return index.codebooks
+    return torch.from_numpy(index.quantiser.codebooks)
 
 
 def stored_rerank(

@@ -60,6 +60,15 @@ class BFloat16Encoders(nn.Module):
         """The original model's interaction over stored passages (float32)."""
         return self.model.score_stored(query_vectors, query_mask, doc_vectors, doc_mask)
 
+    @property
+    def scores_from_match(self) -> bool:
+        """Whether the original model scores a stored passage from eq. 4's cosines alone (a TK's)."""
+        return bool(getattr(self.model, "scores_from_match", False))
+
+    def score_match(self, match: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor) -> torch.Tensor:
+        """The original model's scoring from a match matrix (a TK's :meth:`lib.models.tk.TK.score_match`)."""
+        return self.model.score_match(match, query_mask, doc_mask)
+
 
 def served_in_bfloat16(model: nn.Module, query: bool, passages: bool) -> nn.Module:
     """``model`` with its query side (if ``query``) and passage side (if ``passages``) in bfloat16

@@ -363,6 +363,10 @@ class TK(nn.Module):
     every intermediate (a :class:`TKExplanation`); :meth:`contextualise` the hybrid vectors of one side.
     """
 
+    #: A stored passage is read only through eq. 4's cosines (:meth:`score_match`); a subclass that reads more of
+    #: its stored vectors (their lengths, their windows) sets it False.
+    scores_from_match: bool = True
+
     def __init__(
         self, embeddings: torch.Tensor, freeze_embeddings: bool = False, config: TKConfig | None = None
     ) -> None:
@@ -489,7 +493,14 @@ class TK(nn.Module):
     ) -> torch.Tensor:
         """Eq. 4–10 on contextualised vectors of ``B`` pairs: the match matrix, kernel pooling and the score ``[B]``."""
         with full_precision(doc_vectors.device):
-            match = cosine_match_matrix(query_vectors, doc_vectors, query_mask, doc_mask)
+            return self.score_match(cosine_match_matrix(query_vectors, doc_vectors, query_mask, doc_mask), query_mask,
+                                    doc_mask)  # fmt: skip
+
+    def score_match(self, match: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor) -> torch.Tensor:
+        """Eq. 5–10 from the match matrix of eq. 4 (``[B, Lq, Ld]``): kernel pooling and the score ``[B]``. TK reads a
+        stored passage only through these cosines, so a product-quantised index can hand it the match matrix
+        straight from its codes (:func:`lib.reranking.product_quantisation.cosine_match_codes`)."""
+        with full_precision(match.device):
             _, log_weighted, len_weighted = self._weighted(self.kernel_pooling(match, query_mask, doc_mask))
             return self.beta.float() * log_weighted.sum(dim=-1) + self.gamma.float() * len_weighted.sum(dim=-1)
 

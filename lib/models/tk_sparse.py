@@ -47,6 +47,9 @@ class TKSparse(TK):
     :meth:`regularisation`. :meth:`encode_passages` stores only the kept terms.
     """
 
+    #: A stored vector's length is its gate: the cosines alone do not score a passage.
+    scores_from_match = False
+
     def __init__(
         self,
         embeddings: torch.Tensor,

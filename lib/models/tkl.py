@@ -261,6 +261,9 @@ class TKL(TK):
     docstring. ``forward`` (TK's) scores, :meth:`explain_regions` says where, :meth:`encode_passages` stitches the
     chunk-wise contextualised document (query-independent, so TK's stored-passage methods work unchanged)."""
 
+    #: TKL pools the match matrix by windows of the document (its own :meth:`score_vectors`), not as TK does.
+    scores_from_match = False
+
     def __init__(
         self, embeddings: torch.Tensor, freeze_embeddings: bool = False, config: TKLConfig | None = None
     ) -> None:

@@ -107,26 +107,42 @@ class PassageIndex:
         rows = self.rows(pids)
         return self.offsets[rows + 1] - self.offsets[rows]
 
-    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
-        longest, and the mask ``[n, L]``. An unknown pid is a ``KeyError`` naming it."""
+    def _places(self, pids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Where ``pids``' stored vectors are (no loop over passages): passage ``i``'s vector ``j`` is row
+        ``read`` of the stored arrays, to be written at ``[which, position]`` of a ``[n, length]`` padded block."""
         rows = self.rows(pids)
         starts = self.offsets[rows].astype(np.int64)
         lengths = self.offsets[rows + 1].astype(np.int64) - starts
         length = int(lengths.max()) if len(rows) else 0
-        # One read of every stored vector of ``pids`` (no loop over passages): passage i's vector j is row
-        # starts[i] + j, written to out[i, j].
         which = np.repeat(np.arange(len(rows)), lengths)
         position = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        read = np.repeat(starts, lengths) + position
+        return which, position, np.repeat(starts, lengths) + position, length
+
+    def gather_codes(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """A ``pq`` index's codes of ``pids``, not decoded: ``[n, L, m]`` uint8 padded to the longest (padding: code
+        0, masked) and the mask ``[n, L]`` — what :func:`lib.reranking.product_quantisation.cosine_match_codes`
+        reads."""
+        if self.quantiser is None:
+            raise ValueError(f"the index {self.folder} stores {self.dtype} vectors, not product-quantised codes")
+        which, position, read, length = self._places(pids)
+        codes = np.zeros((len(pids), max(length, 1), self.quantiser.subspaces), dtype=np.uint8)
+        mask = np.zeros((len(pids), max(length, 1)), dtype=bool)
+        codes[which, position] = self.vectors[read]
+        mask[which, position] = True
+        return torch.from_numpy(codes), torch.from_numpy(mask)
+
+    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
+        longest, and the mask ``[n, L]``. An unknown pid is a ``KeyError`` naming it."""
+        which, position, read, length = self._places(pids)
         if self.quantiser is not None:
             block = self.quantiser.decode(np.asarray(self.vectors[read])).numpy()
         else:
             block = np.asarray(self.vectors[read], dtype=np.float32)
         if self.scales is not None:
             block *= np.asarray(self.scales[read], dtype=np.float32)[:, None]
-        out = np.zeros((len(rows), max(length, 1), int(self.header["dim"])), dtype=np.float32)
-        mask = np.zeros((len(rows), max(length, 1)), dtype=bool)
+        out = np.zeros((len(pids), max(length, 1), int(self.header["dim"])), dtype=np.float32)
+        mask = np.zeros((len(pids), max(length, 1)), dtype=bool)
         out[which, position] = block
         mask[which, position] = True
         return torch.from_numpy(out), torch.from_numpy(mask)
@@ -162,27 +178,47 @@ class ResidentIndex:
     def header(self) -> dict[str, Any]:
         return self.source.header
 
+    @property
+    def dtype(self) -> str:
+        return self.source.dtype
+
     def lengths(self, pids: Sequence[str]) -> np.ndarray:
         return self.source.lengths(pids)
 
-    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`PassageIndex.gather` on the device: ``[n, L, d]`` float32 and the mask ``[n, L]``, there."""
-        missing = [pid for pid in pids if pid not in self.source.row_of]
-        if missing:
-            raise KeyError(f"passage {missing[0]!r} is not in the index {self.source.folder}")
+    def _positions(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stored rows of ``pids``' vectors as a padded ``[n, L]`` block (padding: row 0) and its mask, on the
+        device."""
         device = self.vectors.device
-        dim = int(self.source.header["dim"])
-        if not len(self.vectors):  # nothing stored: every passage is empty
-            return torch.zeros(len(pids), 1, dim, device=device), torch.zeros(
-                len(pids), 1, dtype=torch.bool, device=device
-            )
-        rows = torch.tensor([self.source.row_of[pid] for pid in pids], dtype=torch.long, device=device)
+        rows = torch.as_tensor(self.source.rows(pids), dtype=torch.long, device=device)
         starts = self.offsets[rows]
         lengths = self.offsets[rows + 1] - starts
         length = max(int(lengths.max()), 1) if len(pids) else 1
         steps = torch.arange(length, device=device)
         mask = steps[None, :] < lengths[:, None]
-        positions = torch.where(mask, starts[:, None] + steps[None, :], 0)
+        return torch.where(mask, starts[:, None] + steps[None, :], 0), mask
+
+    def gather_codes(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`PassageIndex.gather_codes` on the device (padding: code 0, masked)."""
+        if self.codebooks is None:
+            raise ValueError(f"the index {self.source.folder} stores {self.source.dtype} vectors, not codes")
+        if not len(self.vectors):
+            self.source.rows(pids)  # an unknown pid is still named
+            return self.vectors.new_zeros(len(pids), 1, self.codebooks.shape[0]), torch.zeros(
+                len(pids), 1, dtype=torch.bool, device=self.vectors.device
+            )
+        positions, mask = self._positions(pids)
+        return self.vectors[positions] * mask[..., None], mask
+
+    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`PassageIndex.gather` on the device: ``[n, L, d]`` float32 and the mask ``[n, L]``, there."""
+        device = self.vectors.device
+        dim = int(self.source.header["dim"])
+        if not len(self.vectors):  # nothing stored: every passage is empty
+            self.source.rows(pids)  # an unknown pid is still named
+            return torch.zeros(len(pids), 1, dim, device=device), torch.zeros(
+                len(pids), 1, dtype=torch.bool, device=device
+            )
+        positions, mask = self._positions(pids)
         if self.codebooks is not None:
             out = decode(self.codebooks, self.vectors[positions])
         else:

@@ -7,6 +7,11 @@ one-byte codes, and read back as the concatenation of its codes' centroids. ColB
 §3.3) compresses ColBERT's token vectors to a few bytes each by a related residual scheme; TK's stored vectors
 (eq. 1, read only through the cosine of eq. 4) are compressed here the same way.
 
+At query time a TK needs only each stored vector's cosine with each query vector, so the codes need not be decoded:
+the *asymmetric distance computation* (§III.A) tabulates the query's dot products with every centroid once
+(:func:`cosine_table`) and sums a stored vector's ``m`` entries (:func:`cosine_match_codes`), its squared length
+likewise from the centroids' (the subspaces are orthogonal).
+
 The vectors are scaled to unit length before they are fitted and encoded: the cosine match matrix reads directions
 only, and the reconstruction's own length does not matter to it. The codebooks are fitted on the vectors of
 *training* passages (never the passages an evaluation re-ranks), and are stored once per index, not per passage.
@@ -19,6 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+
+from lib.models.kernels import COSINE_EPS
 
 #: Centroids per subspace: one byte per code.
 CENTROIDS = 256
@@ -81,6 +89,36 @@ def nearest(parts: torch.Tensor, centroids: torch.Tensor, chunk: int = 8192) -> 
     return torch.cat(blocks, dim=1)
 
 
+def cosine_table(query_vectors: torch.Tensor, codebooks: torch.Tensor) -> torch.Tensor:
+    """The asymmetric distance computation's table (Jégou et al. 2011, §III.A) for the cosine of eq. 4: row
+    ``256 · s + c`` holds the dot products of each of the query's unit vectors' sub-vectors ``s`` with centroid ``c``
+    of subspace ``s`` (``Lq`` columns), then that centroid's squared length. ``query_vectors`` ``[Lq, d]`` (or
+    ``[1, Lq, d]``), ``codebooks`` ``[m, 256, d / m]``; ``[m · 256, Lq + 1]`` float32, computed once per query."""
+    subspaces, centroids, width = codebooks.shape
+    query = F.normalize(query_vectors.reshape(-1, subspaces * width).float(), dim=-1, eps=COSINE_EPS)
+    products = torch.bmm(query.view(-1, subspaces, width).transpose(0, 1), codebooks.float().transpose(1, 2))
+    lengths = (codebooks.float() ** 2).sum(-1).reshape(-1, 1)
+    return torch.cat([products.permute(0, 2, 1).reshape(subspaces * centroids, -1), lengths], dim=1)
+
+
+def cosine_match_codes(
+    table: torch.Tensor, codes: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor
+) -> torch.Tensor:
+    """Eq. 4's match matrix of one query against passages stored as codes ``[B, L, m]``, read without decoding them:
+    a stored vector's dot product with each query vector, and its squared length, are the sums over its ``m`` codes
+    of their rows of :func:`cosine_table` ``table`` (one ``embedding_bag``), so ``cos(q_i, x̂) = Σ_s T[s, x_s, i] /
+    √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding, with neither the
+    ``[B, L, d]`` vectors nor their lengths ever formed. ``query_mask`` ``[Lq]`` (or ``[1, Lq]``), ``doc_mask``
+    ``[B, L]``; ``[B, Lq, L]`` float32, 0 where either position is padding."""
+    count, length, subspaces = codes.shape
+    centroids = table.shape[0] // max(subspaces, 1)
+    rows = codes.long() + torch.arange(subspaces, device=codes.device) * centroids
+    sums = F.embedding_bag(rows.reshape(count * length, subspaces), table, mode="sum").view(count, length, -1)
+    cosines = (sums[..., :-1] / sums[..., -1:].clamp_min(COSINE_EPS**2).sqrt()).transpose(1, 2)
+    real = query_mask.reshape(1, -1, 1).bool() & doc_mask.bool()[:, None, :]
+    return cosines.masked_fill(~real, 0.0)
+
+
 def decode(codebooks: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
     """``[..., m]`` codes → ``[..., d]``: each code's centroid of ``codebooks`` ``[m, 256, d / m]``, concatenated, on
     the codes' device — one ``index_select`` of the flattened codebooks (row ``256 · s + code`` of subspace ``s``),
@@ -121,4 +159,7 @@ def fit_quantiser(
     return ProductQuantiser(centroids.numpy())
 
 
-__all__ = ["CENTROIDS", "ProductQuantiser", "decode", "fit_quantiser", "nearest", "pq_name", "unit"]
+__all__ = [
+    "CENTROIDS", "ProductQuantiser", "cosine_match_codes", "cosine_table", "decode", "fit_quantiser", "nearest",
+    "pq_name", "unit",
+]  # fmt: skip

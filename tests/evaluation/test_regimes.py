@@ -320,6 +320,11 @@ def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as
         expected = model.score_stored(*model.encode_query(*query), *codes.gather(["p1", "p2", "p3"]))
     torch.testing.assert_close(torch.tensor([quantised["q1"][p] for p in ("p1", "p2", "p3")]), expected)
     assert quantised != run, "the centroids are not the model's own vectors"
+    model.scores_from_match = False  # the same index read decoded instead of from its codes: the same scores
+    decoded = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
+    del model.scores_from_match
+    for qid, scores in quantised.items():
+        torch.testing.assert_close(torch.tensor(list(scores.values())), torch.tensor(list(decoded[qid].values())))
     timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1"])
     rows = cost_rows("tk-pq", model, words, timed, Timing([2], repetitions=1), tmp_path / "timed", (PQ,), whole=False,
                      quantiser=quantiser)  # fmt: skip

@@ -36,6 +36,11 @@ def test_only_the_query_side_runs_in_bfloat16_by_default_and_its_vectors_stay_cl
         assert all(torch.equal(a, b) for a, b in zip(passages, expected, strict=True)), "index time stays float32"
         scored = served.score_stored(*full, *passages)
         assert torch.equal(scored, model.score_stored(*full, *passages))
+        match = torch.rand(len(TEXTS), full[0].shape[1], passages[0].shape[1])
+        masks = full[1].expand(len(TEXTS), -1), passages[1]
+        assert served.scores_from_match and torch.equal(
+            served.score_match(match, *masks), model.score_match(match, *masks)
+        )
 
 
 def test_the_passage_side_runs_in_bfloat16_when_asked_and_the_interaction_stays_float32() -> None:

@@ -65,6 +65,7 @@ def test_stored_passages_keep_only_gated_terms_and_score_as_forward() -> None:
     assert torch.equal(kept, gate > 0)
     assert 0 < int(kept.sum()) < int(d_mask.sum())
     assert not torch.any(kept & ~d_mask)
+    assert TK.scores_from_match and not model.scores_from_match, "a stored vector's length (its gate) is read too"
 
 
 def test_the_l1_penalty_is_the_mean_gate_over_real_terms_and_is_added_to_the_loss() -> None:

@@ -79,6 +79,7 @@ def test_stitched_vectors_are_each_chunk_contextualised_alone() -> None:
     assert vectors.shape == (2, 33, DIM) and torch.equal(stored_mask, mask)
     torch.testing.assert_close(vectors[0, :29], expected, atol=1e-5, rtol=1e-5)
     assert torch.count_nonzero(vectors[0, 29:]) == 0 and torch.count_nonzero(vectors[1, 5:]) == 0
+    assert not model.scores_from_match, "TKL pools its match matrix by windows, not as TK's score_match does"
 
 
 def test_local_attention_sees_its_chunk_and_the_overlap_only() -> None:

@@ -189,6 +189,15 @@ def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path) 
     resident = index.resident("cpu")
     assert resident.vectors.dtype == torch.uint8
     torch.testing.assert_close(resident.gather(order)[0], vectors, atol=1e-6, rtol=1e-6)
+    codes, code_mask = index.gather_codes(order)
+    assert codes.dtype == torch.uint8 and torch.equal(code_mask, mask) and (codes[~mask] == 0).all()
+    assert torch.equal(quantiser.decode(codes[mask].numpy()), vectors[mask])
+    assert all(torch.equal(a, b) for a, b in zip(resident.gather_codes(order), (codes, code_mask), strict=True))
+    with pytest.raises(KeyError, match="'p9' is not in the index"):
+        resident.gather_codes(["p9"])
+    plain = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "plain", progress=False)
+    with pytest.raises(ValueError, match="stores float16 vectors, not product-quantised codes"):
+        plain.gather_codes(order)
     with pytest.raises(ValueError, match="needs a fitted product quantiser"):
         build_index(model, words, TEXTS, list(TEXTS), tmp_path / "x", PQ, progress=False)
     narrow = fit_quantiser(np.random.default_rng(0).normal(size=(400, 6)).astype(np.float32), 3, iterations=1)

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, fit_quantiser, nearest, unit
+from lib.models.kernels import cosine_match_matrix
+from lib.reranking.product_quantisation import (
+    CENTROIDS,
+    ProductQuantiser,
+    cosine_match_codes,
+    cosine_table,
+    decode,
+    fit_quantiser,
+    nearest,
+    unit,
+)
 
 
 def few_prototypes(count: int, subspaces: int, width: int, prototypes: int, seed: int = 0) -> np.ndarray:
@@ -52,6 +62,23 @@ def test_nearest_centroids_agree_with_the_distances_across_chunks() -> None:
     expected = torch.cdist(parts, centroids).argmin(dim=-1)
     assert torch.equal(nearest(parts, centroids, chunk=7), expected)
     assert nearest(parts[:, :0], centroids).shape == (3, 0)
+
+
+def test_the_match_matrix_from_codes_is_the_cosine_of_the_decoded_vectors() -> None:
+    generator = torch.Generator().manual_seed(4)
+    codebooks = torch.randn(4, CENTROIDS, 3, generator=generator)
+    codes = torch.randint(0, CENTROIDS, (2, 5, 4), generator=generator, dtype=torch.uint8)
+    query = torch.randn(1, 3, 12, generator=generator)
+    query_mask = torch.tensor([[True, True, False]])
+    doc_mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    table = cosine_table(query, codebooks)
+    assert table.shape == (4 * CENTROIDS, 4)
+    got = cosine_match_codes(table, codes, query_mask, doc_mask)
+    expected = cosine_match_matrix(
+        query.expand(2, -1, -1), decode(codebooks, codes), query_mask.expand(2, -1), doc_mask
+    )
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+    assert got[1, :, 3:].abs().sum() == 0 and got[:, 2].abs().sum() == 0, "padding on either side matches nothing"
 
 
 def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
