@@ -747,7 +747,8 @@ if full_tk in regime_models and len(compact_names) > 1:
         compact_values[query_set] = by_model
     compact_frame = regimes.compact_table(regime_table, compact_values, compact_names, full_tk, LABELS)
     write_csv(out / "compact_tk.csv", compact_frame)
-    display(plain(compact_frame, precision=1))
+    exact = {column: 3 if "nDCG" in column else 0 for column in compact_frame if "nDCG" in column or "bytes" in column}
+    display(plain(compact_frame, precision=1, decimals=exact))
     rival_ms = float(regime_table.query("model == 'bert-cat' and regime == 'whole'")["ms_100"].iloc[0])
     compact_costs = regimes.compact_costs(compact_frame, LABELS[full_tk], rival_ms, 100)
     display(Markdown(regimes_reading.compact_reading(compact_costs, LABELS[full_tk], LABELS["bert-cat"])))

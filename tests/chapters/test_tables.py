@@ -23,6 +23,12 @@ def test_a_note_in_a_tables_place_is_shown_as_it_is() -> None:
     assert plain(note) is note
 
 
+def test_columns_may_keep_their_own_decimals() -> None:
+    frame = pd.DataFrame({"bytes": [65216.58, math.nan], "nDCG@10": [0.62345, 0.5], "ms": [15.06, 9.85]})
+    html = plain(frame, precision=1, decimals={"bytes": 0, "nDCG@10": 3, "absent": 2}).to_html()
+    assert "65,217<" in html and "0.623<" in html and "0.500<" in html and "15.1<" in html and "nan" not in html
+
+
 def page_numbers_rows(html: str) -> bool:
     """Whether a table's HTML numbers its rows 0, 1, 2, … with an unnamed index (the check of the executed pages)."""
     from tests.chapters.test_pages import numbers_rows
