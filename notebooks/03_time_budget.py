@@ -778,9 +778,8 @@ plain(verdict, precision=1)
 # What the two regimes say, year by year:
 
 # %%
-display(Markdown(regimes_reading.regimes_reading(
-    regime_frames, regime_tests, TEACHER, [name for name in regime_models if is_tk(name)], LABELS
-)))  # fmt: skip
+regime_tks = [*(name for name in regime_models if is_tk(name)), *([pq.name] if pq is not None else [])]
+display(Markdown(regimes_reading.regimes_reading(regime_frames, regime_tests, TEACHER, regime_tks, LABELS)))
 
 # %% [markdown]
 # ## What holds at book scale, and what does not
