@@ -320,6 +320,13 @@ def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as
         expected = model.score_stored(*model.encode_query(*query), *codes.gather(["p1", "p2", "p3"]))
     torch.testing.assert_close(torch.tensor([quantised["q1"][p] for p in ("p1", "p2", "p3")]), expected)
     assert quantised != run, "the centroids are not the model's own vectors"
+
+    def never_decoded(pids: object) -> None:
+        raise AssertionError("a TK reading a pq index must score from its codes, not decode them")
+
+    codes.gather = never_decoded  # the codes-only path is taken: it never calls gather
+    assert stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False) == quantised
+    del codes.gather
     model.scores_from_match = False  # the same index read decoded instead of from its codes: the same scores
     decoded = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
     del model.scores_from_match
