@@ -630,7 +630,11 @@ for query_set in sets if pq is not None else []:
         {qid: bm25[qid] for qid in runs}, runs, load_qrels(query_set), measures
     )
 
+# %% [markdown]
+# Each regime's budgets are the breakpoints where some model's depth changes; BM25 is the model that never re-ranks.
 
+
+# %%
 def regime_frame(query_set: str, regime: str) -> pd.DataFrame:
     """Every model's effectiveness at every breakpoint budget of ``regime``, BM25 as the never-re-ranking model."""
     cost = {name: item for name, item in costs[regime].items() if name in regime_curve_models}
