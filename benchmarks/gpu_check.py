@@ -167,7 +167,8 @@ EXTRA_MODELS = ("duo-bert", "firstp", "maxp", "idcm", "tkl")
 
 
 def build_extra(name: str, vocab_size: int, seed: int = 0) -> nn.Module:
-    """A model of :data:`EXTRA_MODELS` on the CPU: the MiniLM ones from all-MiniLM-L6-v2, TKL on a seeded random
+    """A model of :data:`EXTRA_MODELS` on the CPU: the MiniLM ones from all-MiniLM-L6-v2 (FirstP and MaxP as the
+    ``book`` profile's chapter 9 builds them: its ``first_pieces``, ``window`` and ``stride``), TKL on a seeded random
     embedding matrix of GloVe 6B's width."""
     torch.manual_seed(seed)
     if name == "tkl":
@@ -176,7 +177,12 @@ def build_extra(name: str, vocab_size: int, seed: int = 0) -> nn.Module:
     if name == "duo-bert":
         return DuoBert(minilm_folder())
     bert_cat = BertCat(minilm_folder())
-    return {"firstp": FirstP, "maxp": MaxP, "idcm": IDCM}[name](bert_cat)
+    long = get_profile("book").long  # chapter 9's FirstP and MaxP, not the classes' defaults (MaxP's stride 75)
+    if name == "firstp":
+        return FirstP(bert_cat, max_length=long.first_pieces)
+    if name == "maxp":
+        return MaxP(bert_cat, size=long.window, stride=long.stride)
+    return IDCM(bert_cat)
 
 
 def extra_inputs(name: str, tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> Tensors:

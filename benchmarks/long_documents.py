@@ -2,10 +2,12 @@
 
 Chapter 9 (lecture 8, slides 13 and 34–40) times its models on two CPU cores; this times the same architectures
 where the book's checkpoints are not (a lent GPU): BERT-cat FirstP and MaxP, IDCM at several ``k`` and with every
-window, on all-MiniLM-L6-v2's real weights, and TKL on a seeded random embedding matrix of GloVe 6B's width (speed
-does not depend on trained weights). The documents are real DL19 passages joined eight at a time
-(:func:`benchmarks.gpu_check.extra_inputs`, up to 1,024 tokens), scored in length-bucketed batches under the book's
-autocast (bf16 on a GPU) by :func:`lib.evaluation.efficiency.measure_throughput`. Example::
+window, on all-MiniLM-L6-v2's real weights (FirstP and MaxP as the ``book`` profile's chapter 9 builds them, its
+``first_pieces``, ``window`` and ``stride`` recorded in the JSON's ``settings``), and TKL on a seeded random
+embedding matrix of GloVe 6B's width (speed does not depend on trained weights). The documents are real DL19
+passages joined eight at a time (:func:`benchmarks.gpu_check.extra_inputs`, up to 1,024 tokens), scored in
+length-bucketed batches under the book's autocast (bf16 on a GPU) by
+:func:`lib.evaluation.efficiency.measure_throughput`. Example::
 
     TKBOOK_MINILM_COPY=.device/minilm python -m benchmarks.long_documents --device cuda \\
         --out benchmarks/results/long/nvidia-h100-$(date +%F).json
@@ -22,6 +24,7 @@ import torch
 from benchmarks.gpu_check import build_extra, extra_inputs, real_pairs
 from lib.core.atomic import write_json
 from lib.core.device import amp_enabled, resolve_device
+from lib.core.profiles import get_profile
 from lib.evaluation.efficiency import device_name, measure_throughput
 from lib.evaluation.speed_benchmark import environment
 from lib.representations.bert import WordPieceTokenizer
@@ -57,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"model": label, "documents_per_ms": timed.docs_per_ms, "documents": timed.documents,
                      "batch_size": args.batch_size, "dtype": timed.dtype})  # fmt: skip
         print(f"{label:<18} {timed.docs_per_ms:10.3f} documents/ms", flush=True)
-    write_json(args.out, {"environment": environment(), "device": device_name(device), "rows": rows})
+    long = get_profile("book").long  # the FirstP and MaxP build_extra built: chapter 9's
+    maxp = {"first_pieces": long.first_pieces, "window": long.window, "stride": long.stride}
+    write_json(args.out, {"environment": environment(), "device": device_name(device), "settings": maxp, "rows": rows})
     print(f"written: {args.out}")
     return 0
 

@@ -1,10 +1,14 @@
 """Chapter 9's tables, figures and readings (long documents: TIME and assembled documents).
 
 - :func:`collection_table` — TIME and the assembled years side by side: documents, queries, lengths, relevance;
-- :func:`plot_collections` — their length distributions, and where the assembled relevant passages sit;
+- :func:`mixture_table` — the query's own passages in relevant and non-relevant assembled documents (the filler
+  mixture that keeps relevance from being given away by topic);
+- :func:`plot_collections` — their length distributions, and where the assembled relevant passages sit (pieces);
+- :func:`transfer_table` — what a passage-trained model meets in TIME's articles: pieces per word, per capitalised
+  word (names, mostly), and the share of articles beyond each cap;
 - :func:`effectiveness_table` / :func:`effectiveness_reading` — a comparison against BM25 as shown and read;
-- :func:`plot_positions` / :func:`position_reading` — reciprocal rank by the relevant passage's position, and the
-  tested trends in words;
+- :func:`sweep_table` / :func:`plot_sweep` / :func:`sweep_reading` — the controlled position sweep: each model's
+  reciprocal rank against the relevant passage's offset in pieces, tested against offset 0, in words;
 - :func:`plot_regions` — where TKL's best region lies, and whether it covers the relevant passage (slide 37);
 - :func:`cascade_table` / :func:`cascade_reading` — IDCM's cascade against ``k`` beside MaxP (slide 40), and the
   lecture's claim tested;
@@ -17,14 +21,15 @@ import json
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 from lib.core.types import JudgedSet
-from lib.data.assembled_documents import AssembledSet
-from lib.evaluation.position_effect import by_position
+from lib.data.assembled_documents import END, AssembledSet
+from lib.models.long_bert import MAXP_SIZE, MAXP_STRIDE
 
 
 def collection_table(
@@ -49,26 +54,51 @@ def collection_table(
     return pd.DataFrame(rows)
 
 
-def plot_collections(documents: Mapping[str, str], assembled: Mapping[str, AssembledSet]) -> plt.Figure:
+def mixture_table(shares: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
+    """One row per assembled set and kind of document (``shares``: set → :func:`lib.data.assembled_documents.
+    own_shares`): documents, the query's own passages per document and their share of its filler."""
+    rows = [{"assembled set": name, "documents": kind, "count": int(values["documents"]),
+             "own passages per document": values["own passages"], "own share of the filler": values["own share"]}
+            for name, by_kind in shares.items() for kind, values in by_kind.items()]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_collections(documents: Mapping[str, str], assembled: Mapping[str, AssembledSet],
+                     offsets: Mapping[str, list[int]]) -> plt.Figure:  # fmt: skip
     """Left: the documents' lengths in words (TIME and each assembled year); right: where the assembled documents'
-    relevant passages sit (0: first passage, 1: last)."""
+    relevant passages start, in word pieces (``offsets``: year → offsets)."""
     lengths = [{"collection": "TIME", "words": len(text.split())} for text in documents.values()]
     positions = []
     for name, collection in assembled.items():
         label = f"{name.upper()} (assembled)"
         lengths += [{"collection": label, "words": len(text.split())} for text in collection.documents.values()]
-        positions += [{"collection": label, "position": layout.relative_position}
-                      for layout in collection.layouts.values() if layout.relevant_at is not None]  # fmt: skip
+        positions += [{"collection": label, "offset": offset} for offset in offsets[name]]
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     sns.histplot(pd.DataFrame(lengths), x="words", hue="collection", stat="density", common_norm=False,
                  element="step", log_scale=True, ax=left)  # fmt: skip
     left.set_title("Document length")
-    sns.histplot(pd.DataFrame(positions), x="position", hue="collection", bins=10, binrange=(0, 1),
-                 element="step", ax=right)  # fmt: skip
-    right.set_title("Where the relevant passage sits (assembled)")
-    right.set_xlabel("relative position in the document (0: first passage)")
+    sns.histplot(pd.DataFrame(positions), x="offset", hue="collection", bins=12, multiple="dodge", shrink=0.8, ax=right)
+    right.set_title("Where the relevant passage starts (assembled)")
+    right.set_xlabel("offset in word pieces")
     figure.tight_layout()
     return figure
+
+
+def transfer_table(collections: Mapping[str, list[str]], tokenizer: Any, caps: list[int]) -> pd.DataFrame:
+    """Per collection (name → texts): word pieces per word, per capitalised word (names, mostly) and per document,
+    and the share of texts beyond each of ``caps`` pieces (``tokenizer``: BERT's)."""
+    rows = []
+    for name, texts in collections.items():
+        pieces = [len(ids) for ids in tokenizer.pieces(texts)]
+        words = [word for text in texts for word in text.split()]
+        capitalised = [word for word in words if word[:1].isupper()]
+        per_word = tokenizer.pieces(capitalised) if capitalised else []
+        row = {"collection": name, "texts": len(texts), "pieces per word": sum(pieces) / max(len(words), 1),
+               "pieces per capitalised word": sum(map(len, per_word)) / max(len(per_word), 1),
+               "mean pieces": statistics.mean(pieces)}  # fmt: skip
+        row.update({f"share > {cap:,} pieces": sum(n > cap for n in pieces) / len(pieces) for cap in caps})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def effectiveness_table(compared: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
@@ -115,41 +145,72 @@ def pairs_reading(tests: pd.DataFrame, collection: str) -> str:
     return f"On {collection}, in nDCG@10 (Bonferroni over the pairs): " + "; ".join(pairs) + rest + "."
 
 
-def plot_positions(ranks: Mapping[str, Mapping[str, pd.DataFrame]], bins: int) -> plt.Figure:
-    """Per assembled year (a panel): each model's mean reciprocal rank of a relevant document against the bin of its
-    relevant passage's position."""
-    figure, axes = plt.subplots(1, len(ranks), figsize=(5 * len(ranks), 3.6), sharey=True, squeeze=False)
-    for ax, (name, by_model) in zip(axes[0], ranks.items(), strict=True):
-        table = by_position(by_model, bins).drop(columns="documents")
-        table.plot(ax=ax, marker="o")
-        ax.set_title(f"{name.upper()} (assembled)")
-        ax.set_xlabel("relevant passage at (share of the document)")
+def transfer_reading(table: pd.DataFrame, caps: list[int]) -> str:
+    """:func:`transfer_table`'s first row (the articles) against its second (the passages models learned on)."""
+    articles, passages = table.iloc[0], table.iloc[1]
+    beyond = ", ".join(f"{articles[f'share > {cap:,} pieces']:.0%} beyond {cap:,}" for cap in caps)
+    return (f"A TIME article runs to {articles['mean pieces']:,.0f} word pieces on average against "
+            f"{passages['mean pieces']:,.0f} for a passage; its capitalised words — names of 1963, mostly — split "
+            f"into {articles['pieces per capitalised word']:.2f} pieces each against "
+            f"{passages['pieces per capitalised word']:.2f} in the passages, and {beyond} pieces: a model reading a "
+            f"fixed number of pieces reads less of an article than the words suggest.")  # fmt: skip
+
+
+def _target_label(target: int) -> str:
+    return "end" if target == END else f"{target:,}"
+
+
+def sweep_table(tests: pd.DataFrame) -> pd.DataFrame:
+    """The sweep as shown: per year and model, the mean reciprocal rank at each target offset ("end": beyond what
+    any model reads), ``*`` where significantly below offset 0 and ``+`` where significantly above."""
+    frame = tests.assign(
+        cell=[f"{value:.2f}{'*' if reading == 'below' else '+' if reading == 'above' else ''}"
+              for value, reading in zip(tests["reciprocal rank"], tests["reading"], strict=True)],
+        offset=[_target_label(target) for target in tests["target"]],
+    )  # fmt: skip
+    order = [_target_label(target) for target in sorted(set(tests["target"]), key=lambda t: (t == END, t))]
+    table = frame.pivot_table(index=["year", "model"], columns="offset", values="cell", aggfunc="first", sort=False)
+    return table[order].reset_index()
+
+
+def plot_sweep(tests: pd.DataFrame, first_pieces: int, max_pieces: int) -> plt.Figure:
+    """Per year (a panel): each model's mean reciprocal rank against the relevant passage's mean offset (pieces),
+    FirstP's reach and every model's cap marked; the end is drawn past the cap."""
+    years = list(dict.fromkeys(tests["year"]))
+    figure, axes = plt.subplots(1, len(years), figsize=(5.2 * len(years), 3.8), sharey=True, squeeze=False)
+    for ax, year in zip(axes[0], years, strict=True):
+        frame = tests[tests["year"] == year]
+        for model, rows in frame.groupby("model", sort=False):
+            ax.plot(rows["mean offset"], rows["reciprocal rank"], marker="o", label=model)
+        ax.axvline(first_pieces, color="grey", linestyle="--", linewidth=1)
+        ax.axvline(max_pieces, color="grey", linestyle=":", linewidth=1)
+        ax.text(first_pieces, 1.02, " FirstP reads up to here", fontsize=8, color="grey")
+        ax.text(max_pieces, 1.02, " every model's cap", fontsize=8, color="grey")
+        ax.set_title(f"{year} (assembled)", pad=16)
+        ax.set_xlabel("relevant passage starts at (word pieces)")
         ax.set_ylabel("reciprocal rank among non-relevant documents")
+        ax.set_ylim(0, 1.1)
+    axes[0][-1].legend(fontsize=8, loc="lower left")
     figure.tight_layout()
     return figure
 
 
-def position_reading(trends: pd.DataFrame) -> str:
-    """The tested trends in words: per year, the models whose reciprocal rank falls significantly as relevance moves
-    later, and those with no significant trend."""
+def sweep_reading(tests: pd.DataFrame) -> str:
+    """The sweep in words: per year and model, the offsets (before the end) at which it ranks the document
+    significantly below its offset-0 rank, and whether it falls at the end — the positive control."""
     sentences = []
-    for year, rows in trends.groupby("year", sort=False):
-        falls = rows.loc[rows["trend"] == "falls", "model"].tolist()
-        flat = rows.loc[rows["trend"] == "no significant trend", "model"].tolist()
-        rises = rows.loc[rows["trend"] == "rises", "model"].tolist()
-        if falls:
-            verb = "ranks" if len(falls) == 1 else "rank"
-            parts = [f"On {year} (assembled), the later the relevant passage, the lower {', '.join(falls)} {verb} "
-                     "its document"]  # fmt: skip
-        else:
-            parts = [f"On {year} (assembled), no model ranks a document significantly lower when its relevance sits "
-                     "later"]  # fmt: skip
-        if flat and falls:
-            parts.append(f"{', '.join(flat)} show{'s' if len(flat) == 1 else ''} no significant trend")
-        if rises:
-            parts.append(f"{', '.join(rises)} rank{'s' if len(rises) == 1 else ''} later relevance higher")
-        sentences.append("; ".join(parts) + ".")
-    return " ".join(sentences)
+    for year, frame in tests.groupby("year", sort=False):
+        parts = []
+        for model, rows in frame.groupby("model", sort=False):
+            inside = rows[(rows["target"] != END) & (rows["target"] != 0)]
+            below = [f"{target:,}" for target in inside.loc[inside["reading"] == "below", "target"]]
+            end = rows[rows["target"] == END]
+            end_reading = "falls at the end" if (end["reading"] == "below").all() else "does not fall at the end"
+            where = f"falls from offset 0 at {', '.join(below)} pieces" if below else "holds at every offset"
+            parts.append(f"{model} {where} and {end_reading}")
+        sentences.append(f"On {year} (assembled): " + "; ".join(parts) + ".")
+    return (" ".join(sentences) + " (Each offset against offset 0 within the same queries, paired t-tests, "
+            "Bonferroni over every test of the year.)")  # fmt: skip
 
 
 def plot_regions(regions: pd.DataFrame) -> plt.Figure:
@@ -216,18 +277,24 @@ def cascade_reading(claim: pd.DataFrame, speed_ratio: float, k: int | None) -> s
 
 def committed_speeds(folder: Path) -> pd.DataFrame:
     """Every committed ``benchmarks/results/long/*.json`` as one table: device, date, batch size (documents per
-    batch), model, documents per ms."""
+    batch), model, MaxP's window and stride (``settings``; a file without them was timed with
+    :class:`lib.models.long_bert.MaxP`'s defaults, :data:`~lib.models.long_bert.MAXP_SIZE` every
+    :data:`~lib.models.long_bert.MAXP_STRIDE`), documents per ms."""
     rows = []
     for path in sorted(folder.glob("*.json")):
         result = json.loads(path.read_text())
         date = result["environment"]["date"][:10]
+        settings = result.get("settings", {"window": MAXP_SIZE, "stride": MAXP_STRIDE})
+        windows = f"{settings['window']} every {settings['stride']}"
         rows += [{"device": result["device"], "date": date, "batch": row["batch_size"], "model": row["model"],
-                  "documents / ms": row["documents_per_ms"]} for row in result["rows"]]  # fmt: skip
-    return pd.DataFrame(rows, columns=["device", "date", "batch", "model", "documents / ms"])
+                  "MaxP windows": windows, "documents / ms": row["documents_per_ms"]}
+                 for row in result["rows"]]  # fmt: skip
+    return pd.DataFrame(rows, columns=["device", "date", "batch", "model", "MaxP windows", "documents / ms"])
 
 
 __all__ = [
     "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "coverage_reading",
-    "effectiveness_reading", "effectiveness_table", "pairs_reading", "plot_collections", "plot_positions",
-    "plot_region_positions", "plot_regions", "position_reading",
+    "effectiveness_reading", "effectiveness_table", "mixture_table", "pairs_reading", "plot_collections",
+    "plot_region_positions", "plot_regions", "plot_sweep", "sweep_reading", "sweep_table", "transfer_reading",
+    "transfer_table",
 ]  # fmt: skip

@@ -314,35 +314,39 @@ class LongSettings(_Replaceable):
     """Chapter 9's knobs (long documents; lecture 8, slides 13 and 34–40).
 
     TIME (:mod:`lib.data.time_collection`, evaluation only): every model re-ranks BM25's top ``time_depth``
-    documents of each query. A document is read up to its first ``max_pieces`` word pieces (or words, for the word
-    models). BERT-cat on documents: FirstP reads the first ``first_pieces`` word pieces, MaxP windows of ``window``
-    pieces every ``stride`` (:mod:`lib.models.long_bert`). Assembled documents
-    (:mod:`lib.data.assembled_documents`): ``relevant_per_query`` relevant and ``others_per_query`` non-relevant
-    documents per query, the relevant passage's position read in ``position_bins`` equal bins. ``timed_documents``:
-    how many of DL19's assembled documents each model's speed is measured on. Training (TKL; IDCM's student): the
-    documents assembled around the teacher's best passage of the first ``train_queries`` teacher-labelled queries
-    (chapter 2's), ``train_steps`` steps of ``train_batch`` (TKL: pairs; the student: documents), validated every
-    ``validate_every`` steps on DL21's assembled documents, stopped after ``patience`` validations without
-    improvement. ``idcm_ks``: the windows per document BERT-cat scores in IDCM's cascade, swept (slide 40). The cost
-    per query in both regimes (:mod:`lib.evaluation.regimes`, chapter 3's clock): the first ``regime_queries`` TIME
-    queries re-ranking ``regime_counts`` of their BM25 documents, ``regime_repetitions`` timed runs each. The
-    defaults are the ``book`` profile's, set by a budget (chapter 9 ≤ 30 minutes on 2 cores): a first book run with
-    BM25's top 50 on TIME and documents read to 2,048 pieces spent 23 minutes on FirstP alone and did not finish
-    MaxP within 30 more (2 cores, shared with a test run); with the top 20 and 1,024 pieces, the timings of the
-    chapter's parts added up to an estimated 47 minutes (TKL's 150 steps 7 of them, IDCM's student 6, its cascade
-    8), so MaxP's windows no longer overlap (``stride`` = ``window``: Dai and Callan's stride is half a window) and
-    both trainings stop at 100 steps (the best validation of IDCM's student came at step 50 in that run, TKL's at
-    150 by 0.007).
+    documents of each query, each read up to its first ``time_max_pieces`` word pieces (or words, for the word
+    models; the authors of TKL and IDCM read 2,000). An assembled document is read up to its first ``max_pieces``.
+    BERT-cat on documents: FirstP reads the first ``first_pieces`` word pieces, MaxP windows of ``window`` pieces
+    every ``stride`` (:mod:`lib.models.long_bert`). Assembled documents (:mod:`lib.data.assembled_documents`):
+    ``relevant_per_query`` relevant and ``others_per_query`` non-relevant documents per query, each holding
+    ``own_per_document`` of the query's own non-relevant passages (the same for both kinds). The position sweep
+    moves one relevant passage through one document of ``2 · max_pieces`` pieces, to each of ``sweep_offsets`` (word
+    pieces) and to the end, beyond what any model reads. ``timed_documents``: how many of DL19's assembled documents
+    each model's speed is measured on. Training (TKL; IDCM's student): the documents assembled around the teacher's
+    best passage of the first ``train_queries`` teacher-labelled queries (chapter 2's), ``train_steps`` steps of
+    ``train_batch`` (TKL: pairs; the student: documents), validated every ``validate_every`` steps on DL21's assembled
+    documents, stopped after ``patience`` validations without improvement. ``idcm_ks``: the windows per document
+    BERT-cat scores in IDCM's cascade, swept (slide 40). The cost per query in both regimes
+    (:mod:`lib.evaluation.regimes`, chapter 3's clock): the first ``regime_queries`` TIME queries re-ranking
+    ``regime_counts`` of their BM25 documents, ``regime_repetitions`` timed runs each. The defaults are the ``book``
+    profile's, set by a budget (chapter 9 ≤ 35 minutes on 2 cores): a first book run with BM25's top 50 on TIME and
+    documents read to 2,048 pieces spent 23 minutes on FirstP alone and did not finish MaxP within 30 more (2 cores,
+    shared with a test run); with the top 20 and 1,024 pieces, the timings of the chapter's parts added up to an
+    estimated 47 minutes (TKL's 150 steps 7 of them, IDCM's student 6, its cascade 8), so MaxP's windows no longer
+    overlap (``stride`` = ``window``: Dai and Callan's stride is half a window) and both trainings stop at 100 steps
+    (the best validation of IDCM's student came at step 50 in that run, TKL's at 150 by 0.007).
     """
 
     time_depth: int = 20
+    time_max_pieces: int = 2048
     max_pieces: int = 1024
     first_pieces: int = 512
     window: int = 150
     stride: int = 150
     relevant_per_query: int = 2
     others_per_query: int = 8
-    position_bins: int = 5
+    own_per_document: int = 2
+    sweep_offsets: tuple[int, ...] = (0, 128, 256, 384, 512, 768)
     timed_documents: int = 64
     train_queries: int = 400
     train_steps: int = 100
@@ -360,8 +364,13 @@ class LongSettings(_Replaceable):
         if len(self.regime_counts) < 2 or min(self.regime_counts) < 1:
             raise ValueError(f"long-document setting 'regime_counts' needs two or more positive document counts, got "
                              f"{self.regime_counts}")  # fmt: skip
-        names = ("time_depth", "max_pieces", "first_pieces", "window", "stride", "relevant_per_query",
-                 "others_per_query", "position_bins", "timed_documents", "train_queries", "train_steps",
+        if not self.sweep_offsets or min(self.sweep_offsets) < 0 or max(self.sweep_offsets) >= self.max_pieces:
+            raise ValueError(f"long-document setting 'sweep_offsets' must lie in [0, max_pieces = {self.max_pieces}), "
+                             f"got {self.sweep_offsets}")  # fmt: skip
+        if self.own_per_document < 0:
+            raise ValueError(f"long-document setting 'own_per_document' must be >= 0, got {self.own_per_document}")
+        names = ("time_depth", "time_max_pieces", "max_pieces", "first_pieces", "window", "stride",
+                 "relevant_per_query", "others_per_query", "timed_documents", "train_queries", "train_steps",
                  "train_batch", "validate_every", "patience", "regime_queries", "regime_repetitions")  # fmt: skip
         for name in names:
             if getattr(self, name) < 1:
@@ -475,7 +484,8 @@ PROFILES: dict[str, Profile] = {
             sparsity_weights=(0.5, 2.0), duo_top_k=3, duo_batch_size=2, duo_max_steps=2, duo_validate_every=1,
         ),
         long=LongSettings(
-            time_depth=10, relevant_per_query=1, others_per_query=3, position_bins=3, timed_documents=8,
+            time_depth=10, time_max_pieces=1024, relevant_per_query=1, others_per_query=3, sweep_offsets=(0, 512),
+            timed_documents=8,
             train_queries=8, train_steps=4, train_batch=2, validate_every=2, idcm_ks=(1, 2), regime_queries=2,
             regime_counts=(2, 4),
         ),

@@ -1,13 +1,14 @@
 """Where relevance sits in a document, and what that does to a ranking (chapter 9; lecture 8, slides 13 and 37).
 
-On assembled documents (:mod:`lib.data.assembled_documents`) the position of each relevant document's relevant
-passage is known. :func:`relevant_ranks` reads a run per relevant document: the document's rank among the
-query's **non-relevant** documents only (1: above all of them), its reciprocal and the relative position of its
-relevant passage (0: first, 1: last), so that every relevant document is measured alone, whatever its query's
-other relevant documents do. :func:`by_position` averages the reciprocal ranks per position bin, and
-:func:`position_trend` tests the lecture's expectation — a model that reads only the start of a document (FirstP)
-ranks a document lower the later its relevance sits, a model that reads all of it (MaxP, TKL, IDCM) does not —
-with Spearman's rank correlation between position and reciprocal rank (two-tailed), per model.
+The controlled position sweep (:func:`lib.data.assembled_documents.position_sweep`) rebuilds one document per
+query with its relevant passage at several offsets in word pieces. :func:`sweep_ranks` reads a model's scores of
+those documents: each variant ranked among the query's **non-relevant** assembled documents alone (1: above all of
+them), so each offset is measured on the same competitors. :func:`sweep_tests` tests the lecture's expectation —
+a model that reads only the start of a document (FirstP) ranks it lower once its relevance sits beyond what it
+reads, a model that reads all of it (MaxP, TKL, IDCM) does not — within each query: the reciprocal rank at each
+offset against the same query's at offset 0, a paired two-tailed t-test, Bonferroni over every test of the year
+(models × offsets). The document's end lies beyond what every model reads: there every model must fall (the
+design's positive control).
 
 :func:`coverage_table` asks the same of a model that *points* at a region (TKL, slide 37): does its best region
 overlap the relevant passage more often than a region of the same width placed uniformly at random would? Each
@@ -24,51 +25,57 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lib.core.types import Run, ranking_from_run
-from lib.data.assembled_documents import Layout
+from lib.core.types import Run
+from lib.data.assembled_documents import Layout, SweepVariant
 
 
-def relevant_ranks(run: Run, layouts: Mapping[str, Layout]) -> pd.DataFrame:
-    """One row per relevant document of ``run`` (its ``layouts`` say which): ``qid``, ``docid``, ``position``
-    (relative, 0–1), ``rank`` among the query's non-relevant documents and ``reciprocal`` (1 / rank)."""
+def sweep_ranks(
+    variant_scores: Run, scores: Run, layouts: Mapping[str, Layout], variants: Mapping[str, SweepVariant]
+) -> pd.DataFrame:
+    """One row per sweep document of ``variant_scores``: ``qid``, ``docid``, the ``target`` and actual ``offset``
+    (word pieces) of its relevant passage, its ``rank`` among the query's non-relevant documents in ``scores`` (by
+    ``layouts``; a tie counts against it) and ``reciprocal`` (1 / rank)."""
     rows = []
-    for qid, scores in run.items():
-        ranking = ranking_from_run(scores)
-        relevant = [doc for doc in ranking if layouts[doc].relevant_at is not None]
-        for doc in relevant:
-            above = sum(1 for other in ranking[: ranking.index(doc)] if layouts[other].relevant_at is None)
-            rows.append({"qid": qid, "docid": doc, "position": layouts[doc].relative_position, "rank": above + 1,
-                         "reciprocal": 1.0 / (above + 1)})  # fmt: skip
-    return pd.DataFrame(rows, columns=["qid", "docid", "position", "rank", "reciprocal"])
+    for qid, by_variant in variant_scores.items():
+        others = [score for doc, score in scores.get(qid, {}).items() if doc in layouts and
+                  layouts[doc].relevant_at is None]  # fmt: skip
+        for docid, score in by_variant.items():
+            rank = 1 + sum(other >= score for other in others)
+            variant = variants[docid]
+            rows.append({"qid": qid, "docid": docid, "target": variant.target, "offset": variant.offset, "rank": rank,
+                         "reciprocal": 1.0 / rank})  # fmt: skip
+    return pd.DataFrame(rows, columns=["qid", "docid", "target", "offset", "rank", "reciprocal"])
 
 
-def by_position(ranks: Mapping[str, pd.DataFrame], bins: int) -> pd.DataFrame:
-    """Mean reciprocal rank per model (columns, in ``ranks``' order) and per bin of the relative position (rows:
-    ``bins`` equal bins of [0, 1], labelled by their range), with the number of documents per bin."""
-    edges = [i / bins for i in range(bins + 1)]
-    labels = [f"{low:.0%}–{high:.0%}" for low, high in zip(edges, edges[1:], strict=False)]
-    table = {}
-    for name, frame in ranks.items():
-        binned = pd.cut(frame["position"], edges, labels=labels, include_lowest=True)
-        table[name] = frame.groupby(binned, observed=False)["reciprocal"].mean()
-        table["documents"] = frame.groupby(binned, observed=False)["reciprocal"].size()
-    result = pd.DataFrame(table)
-    return result[[*ranks, "documents"]].rename_axis("relevant passage at")
-
-
-def position_trend(ranks: Mapping[str, pd.DataFrame], alpha: float = 0.05) -> pd.DataFrame:
-    """Per model: Spearman's ρ between the relevant passage's position and the reciprocal rank, its two-tailed p,
-    whether it is significant at ``alpha`` (Bonferroni over the models) and the reading: ``falls`` (ρ < 0,
-    significant), ``rises`` or ``no significant trend``."""
+def sweep_tests(ranks: Mapping[str, pd.DataFrame], alpha: float = 0.05) -> pd.DataFrame:
+    """Per model (``ranks``: :func:`sweep_ranks`' frames by model) and target offset: the queries, the mean
+    reciprocal rank there and at offset 0, their mean difference, the paired two-tailed t-test's p against offset 0
+    (queries with both), Bonferroni over every test of the frame, whether significant at ``alpha`` and the reading
+    (``below``, ``above`` or ``holds``). Offset 0 itself is a row of its own, the ``reference`` (no test)."""
     rows = []
-    for name, frame in ranks.items():
-        rho, p = stats.spearmanr(frame["position"], frame["reciprocal"])
-        corrected = min(1.0, float(p) * len(ranks))
-        significant = corrected < alpha
-        trend = ("falls" if rho < 0 else "rises") if significant else "no significant trend"
-        rows.append({"model": name, "documents": len(frame), "rho": float(rho), "p": float(p),
-                     "p_bonferroni": corrected, "significant": significant, "trend": trend})  # fmt: skip
-    return pd.DataFrame(rows)
+    for model, frame in ranks.items():
+        by_target = frame.pivot_table(index="qid", columns="target", values="reciprocal")
+        if 0 not in by_target.columns:
+            raise ValueError(f"model {model!r}: the sweep has no target offset 0 to compare against")
+        for target in by_target.columns:
+            both = by_target[target].notna() & by_target[0].notna()
+            here, base = by_target.loc[both, target], by_target.loc[both, 0]
+            if target == 0:
+                p = float("nan")
+            else:  # no difference at all (BM25, which reads every word wherever it sits): nothing to reject
+                p = float(stats.ttest_rel(here, base).pvalue) if (here != base).any() else 1.0
+            rows.append({"model": model, "target": int(target), "queries": int(both.sum()),
+                         "mean offset": float(frame.loc[frame["target"] == target, "offset"].mean()),
+                         "reciprocal rank": float(here.mean()), "at 0": float(base.mean()),
+                         "delta": float((here - base).mean()), "p": p})  # fmt: skip
+    table = pd.DataFrame(rows)
+    tests = int(table["p"].notna().sum())
+    table["p_bonferroni"] = (table["p"].fillna(1.0) * tests).clip(upper=1.0).where(table["p"].notna())
+    table["significant"] = table["p_bonferroni"] < alpha
+    table["reading"] = ["reference" if target == 0 else ("below" if delta < 0 else "above") if significant else "holds"
+                        for target, delta, significant in zip(table["target"], table["delta"], table["significant"],
+                                                              strict=True)]  # fmt: skip
+    return table
 
 
 def chance_p_value(hits: Sequence[bool], chance: Sequence[float]) -> float:
@@ -100,4 +107,4 @@ def coverage_table(regions: pd.DataFrame, group: str, alpha: float = 0.05) -> pd
     return pd.DataFrame(rows)
 
 
-__all__ = ["by_position", "chance_p_value", "coverage_table", "position_trend", "relevant_ranks"]
+__all__ = ["chance_p_value", "coverage_table", "sweep_ranks", "sweep_tests"]

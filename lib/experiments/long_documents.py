@@ -5,10 +5,18 @@
   Lucene index of its 423 documents (:mod:`lib.first_stage.lucene`, the book's BM25), with the documents' texts.
 - :func:`assembled_set`: one judged year's documents assembled from its real passages
   (:mod:`lib.data.assembled_documents`): relevant documents around each query's passages judged relevant (grade ≥
-  the year's relevance level), filler from its passages judged 0, then from the other queries' BM25 candidates;
-  lengths drawn from TIME's documents. The candidates are the query's documents in a seeded random order, and
-  BM25's order of the same documents (from an index of all the year's assembled documents; a document that shares
-  no term with the query last) is returned beside them as the first stage to compare against.
+  the year's relevance level) and non-relevant ones, all filled from one mixture — the same number of its passages
+  judged 0 in each, the rest from the other queries' BM25 candidates (never one of the query's own candidates or
+  judged passages: :func:`own_passages`); lengths drawn from TIME's documents. The candidates are the query's
+  documents in a seeded random order, and BM25's order of the same documents (from an index of all the year's
+  assembled documents; a document that shares no term with the query last) is returned beside them as the first
+  stage to compare against.
+- :func:`sweep_set`: the controlled position sweep on a year's assembled documents
+  (:func:`lib.data.assembled_documents.position_sweep`), offsets in the word pieces of BERT's tokenizer, with
+  BM25's scores of the sweep's documents and the year's non-relevant ones from one index;
+  :func:`sweep_ranks_by_model`, every model's ranks on it (each sweep document against the same non-relevant
+  documents); :func:`relevant_offsets`, where the relevant passages of a year's assembled documents start, in word
+  pieces.
 - :func:`document_scores`: a model's score of every candidate document, each read up to ``max_pieces`` tokens,
   computed once per build (the score cache, :mod:`lib.experiments.score_cache`, keyed by the weights, the
   documents and ``method`` — FirstP and MaxP share BERT-cat's weights, so the method tells them apart) — and
@@ -33,9 +41,10 @@ from lib.core.atomic import write_text
 from lib.core.device import amp_enabled
 from lib.core.profiles import LongSettings, Profile, limit_queries
 from lib.core.types import JudgedSet, Run, query_order, ranking_from_run
-from lib.data.assembled_documents import AssembledSet, assemble
+from lib.data.assembled_documents import AssembledSet, SweepVariant, assemble, position_sweep
 from lib.data.time_collection import load_time
 from lib.evaluation.measures import relevance_level
+from lib.evaluation.position_effect import sweep_ranks
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import score_cache
 from lib.experiments.model_runs import score_cache_folder
@@ -64,25 +73,33 @@ def time_set(profile: Profile, folder: Path, depth: int) -> tuple[JudgedSet, dic
     return JudgedSet("time", queries, qrels, run), collection.documents
 
 
+def own_passages(judged: JudgedSet) -> dict[str, set[str]]:
+    """Each query's own passages: its first-stage candidates and its judged passages (on its topic)."""
+    return {qid: set(judged.run.get(qid, {})) | set(judged.qrels.get(qid, {})) for qid in judged.queries}
+
+
+def _pool(judged: JudgedSet, texts: dict[str, str]) -> list[str]:
+    return sorted({pid for run in judged.run.values() for pid in run if pid in texts})
+
+
 def assembled_set(
     judged: JudgedSet,
     texts: dict[str, str],
     lengths: list[int],
-    counts: tuple[int, int],
+    counts: tuple[int, int, int],
     seed: int,
     folder: Path,
 ) -> tuple[AssembledSet, JudgedSet, Run]:
     """``judged``'s documents assembled from its passages (module docstring; ``counts``: relevant and non-relevant
-    documents per query), as a judged set whose run is the documents in a seeded random order, and BM25's ranking of
-    the same documents (its index in ``folder``)."""
+    documents per query and the query's own passages in each), as a judged set whose run is the documents in a
+    seeded random order, and BM25's ranking of the same documents (its index in ``folder``)."""
     level = relevance_level(judged.qrels)
     relevant, negatives = {}, {}
     for qid in sorted(judged.queries, key=query_order):
         grades = {pid: grade for pid, grade in judged.qrels.get(qid, {}).items() if pid in texts}
         relevant[qid] = {pid: grade for pid, grade in grades.items() if grade >= level}
         negatives[qid] = sorted(pid for pid, grade in grades.items() if grade == 0)
-    pool = sorted({pid for run in judged.run.values() for pid in run if pid in texts})
-    assembled = assemble(relevant, negatives, pool, texts, lengths, seed, *counts)
+    assembled = assemble(relevant, negatives, _pool(judged, texts), texts, lengths, seed, counts, own_passages(judged))
     queries = {qid: judged.queries[qid] for qid in assembled.qrels}
     as_judged = JudgedSet(f"{judged.name}-assembled", queries, assembled.qrels, assembled.run)
     ranked = _bm25(assembled.documents, queries, folder, len(assembled.documents))
@@ -92,6 +109,77 @@ def assembled_set(
         order += [doc for doc in ranking_from_run(candidates) if doc not in order]
         bm25[qid] = {doc: float(len(order) - rank) for rank, doc in enumerate(order)}
     return assembled, as_judged, bm25
+
+
+def sweep_set(
+    judged: JudgedSet,
+    assembled: AssembledSet,
+    texts: dict[str, str],
+    tokenizer: Any,
+    long: LongSettings,
+    seed: int,
+    folder: Path,
+) -> tuple[dict[str, str], dict[str, SweepVariant], JudgedSet, Run]:
+    """The position sweep of ``judged``'s assembled documents (module docstring): the sweep's texts and variants, a
+    judged set whose run holds each query's variants, and BM25's scores of the variants and of the query's
+    non-relevant assembled documents (one Lucene index of both in ``folder``; a document sharing no term with the
+    query scores below every matched one; Anserini's 4 decimals, without its tie-breaking by document id, so that the
+    sweep's documents — one bag of words — score alike). Offsets count ``tokenizer``'s word pieces (BERT's)."""
+    sizes: dict[str, int] = {}
+
+    def pieces(pid: str) -> int:
+        if pid not in sizes:
+            sizes[pid] = len(tokenizer.pieces([texts[pid]])[0])
+        return sizes[pid]
+
+    settings = (long.sweep_offsets, 2 * long.max_pieces)
+    documents, variants = position_sweep(assembled, _pool(judged, texts), texts, pieces, settings, seed,
+                                         own_passages(judged))  # fmt: skip
+    run: Run = {}
+    for docid, variant in variants.items():  # each query's variants in the sweep's order
+        scores = run.setdefault(variant.layout.qid, {})
+        scores[docid] = float(-len(scores))
+    qrels = {qid: {docid: variants[docid].layout.grade for docid in docs} for qid, docs in run.items()}
+    queries = {qid: judged.queries[qid] for qid in run}
+    others = {doc: text for doc, text in assembled.documents.items() if assembled.layouts[doc].relevant_at is None}
+    ranked = _bm25({**others, **documents}, queries, folder, len(others) + len(documents))
+    bm25 = {}
+    for qid in run:
+        mine = [*run[qid], *(doc for doc in assembled.run[qid] if doc in others)]
+        floor = min(ranked[qid].values(), default=0.0) - 1.0
+        bm25[qid] = {doc: round(ranked[qid].get(doc, floor), 4) for doc in mine}  # Anserini's ties made ties again
+    return documents, variants, JudgedSet(f"{judged.name}-sweep", queries, qrels, run), bm25
+
+
+def sweep_ranks_by_model(
+    scorers: Mapping[str, tuple[torch.nn.Module, Any, str]],
+    sweep: tuple[dict[str, str], dict[str, SweepVariant], JudgedSet, Run],
+    assembled: AssembledSet,
+    runs: Mapping[str, Run],
+    profile: Profile,
+    max_pieces: int,
+) -> dict[str, pd.DataFrame]:
+    """Each model's ranks on a year's position sweep (:func:`lib.evaluation.position_effect.sweep_ranks`), BM25's
+    first: ``scorers`` maps a model's name to its model, tokenizer and score-cache ``method`` (each sweep document
+    read to ``max_pieces``, scored once per build as :func:`document_scores`), ``sweep`` is :func:`sweep_set`'s and
+    ``runs[name]`` the model's scores of ``assembled``'s documents, the competitors."""
+    documents, variants, judged, bm25 = sweep
+    ranks = {"bm25": sweep_ranks(bm25, bm25, assembled.layouts, variants)}
+    for name, (model, tokenizer, method) in scorers.items():
+        scores = document_scores(model, tokenizer, judged, documents, profile, method, max_pieces)
+        ranks[name] = sweep_ranks(scores, runs[name], assembled.layouts, variants)
+    return ranks
+
+
+def relevant_offsets(assembled: AssembledSet, texts: dict[str, str], tokenizer: Any) -> list[int]:
+    """Where each relevant assembled document's relevant passage starts, in ``tokenizer``'s word pieces (the pieces
+    of the passages before it; a document's pieces are its passages' in order)."""
+    offsets = []
+    for layout in assembled.layouts.values():
+        if layout.relevant_at is not None:
+            before = [texts[pid] for pid in layout.passages[: layout.relevant_at]]
+            offsets.append(sum(map(len, tokenizer.pieces(before))) if before else 0)
+    return offsets
 
 
 def time_lengths() -> list[int]:
@@ -211,6 +299,10 @@ def documents_per_ms(
 
 __all__ = [
     "assembled_set",
+    "own_passages",
+    "relevant_offsets",
+    "sweep_ranks_by_model",
+    "sweep_set",
     "cascade_scores",
     "document_costs",
     "document_scores",

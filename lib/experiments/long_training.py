@@ -2,8 +2,10 @@
 documents, and what the chapter reads off them.
 
 - :func:`training_set`: documents assembled around the teacher's best passage of each of the first
-  ``train_queries`` teacher-labelled training queries of chapter 2's protocol (their other candidates from the
-  teacher's rank ``negative_from`` down as the on-topic filler) — training queries only, never a test year.
+  ``train_queries`` teacher-labelled training queries of chapter 2's protocol — training queries only, never a
+  test year —, relevant and non-relevant documents from one filler mixture: the same number of the query's own
+  candidates from the teacher's rank ``negative_from`` down in each (on its topic), the rest other queries'
+  candidates (never one of the query's own).
 - :func:`train_tkl`: TKL on GloVe (the book's TK-2 representation; the chosen TK's contextualiser would cost a
   MiniLM pass per chunk of every training document on 2 CPU cores) trained with the TK paper's pairwise hinge on
   (query, relevant document, non-relevant document) pairs, validated on DL21's assembled documents.
@@ -58,7 +60,9 @@ def training_set(protocol: Protocol, settings: TrainingSettings, long: LongSetti
         relevant[qid] = {ranking[0]: 1} if ranking else {}
         negatives[qid] = ranking[negative_from - 1 :]
     pool = sorted({pid for qid in kept for pid in teacher[qid] if pid in protocol.texts})
-    assembled = assemble(relevant, negatives, pool, protocol.texts, lengths, seed, 1, long.others_per_query)
+    own = {qid: set(teacher[qid]) for qid in kept}
+    counts = (1, long.others_per_query, long.own_per_document)
+    assembled = assemble(relevant, negatives, pool, protocol.texts, lengths, seed, counts, own)
     return assembled, {qid: protocol.queries[qid] for qid in assembled.qrels}
 
 

@@ -11,7 +11,9 @@ Contextual Neural Language Modeling", SIGIR 2019, §3):
   take the best window's score.
 
 Both wrap a :class:`lib.models.bert_cat.BertCat` — chapter 2's passage-trained one, or one built
-from a BERT as BertCat builds it — so a model trained on passages scores documents unchanged.
+from a BERT as BertCat builds it — so a model trained on passages scores documents unchanged; or a
+:class:`lib.models.bi_encoder.BiEncoder` (chapter 9's teacher on documents), whose document side is encoded
+apart from the query, ``[CLS] d [SEP]``, so FirstP's room does not depend on the query.
 :func:`document_windows` cuts the documents of a batch into windows in one vectorised step
 (``unfold``); MaxP and IDCM (:mod:`lib.models.idcm`) share it.
 
@@ -48,8 +50,9 @@ from torch import nn
 from transformers import BertForMaskedLM, BertModel
 
 from lib.models.bert_cat import BertCat
+from lib.models.bi_encoder import BiEncoder
 
-__all__ = ["MAXP_SIZE", "MAXP_STRIDE", "FirstP", "MaxP", "Windows", "as_bert_cat", "document_windows"]
+__all__ = ["MAXP_SIZE", "MAXP_STRIDE", "FirstP", "MaxP", "Windows", "as_bert_cat", "as_scorer", "document_windows"]
 
 #: MaxP's window length in word pieces (Dai & Callan 2019, §3: 150 words).
 MAXP_SIZE = 150
@@ -140,24 +143,45 @@ def as_bert_cat(bert: BertCat | BertModel | BertForMaskedLM | str | os.PathLike,
     return BertCat(bert, num_layers=num_layers)
 
 
+def as_scorer(
+    model: BertCat | BiEncoder | BertModel | BertForMaskedLM | str | os.PathLike, num_layers: int | None
+) -> BertCat | BiEncoder:
+    """``model`` if it is a :class:`BiEncoder` (``num_layers`` then ``None``), else :func:`as_bert_cat`'s BertCat."""
+    if isinstance(model, BiEncoder):
+        if num_layers is not None:
+            raise ValueError("parameter 'num_layers' applies to a BERT, not to a bi-encoder: cut it when building it")
+        return model
+    return as_bert_cat(model, num_layers)
+
+
+def _room(scorer: BertCat | BiEncoder, query_mask: torch.Tensor) -> tuple[int, torch.Tensor]:
+    """The scorer's positions and, per row, the positions its packing takes besides the document's pieces:
+    ``[CLS] q [SEP] … [SEP]`` for BERT-cat, ``[CLS] … [SEP]`` for a bi-encoder's document side."""
+    if isinstance(scorer, BiEncoder):
+        return scorer.bert.config.max_position_embeddings, torch.full_like(query_mask[:, 0], 2, dtype=torch.long)
+    return scorer.max_length, 3 + query_mask.bool().sum(dim=1)
+
+
 class FirstP(nn.Module):
-    """FirstP (slide 13; Dai & Callan 2019, §3): BERT-cat on the document's first ``max_length − 3 − |q|`` pieces.
+    """FirstP (slide 13; Dai & Callan 2019, §3): BERT-cat on the document's first ``max_length − 3 − |q|`` pieces
+    (a bi-encoder: its first ``max_length − 2``).
 
     Args:
-        bert: a :class:`BertCat` (e.g. trained on passages) or what :class:`BertCat` builds one from.
+        bert: a :class:`BertCat` (e.g. trained on passages), what :class:`BertCat` builds one from, or a
+            :class:`BiEncoder`.
         num_layers: for a BERT, keep its first ``num_layers`` layers (``None``: all).
         max_length: the packed length ``[CLS] q [SEP] d [SEP]`` is cut to, at most BERT's positions (``None``: those).
     """
 
     def __init__(
         self,
-        bert: BertCat | BertModel | BertForMaskedLM | str | os.PathLike,
+        bert: BertCat | BiEncoder | BertModel | BertForMaskedLM | str | os.PathLike,
         num_layers: int | None = None,
         max_length: int | None = None,
     ) -> None:
         super().__init__()
-        self.bert_cat = as_bert_cat(bert, num_layers)
-        longest = self.bert_cat.max_length
+        self.scorer = as_scorer(bert, num_layers)
+        longest = _room(self.scorer, torch.ones(1, 1))[0]
         if max_length is not None and max_length < 4:
             raise ValueError(
                 f"parameter 'max_length' must be at least 4 (three special tokens and a piece), got {max_length}"
@@ -166,7 +190,7 @@ class FirstP(nn.Module):
 
     def first_window(self, query_mask: torch.Tensor, doc_mask: torch.Tensor) -> torch.Tensor:
         """The document mask cut to the first pieces that fit beside the query, ``[B, L]`` bool."""
-        room = (self.max_length - 3 - query_mask.bool().sum(dim=1)).clamp(min=0)
+        room = (self.max_length - _room(self.scorer, query_mask)[1]).clamp(min=0)
         doc_mask = doc_mask.bool()
         return doc_mask & (doc_mask.long().cumsum(dim=1) <= room.unsqueeze(1))
 
@@ -174,37 +198,39 @@ class FirstP(nn.Module):
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
         """One score per query–document pair, ``[B]``: BERT-cat on the first window."""
-        return self.bert_cat(query_ids, query_mask, doc_ids, self.first_window(query_mask, doc_mask))
+        ids, mask = real_tokens_first(doc_ids, self.first_window(query_mask, doc_mask))
+        width = max(int(mask.sum(dim=1).max()), 1) if mask.numel() else 1  # the window, not the document's width
+        return self.scorer(query_ids, query_mask, ids[:, :width], mask[:, :width])
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """BERT-cat's groups (:meth:`BertCat.optimizer_groups`)."""
-        return self.bert_cat.optimizer_groups(bert_lr, head_lr)
+        return self.scorer.optimizer_groups(bert_lr, head_lr)
 
 
 class MaxP(nn.Module):
     """MaxP (slide 13; Dai & Callan 2019, §3): the best BERT-cat score of the document's windows.
 
     Args:
-        bert: a :class:`BertCat` (e.g. trained on passages) or what :class:`BertCat` builds one from.
+        bert: a :class:`BertCat` (e.g. trained on passages), what :class:`BertCat` builds one from, or a
+            :class:`BiEncoder` (the best cosine of a window).
         num_layers: for a BERT, keep its first ``num_layers`` layers (``None``: all).
         size, stride: the windows' length and the step between their starts, in word pieces.
     """
 
     def __init__(
         self,
-        bert: BertCat | BertModel | BertForMaskedLM | str | os.PathLike,
+        bert: BertCat | BiEncoder | BertModel | BertForMaskedLM | str | os.PathLike,
         num_layers: int | None = None,
         size: int = MAXP_SIZE,
         stride: int = MAXP_STRIDE,
     ) -> None:
         super().__init__()
-        self.bert_cat = as_bert_cat(bert, num_layers)
+        self.scorer = as_scorer(bert, num_layers)
         if size < 1 or stride < 1:
             raise ValueError(f"parameters 'size' and 'stride' must be >= 1, got {size} and {stride}")
-        if size + 4 > self.bert_cat.max_length:
-            raise ValueError(
-                f"a window of {size} pieces does not fit BERT's {self.bert_cat.max_length} positions with a query"
-            )
+        positions, packing = _room(self.scorer, torch.ones(1, 1))
+        if size + int(packing[0]) > positions:
+            raise ValueError(f"a window of {size} pieces does not fit BERT's {positions} positions with a query")
         self.size, self.stride = size, stride
 
     def windows(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> Windows:
@@ -217,7 +243,7 @@ class MaxP(nn.Module):
         """Every window's BERT-cat score ``[B, most]`` (−inf where a document has no such window) and its mask."""
         windows = self.windows(doc_ids, doc_mask)
         rows = windows.document
-        scores = self.bert_cat(query_ids[rows], query_mask[rows], windows.ids, windows.mask)
+        scores = self.scorer(query_ids[rows], query_mask[rows], windows.ids, windows.mask)
         return windows.per_document(scores, -math.inf), windows.valid()
 
     def forward(
@@ -229,4 +255,4 @@ class MaxP(nn.Module):
 
     def optimizer_groups(self, bert_lr: float | None = None, head_lr: float | None = None) -> list[dict]:
         """BERT-cat's groups (:meth:`BertCat.optimizer_groups`)."""
-        return self.bert_cat.optimizer_groups(bert_lr, head_lr)
+        return self.scorer.optimizer_groups(bert_lr, head_lr)

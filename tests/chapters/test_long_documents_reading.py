@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -9,10 +10,11 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pandas as pd
+import pytest
 
 from lib.chapters import long_documents_reading as reading
 from lib.core.types import JudgedSet
-from lib.data.assembled_documents import AssembledSet, Layout
+from lib.data.assembled_documents import END, AssembledSet, Layout
 from lib.evaluation.comparison import compare
 from lib.evaluation.position_effect import coverage_table
 
@@ -30,7 +32,60 @@ def test_the_collection_table_describes_time_and_the_assembled_years() -> None:
     rows = table.set_index("collection")
     assert rows.loc["TIME", "relevant documents"] == 3 and rows.loc["TIME", "share > 512 words"] == 0.5
     assert rows.loc["DL19 (assembled)", "mean position of relevance"] == 1.0
-    assert reading.plot_collections({"3": "a b"}, {"dl19": ASSEMBLED}).axes
+    figure = reading.plot_collections({"3": "a b"}, {"dl19": ASSEMBLED}, {"dl19": [0, 300, 900]})
+    right = figure.axes[1]
+    assert right.get_xlabel() == "offset in word pieces"
+    assert sum(patch.get_height() for patch in right.patches) == 3  # every relevant passage's offset counted once
+
+
+def test_the_mixture_table_has_a_row_per_set_and_kind() -> None:
+    shares = {"DL19": {"relevant": {"documents": 2.0, "own passages": 2.0, "own share": 0.25},
+                       "non-relevant": {"documents": 8.0, "own passages": 2.0, "own share": 0.3}}}  # fmt: skip
+    table = reading.mixture_table(shares)
+    assert table[["assembled set", "documents", "count"]].values.tolist() == [["DL19", "relevant", 2],
+                                                                             ["DL19", "non-relevant", 8]]  # fmt: skip
+    assert table["own share of the filler"].tolist() == [0.25, 0.3]
+
+
+class WordsAsPieces:
+    """A tokenizer whose pieces are the words, a capitalised word split in two."""
+
+    def pieces(self, texts):
+        return [[0] * sum(2 if word[:1].isupper() else 1 for word in text.split()) for text in texts]
+
+
+def test_the_transfer_table_and_reading_count_pieces_per_word_and_articles_beyond_each_cap() -> None:
+    collections = {"TIME articles": ["Kennedy spoke " * 300, "a b c"], "passages": ["the cat sat", "a Dog"]}
+    table = reading.transfer_table(collections, WordsAsPieces(), [512, 1024])
+    rows = table.set_index("collection")
+    assert rows.loc["TIME articles", "pieces per capitalised word"] == 2.0
+    assert rows.loc["TIME articles", "pieces per word"] == pytest.approx((900 + 3) / 603)
+    assert rows.loc["TIME articles", "share > 512 pieces"] == 0.5
+    assert rows.loc["TIME articles", "share > 1,024 pieces"] == 0
+    assert rows.loc["passages", "mean pieces"] == 3.0
+    text = reading.transfer_reading(table, [512, 1024])
+    assert "split into 2.00 pieces each against 2.00" in text and "50% beyond 512, 0% beyond 1,024 pieces" in text
+
+
+SWEEP = pd.DataFrame(
+    [("DL19", "FirstP", 0, 0.0, 0.9, "reference"), ("DL19", "FirstP", 768, 770.0, 0.3, "below"),
+     ("DL19", "FirstP", END, 2100.0, 0.3, "below"), ("DL19", "MaxP", 0, 0.0, 0.8, "reference"),
+     ("DL19", "MaxP", 768, 770.0, 0.8, "holds"), ("DL19", "MaxP", END, 2100.0, 0.7, "holds")],
+    columns=["year", "model", "target", "mean offset", "reciprocal rank", "reading"],
+)  # fmt: skip
+
+
+def test_the_sweep_table_figure_and_reading() -> None:
+    table = reading.sweep_table(SWEEP)
+    assert list(table.columns) == ["year", "model", "0", "768", "end"]
+    cells = table.set_index("model")
+    assert cells.loc["FirstP", "768"] == "0.30*" and cells.loc["MaxP", "0"] == "0.80"
+    figure = reading.plot_sweep(SWEEP, first_pieces=512, max_pieces=1024)
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines() if not line.get_label().startswith("_")}
+    assert list(lines["FirstP"].get_ydata()) == [0.9, 0.3, 0.3] and list(lines["MaxP"].get_xdata()) == [0, 770, 2100]
+    text = reading.sweep_reading(SWEEP)
+    assert text.startswith("On DL19 (assembled): FirstP falls from offset 0 at 768 pieces and falls at the end; "
+                           "MaxP holds at every offset and does not fall at the end.")  # fmt: skip
 
 
 def test_the_effectiveness_table_and_reading_follow_the_tests() -> None:
@@ -59,19 +114,6 @@ def test_the_pairwise_reading_names_the_better_of_each_significant_pair() -> Non
     assert none == "On TIME, no two re-rankers differ significantly in nDCG@10 (Bonferroni over the pairs)."
 
 
-def test_the_position_figure_and_reading() -> None:
-    frame = pd.DataFrame({"position": [0.0, 0.5, 1.0], "reciprocal": [1.0, 0.5, 0.25]})
-    assert reading.plot_positions({"dl19": {"FirstP": frame}}, bins=2).axes
-    trends = pd.DataFrame([{"year": "DL19", "model": "FirstP", "trend": "falls"},
-                           {"year": "DL19", "model": "MaxP", "trend": "no significant trend"},
-                           {"year": "DL20", "model": "FirstP", "trend": "no significant trend"}])  # fmt: skip
-    text = reading.position_reading(trends)
-    assert (
-        "On DL19 (assembled), the later the relevant passage, the lower FirstP ranks its document; MaxP shows" in text
-    )
-    assert "On DL20 (assembled), no model ranks a document significantly lower" in text
-
-
 def test_the_coverage_reading_says_whether_tkl_beats_chance() -> None:
     regions = pd.DataFrame({"year": ["DL19"] * 10 + ["DL20"] * 10, "covers": [True] * 9 + [False] * 3 + [True] * 8,
                             "chance": [0.2] * 20})  # fmt: skip
@@ -97,3 +139,7 @@ def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> 
     table = reading.committed_speeds(real)
     assert table["device"].str.contains("H100").any() and (table["documents / ms"] > 0).all()
     assert {"firstp", "maxp", "tkl"} <= set(table["model"]) and {32, 128} <= set(table["batch"])
+    assert set(table["MaxP windows"]) == {"150 every 75"}  # the files of 2026-11-27 predate the record: defaults
+    result = json.loads(next(real.glob("*.json")).read_text()) | {"settings": {"window": 150, "stride": 150}}
+    (tmp_path / "new.json").write_text(json.dumps(result))
+    assert set(reading.committed_speeds(tmp_path)["MaxP windows"]) == {"150 every 150"}

@@ -1,4 +1,5 @@
-"""Where relevance sits (``lib.evaluation.position_effect``): ranks among non-relevant documents, bins, the trend."""
+"""Where relevance sits (``lib.evaluation.position_effect``): the sweep's ranks among non-relevant documents, its
+tests against offset 0 (a model that reads the start falls, one that reads everything holds), the coverage test."""
 
 from __future__ import annotations
 
@@ -9,45 +10,49 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from lib.data.assembled_documents import Layout
-from lib.evaluation.position_effect import (
-    by_position,
-    chance_p_value,
-    coverage_table,
-    position_trend,
-    relevant_ranks,
-)
+from lib.data.assembled_documents import END, Layout, SweepVariant
+from lib.evaluation.position_effect import chance_p_value, coverage_table, sweep_ranks, sweep_tests
 
 
 def layout(relevant_at: int | None, length: int = 5) -> Layout:
     return Layout("q", tuple(f"p{i}" for i in range(length)), relevant_at, 2 if relevant_at is not None else 0)
 
 
-LAYOUTS = {"early": layout(0), "late": layout(4), "n1": layout(None), "n2": layout(None), "n3": layout(None)}
+LAYOUTS = {"early": layout(0), "n1": layout(None), "n2": layout(None), "n3": layout(None)}
+VARIANTS = {"q-at-0": SweepVariant(layout(0), 0, 0), "q-at-256": SweepVariant(layout(2), 256, 240),
+            "q-at-end": SweepVariant(layout(5, 6), END, 900)}  # fmt: skip
 
 
-def test_each_relevant_document_is_ranked_among_the_non_relevant_ones_only() -> None:
-    run = {"q": {"early": 5.0, "late": 4.0, "n1": 3.0, "n2": 2.0, "n3": 1.0}}
-    ranks = relevant_ranks(run, LAYOUTS).set_index("docid")
-    assert ranks.loc["late", "rank"] == 1  # the other relevant document above it does not count
-    run = {"q": {"n1": 5.0, "early": 4.0, "n2": 3.0, "n3": 2.0, "late": 1.0}}
-    ranks = relevant_ranks(run, LAYOUTS).set_index("docid")
-    assert (ranks.loc["early", "rank"], ranks.loc["late", "rank"]) == (2, 4)
-    assert ranks.loc["early", "position"] == 0.0 and ranks.loc["late", "reciprocal"] == 0.25
+def test_each_sweep_document_is_ranked_among_the_non_relevant_ones_only() -> None:
+    scores = {"q": {"early": 9.0, "n1": 3.0, "n2": 2.0, "n3": 1.0}}  # a relevant competitor does not count
+    ranks = sweep_ranks({"q": {"q-at-0": 5.0, "q-at-256": 2.5, "q-at-end": 2.0}}, scores, LAYOUTS, VARIANTS)
+    ranks = ranks.set_index("docid")
+    assert ranks["rank"].tolist() == [1, 2, 3]  # a tie (2.0 against n2) counts against the document
+    assert ranks.loc["q-at-256", "offset"] == 240 and ranks.loc["q-at-end", "target"] == END
+    assert ranks.loc["q-at-end", "reciprocal"] == pytest.approx(1 / 3)
 
 
-def test_bins_and_trends_tell_a_model_that_reads_the_start_from_one_that_reads_everything() -> None:
-    positions = [i / 39 for i in range(40)]
-    start_reader = pd.DataFrame({"position": positions, "reciprocal": [1 / (1 + int(4 * p)) for p in positions]})
-    whole_reader = pd.DataFrame({"position": positions, "reciprocal": [1.0 if i % 2 else 0.5 for i in range(40)]})
-    ranks = {"FirstP": start_reader, "MaxP": whole_reader}
-    table = by_position(ranks, bins=4)
-    assert list(table.columns) == ["FirstP", "MaxP", "documents"] and table["documents"].sum() == 40
-    assert table["FirstP"].is_monotonic_decreasing and table.index[0] == "0%–25%"
-    trend = position_trend(ranks).set_index("model")
-    assert trend.loc["FirstP", "trend"] == "falls" and trend.loc["FirstP", "p_bonferroni"] < 0.05
-    assert trend.loc["MaxP", "trend"] == "no significant trend"
-    assert trend.loc["MaxP", "p_bonferroni"] == pytest.approx(min(1.0, 2 * trend.loc["MaxP", "p"]))
+def _sweep(reciprocal) -> pd.DataFrame:
+    rows = [{"qid": f"q{i}", "docid": f"q{i}-at-{t}", "target": t, "offset": max(t, 0), "rank": 1,
+             "reciprocal": reciprocal(i, t)} for i in range(30) for t in (0, 256, 768, END)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_tests_tell_a_model_that_reads_the_start_from_one_that_reads_everything() -> None:
+    start_reader = _sweep(lambda i, t: (1.0 if i % 3 else 0.5) if 0 <= t < 512 else 1 / (2 + i % 5))
+    whole_reader = _sweep(lambda i, t: (1.0 if (i + t // 256) % 2 else 0.5) if t != END else 1 / (2 + i % 5))
+    unmoved = _sweep(lambda i, t: 1 / (1 + i % 4))  # BM25: the same score wherever the passage sits
+    tests = sweep_tests({"FirstP": start_reader, "MaxP": whole_reader, "BM25": unmoved}).set_index(["model", "target"])
+    assert tests.loc[("FirstP", 768), "reading"] == "below" and tests.loc[("FirstP", 256), "reading"] == "holds"
+    assert tests.loc[("MaxP", 768), "reading"] == "holds" and tests.loc[("MaxP", END), "reading"] == "below"
+    assert tests.loc[("FirstP", 0), "reading"] == "reference" and math.isnan(tests.loc[("FirstP", 0), "p"])
+    by_hand = stats.ttest_rel(whole_reader[whole_reader["target"] == 768]["reciprocal"],
+                              whole_reader[whole_reader["target"] == 0]["reciprocal"]).pvalue  # fmt: skip
+    assert tests.loc[("MaxP", 768), "p_bonferroni"] == pytest.approx(min(1.0, 9 * by_hand))  # 9 tests in all
+    assert (tests.loc["BM25", "p"].dropna() == 1.0).all() and (tests.loc["BM25", "reading"] != "below").all()
+    assert tests.loc[("FirstP", 768), "queries"] == 30
+    with pytest.raises(ValueError, match="offset 0"):
+        sweep_tests({"FirstP": start_reader[start_reader["target"] != 0]})
 
 
 def test_the_chance_p_value_is_the_exact_poisson_binomial_tail() -> None:

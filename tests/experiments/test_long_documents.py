@@ -14,9 +14,12 @@ from lib.experiments.long_documents import (
     cascade_scores,
     document_costs,
     document_scores,
+    own_passages,
+    sweep_set,
     time_lengths,
     time_set,
 )
+from lib.representations.bert import WordPieceTokenizer
 from lib.representations.text import QUERY_MAX_LENGTH
 from lib.reranking.scoring import ScoringOptions, score_candidates
 from tests.models.test_idcm import tiny_idcm
@@ -34,19 +37,49 @@ def test_time_as_a_judged_set_with_bm25s_candidates(converted: Path, tmp_path: P
     assert again.run == judged.run
 
 
-def test_assembled_test_documents_from_a_real_year(converted: Path, tmp_path: Path) -> None:
+def _real_year(qids: int = 4) -> tuple[JudgedSet, dict[str, str]]:
     qrels, run, queries = data.load_qrels("dl19"), data.load_run("dl19", "bm25"), data.load_queries("dl19")
-    texts = data.load_collection("v1")
-    qids = sorted(qrels, key=query_order)[:4]
-    judged = JudgedSet("dl19", {q: queries[q] for q in qids}, {q: qrels[q] for q in qids}, {q: run[q] for q in qids})
-    assembled, as_judged, bm25 = assembled_set(judged, texts, time_lengths(), (2, 4), seed=0, folder=tmp_path)
-    assert as_judged.name == "dl19-assembled" and set(as_judged.queries) == set(qids)
-    for qid in qids:
+    chosen = sorted(qrels, key=query_order)[:qids]
+    judged = JudgedSet("dl19", {q: queries[q] for q in chosen}, {q: qrels[q] for q in chosen},
+                       {q: run[q] for q in run})  # fmt: skip
+    return judged, data.load_collection("v1")
+
+
+def test_assembled_test_documents_from_a_real_year(converted: Path, tmp_path: Path) -> None:
+    judged, texts = _real_year()
+    assembled, as_judged, bm25 = assembled_set(judged, texts, time_lengths(), (2, 4, 2), seed=0, folder=tmp_path)
+    assert as_judged.name == "dl19-assembled" and set(as_judged.queries) == set(judged.queries)
+    own = own_passages(judged)
+    ranks = {True: [], False: []}
+    for qid in judged.queries:
         grades = as_judged.qrels[qid]
         assert sum(grade >= 2 for grade in grades.values()) == 2 and len(grades) == 6
         assert set(bm25[qid]) == set(as_judged.run[qid]) == set(grades)
-        top = ranking_from_run(bm25[qid])[0]
-        assert top in assembled.documents
+        mine = {sum(pid in own[qid] for pid in assembled.layouts[docid].filler()) for docid in grades}
+        judged_zero = sum(grade == 0 and pid in texts for pid, grade in judged.qrels[qid].items())
+        assert mine == {min(2, judged_zero // 6)}  # the same number of the query's own passages in every document
+        for rank, docid in enumerate(ranking_from_run(bm25[qid])):
+            ranks[grades[docid] >= 2].append(rank)
+    # the relevant passage is all that tells the kinds apart, and BM25 finds it: relevant documents rank higher
+    assert sum(ranks[True]) / len(ranks[True]) < sum(ranks[False]) / len(ranks[False])
+
+
+def test_the_position_sweep_of_a_real_year_with_bm25_scores_of_its_competitors(raw: Path, tmp_path: Path) -> None:
+    minilm_tokenizer = WordPieceTokenizer.from_vocab()
+    judged, texts = _real_year(qids=3)
+    assembled, _, _ = assembled_set(judged, texts, time_lengths(), (1, 4, 2), seed=0, folder=tmp_path / "assembled")
+    long = LongSettings(max_pieces=512, sweep_offsets=(0, 256))
+    documents, variants, swept, bm25 = sweep_set(judged, assembled, texts, minilm_tokenizer, long, 0, tmp_path / "s")
+    assert set(swept.queries) == set(judged.queries) and all(len(run) == 3 for run in swept.run.values())
+    for docid, variant in variants.items():
+        pieces = len(minilm_tokenizer.pieces([documents[docid]])[0])
+        assert pieces >= 2 * long.max_pieces  # longer than any model reads
+        before = " ".join(texts[pid] for pid in variant.layout.passages[: variant.layout.relevant_at])
+        assert variant.offset == (len(minilm_tokenizer.pieces([before])[0]) if before else 0)
+    for qid in swept.queries:  # BM25 reads every word: the same score wherever the passage sits
+        assert len({bm25[qid][f"{qid}-at-{t}"] for t in ("0", "256", "end")}) == 1
+        others = [doc for doc in assembled.run[qid] if assembled.layouts[doc].relevant_at is None]
+        assert set(bm25[qid]) == {*swept.run[qid], *others}
 
 
 @pytest.mark.usefixtures("one_torch_thread")
@@ -79,7 +112,7 @@ def test_the_cascade_at_every_k_from_one_pass_kept_as_each_k_alone(
 @pytest.mark.usefixtures("one_torch_thread")
 def test_the_cost_of_a_document_in_both_regimes_on_time(converted: Path, tmp_path: Path) -> None:
     judged, documents = time_set(get_profile("smoke"), tmp_path, depth=4)
-    long = LongSettings(max_pieces=300, regime_queries=2, regime_counts=(2, 4))
+    long = LongSettings(max_pieces=300, sweep_offsets=(0,), regime_queries=2, regime_counts=(2, 4))
     tkl = tiny_tkl()
     models = {"tkl": (tkl, HashTokenizer(vocab=40)), "idcm": (tiny_idcm(), HashTokenizer(vocab=3000))}
     costs = document_costs(models, judged, documents, long, tmp_path / "indexes")

@@ -3,7 +3,6 @@ passage and in real documents, IDCM's cascade table and the k validation chooses
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from lib.core.types import JudgedSet
@@ -57,4 +56,3 @@ def test_region_positions_cover_the_relevant_candidates_only_best_first() -> Non
     assert list(long["rank"]) == [1, 2, 3] and (long["tokens"] == 170).all()
     assert ((long["position"] > 0) & (long["position"] < 1)).all() and (long["end"] <= 170).all()
     assert list(positions[positions["docid"] == "d3"]["rank"]) == [1]  # one word: one region
-    assert isinstance(positions, pd.DataFrame)

@@ -7,7 +7,8 @@ import torch
 from transformers import BertModel
 
 from lib.models.bert_cat import BertCat
-from lib.models.long_bert import FirstP, MaxP, as_bert_cat, document_windows
+from lib.models.bi_encoder import BiEncoder
+from lib.models.long_bert import FirstP, MaxP, as_bert_cat, as_scorer, document_windows
 from lib.representations.bert import small_bert_config
 from tests.models.helpers import long_batch, pad, random_texts, tiny_bert_cat
 
@@ -111,16 +112,39 @@ def test_max_p_window_must_fit_and_groups_are_bert_cats() -> None:
 
 def test_a_bert_is_wrapped_and_a_bert_cat_is_reused() -> None:
     bert_cat = tiny_bert_cat().eval()
-    assert as_bert_cat(bert_cat, None) is bert_cat and MaxP(bert_cat, size=20).bert_cat is bert_cat
+    assert as_bert_cat(bert_cat, None) is bert_cat and MaxP(bert_cat, size=20).scorer is bert_cat
     with pytest.raises(ValueError, match="num_layers"):
         as_bert_cat(bert_cat, 1)
     config = small_bert_config(vocab_size=3000, layers=2, hidden=32, heads=2, intermediate=64, max_position=64)
     built = FirstP(BertModel(config), num_layers=1)
-    assert isinstance(built.bert_cat, BertCat) and len(built.bert_cat.bert.encoder.layer) == 1
+    assert isinstance(built.scorer, BertCat) and len(built.scorer.bert.encoder.layer) == 1
 
 
 def test_max_p_trains_through_the_best_window() -> None:
     model = MaxP(tiny_bert_cat().eval(), size=16, stride=8).train()
     scores = model(*long_batch([3, 4], [40, 20]))
     (scores[0] - scores[1]).backward()
-    assert model.bert_cat.score.weight.grad is not None and model.bert_cat.score.weight.grad.abs().sum() > 0
+    assert model.scorer.score.weight.grad is not None and model.scorer.score.weight.grad.abs().sum() > 0
+
+
+def test_a_bi_encoder_reads_documents_as_first_p_and_max_p_without_the_query_in_its_room() -> None:
+    config = small_bert_config(vocab_size=3000, layers=2, hidden=32, heads=2, intermediate=64, max_position=64)
+    torch.manual_seed(0)
+    bi_encoder = BiEncoder(BertModel(config)).eval()
+    q_ids, q_mask, d_ids, d_mask = long_batch([3, 9], [100, 30])
+    first, best = FirstP(bi_encoder, max_length=40), MaxP(bi_encoder, size=20, stride=20)
+    assert as_scorer(bi_encoder, None) is bi_encoder and first.scorer is bi_encoder
+    with torch.no_grad():
+        firsts, bests = first(q_ids, q_mask, d_ids, d_mask), best(q_ids, q_mask, d_ids, d_mask)
+        for row, length in enumerate([100, 30]):
+            room = min(40 - 2, length)  # [CLS] d [SEP]: the query packs apart, whatever its length
+            by_hand = bi_encoder(q_ids[row, None], q_mask[row, None], d_ids[row, None, :room], d_mask[row, None, :room])
+            assert torch.allclose(firsts[row], by_hand[0], atol=1e-5)
+            windows = [d_ids[row, None, start : start + 20] for start in range(0, length, 20)]
+            alone = torch.cat([bi_encoder(q_ids[row, None], q_mask[row, None], w, w != 0) for w in windows])
+            assert torch.allclose(bests[row], alone.max(), atol=1e-5)
+    assert FirstP(bi_encoder).max_length == 64
+    with pytest.raises(ValueError, match="num_layers"):
+        as_scorer(bi_encoder, 1)
+    with pytest.raises(ValueError, match="does not fit"):
+        MaxP(bi_encoder, size=63)
