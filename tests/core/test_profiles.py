@@ -12,6 +12,7 @@ from lib.core.profiles import (
     PROFILES,
     PUBLISHED_TEACHER,
     LectureSettings,
+    LongSettings,
     SpeedSettings,
     TrainingSettings,
     TrecSettings,
@@ -122,6 +123,20 @@ def test_lecture_settings_refuse_empty_counts_and_zero_repetitions() -> None:
         LectureSettings(latency_repetitions=0)
     assert get_profile("book").lecture.latency_counts == (100, 1000)
     assert set(get_profile("smoke").lecture.models) <= set(MODELS)
+
+
+def test_long_settings_keep_the_sweep_inside_what_the_models_read() -> None:
+    with pytest.raises(ValueError, match="sweep_offsets"):
+        LongSettings(sweep_offsets=(0, 1024))  # at the cap: nothing would be read there
+    with pytest.raises(ValueError, match="sweep_offsets"):
+        LongSettings(sweep_offsets=())
+    with pytest.raises(ValueError, match="own_per_document"):
+        LongSettings(own_per_document=-1)
+    with pytest.raises(ValueError, match="time_max_pieces"):
+        LongSettings(time_max_pieces=0)
+    book = get_profile("book").long
+    assert 0 in book.sweep_offsets and book.first_pieces < max(book.sweep_offsets) < book.max_pieces
+    assert book.time_max_pieces >= 2000  # TIME's articles read as far as the authors of TKL and IDCM read
 
 
 def test_lecture_settings_stop_only_their_models_within_the_schedule() -> None:
