@@ -75,8 +75,9 @@ long
 # 423 articles), and the test years' documents assembled from their judged passages: per query,
 # {glue:text}`relevant_docs` documents around a passage judged relevant (grade ≥ 2) and {glue:text}`other_docs`
 # documents without one. Both kinds are filled from **one mixture**: {glue:text}`own_docs` of the query's own
-# passages judged 0 in every document (on its topic, not relevant), the rest other queries' BM25 candidates — so
-# that nothing but the relevant passage tells a relevant document from a non-relevant one:
+# passages judged 0 in every document (on its topic, not relevant; fewer, but as many in each, for a query with too
+# few for all its documents), the rest other queries' BM25 candidates — so that nothing but the relevant passage
+# tells a relevant document from a non-relevant one:
 
 # %%
 start = time.perf_counter()

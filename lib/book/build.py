@@ -53,7 +53,7 @@ TIMES_PAGE = "build_times.md"
 DECISIONS_PAGE = "decisions.md"
 #: The page the staged build writes the lecture's slide map into (:mod:`lib.book.slide_map`), for the lecture page.
 SLIDE_MAP_PAGE = "slide_map.md"
-#: The book's time budget per chapter on 2 CPU cores, ``book`` profile, from scratch (minutes; the README's
+#: The book's time budget per chapter on 2 CPU cores, ``book`` profile, from scratch (minutes; the Reproducing page's
 #: target): every chapter 15 minutes except chapter 2's 20, the whole book 60.
 BUDGET_MINUTES: dict[str, float] = {"02_training": 20.0}
 DEFAULT_BUDGET_MINUTES = 15.0

@@ -1,8 +1,8 @@
 """Several processes training one model: torchrun's process group and each process's shard of a batch.
 
-Paper-scale training runs one process per GPU under ``torchrun`` (README, "Paper scale and several
-GPUs"). torchrun starts the processes with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``
-and ``MASTER_PORT`` in their environment; :func:`init_from_env` joins them into one process group
+Paper-scale training runs one process per GPU under ``torchrun`` (the book's page "The paper path", section
+"Paper scale and several GPUs"). torchrun starts the processes with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``MASTER_ADDR`` and ``MASTER_PORT`` in their environment; :func:`init_from_env` joins them into one process group
 (NCCL on CUDA, gloo on CPU) and pins each process to its GPU (``cuda:LOCAL_RANK``), so that
 ``device="auto"`` / ``"cuda"`` means that process's own GPU. Without torchrun (no ``WORLD_SIZE``,
 or ``WORLD_SIZE=1``) nothing is initialised, and every helper here is the identity of one process:

@@ -22,9 +22,9 @@ run with :func:`write_marker` (parameters and results as JSON, written last) and
 :func:`read_marker` instead of training again; :func:`check_positive`, :func:`processes_sharing` and
 :func:`finish_run` are the checks and the end that the trainers share.
 
-**Several processes** (``torchrun``; :mod:`lib.core.distributed`, README "Paper scale and several
-GPUs"). When torchrun's environment names more than one process, the loop joins their process group
-(NCCL on CUDA, gloo on CPU) and runs each step as the forward pass of a ``DistributedDataParallel``
+**Several processes** (``torchrun``; :mod:`lib.core.distributed`; the book's page "The paper path", section
+"Paper scale and several GPUs"). When torchrun's environment names more than one process, the loop joins their
+process group (NCCL on CUDA, gloo on CPU) and runs each step as the forward pass of a ``DistributedDataParallel``
 module, so that every process's gradients are averaged before the optimizer step and all processes
 keep the same weights. The trainer's ``loss_of_step`` builds only its process's
 :func:`~lib.core.distributed.shard` of the step's global batch (the global batch size does not change)

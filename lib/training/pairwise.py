@@ -554,8 +554,8 @@ def train(
     history so far. The global Python, NumPy and torch generators are seeded with ``config.seed``
     at the start (dropout and any other randomness in the model draw from them).
 
-    Under torchrun with several processes (:mod:`lib.core.distributed`, README "Paper scale and
-    several GPUs") each process scores its share of every step's ``batch_size`` pairs (which must be a
+    Under torchrun with several processes (:mod:`lib.core.distributed`; the page "The paper path", "Paper
+    scale and several GPUs") each process scores its share of every step's ``batch_size`` pairs (which must be a
     multiple of the number of processes) on its own GPU, gradients are averaged over the processes,
     and rank 0 alone validates and writes ``checkpoint.pt``, ``best.pt`` and ``history.csv``; every
     process returns the same result.
