@@ -164,7 +164,8 @@ def sweep_ranks_by_model(
     read to ``max_pieces``, scored once per build as :func:`document_scores`), ``sweep`` is :func:`sweep_set`'s and
     ``runs[name]`` the model's scores of ``assembled``'s documents, the competitors."""
     documents, variants, judged, bm25 = sweep
-    ranks = {"bm25": sweep_ranks(bm25, bm25, assembled.layouts, variants)}
+    swept = {qid: {doc: score for doc, score in scores.items() if doc in variants} for qid, scores in bm25.items()}
+    ranks = {"bm25": sweep_ranks(swept, bm25, assembled.layouts, variants)}
     for name, (model, tokenizer, method) in scorers.items():
         scores = document_scores(model, tokenizer, judged, documents, profile, method, max_pieces)
         ranks[name] = sweep_ranks(scores, runs[name], assembled.layouts, variants)

@@ -15,6 +15,7 @@ from lib.experiments.long_documents import (
     document_costs,
     document_scores,
     own_passages,
+    sweep_ranks_by_model,
     sweep_set,
     time_lengths,
     time_set,
@@ -80,6 +81,10 @@ def test_the_position_sweep_of_a_real_year_with_bm25_scores_of_its_competitors(r
         assert len({bm25[qid][f"{qid}-at-{t}"] for t in ("0", "256", "end")}) == 1
         others = [doc for doc in assembled.run[qid] if assembled.layouts[doc].relevant_at is None]
         assert set(bm25[qid]) == {*swept.run[qid], *others}
+    sweep = (documents, variants, swept, bm25)
+    ranks = sweep_ranks_by_model({}, sweep, assembled, {}, get_profile("smoke"), long.max_pieces)["bm25"]
+    assert len(ranks) == 3 * len(swept.queries) and set(ranks["docid"]) == set(variants)  # the sweep's alone
+    assert (ranks.groupby("qid")["rank"].nunique() == 1).all()  # BM25 ranks it alike wherever the passage sits
 
 
 @pytest.mark.usefixtures("one_torch_thread")
