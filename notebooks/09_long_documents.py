@@ -366,8 +366,9 @@ plain(time_pairs[["run", "against", "mean", "mean against", "delta", "p_bonferro
 # %% [markdown]
 # ### Why the passage-trained students transfer badly
 #
-# Every model but the teacher learned on passages of at most {glue:text}`passage_cap` word pieces, and meets here
-# articles of another era and another length:
+# Every model but the teacher learned on passages of at most {glue:text}`passage_cap` word pieces (BERT-cat, fed
+# {glue:text}`first_pieces` positions as FirstP, never saw a longer input), and meets here upper-case articles of
+# another era and another length:
 
 # %%
 caps = sorted({long.first_pieces, long.max_pieces, long.time_max_pieces})
@@ -379,7 +380,8 @@ transfer = long_documents_reading.transfer_table(
 )  # fmt: skip
 glue("passage_cap", f"{DOC_MAX_LENGTH}", display=False)
 write_csv(out / "transfer.csv", transfer)
-display(Markdown(long_documents_reading.transfer_reading(transfer, caps)))
+examples = long_documents_reading.split_words(list(time_documents.values()), bert_cat.tokenizer)
+display(Markdown(long_documents_reading.transfer_reading(transfer, caps, examples)))
 plain(transfer, precision=2)
 
 # %% [markdown]
@@ -431,11 +433,11 @@ display(Markdown(long_documents_reading.sweep_reading(sweep_tests)))
 #
 # Chapter 3's clock ({doc}`03_time_budget`, the two regimes) on TIME's documents: per query, the first
 # {glue:text}`regime_queries` TIME queries re-ranking {glue:text}`regime_counts` of their BM25 documents on
-# {glue:text}`long_device`, each read to {glue:text}`max_pieces` pieces. FirstP pays one BERT-cat pass per document,
-# MaxP one per window, IDCM one per selected window plus its student on every window, TKL no BERT at all — and TKL,
-# whose document side does not depend on the query, can also be *stored*: its chunk-contextualised document vectors
-# computed at index time and read back at query time (the read timed). Documents per ms is what one more document
-# costs (the slope between the two counts):
+# {glue:text}`long_device`, each read to {glue:text}`time_max_pieces` pieces. FirstP pays one BERT-cat pass per
+# document, MaxP one per window, IDCM one per selected window plus its student on every window, TKL no BERT at all —
+# and TKL, whose document side does not depend on the query, can also be *stored*: its chunk-contextualised document
+# vectors computed at index time and read back at query time (the read timed). Documents per ms is what one more
+# document costs (the slope between the two counts):
 
 # %%
 costed = {"firstp": (readers["firstp"], bert_cat.tokenizer), "maxp": (readers["maxp"], bert_cat.tokenizer),

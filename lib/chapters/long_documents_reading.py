@@ -4,8 +4,8 @@
 - :func:`mixture_table` — the query's own passages in relevant and non-relevant assembled documents (the filler
   mixture that keeps relevance from being given away by topic);
 - :func:`plot_collections` — their length distributions, and where the assembled relevant passages sit (pieces);
-- :func:`transfer_table` — what a passage-trained model meets in TIME's articles: pieces per word, per capitalised
-  word (names, mostly), and the share of articles beyond each cap;
+- :func:`transfer_table` / :func:`split_words` / :func:`transfer_reading` — what a passage-trained model meets in
+  TIME's articles: pieces per word, words split into many pieces (and which), the share of articles beyond each cap;
 - :func:`effectiveness_table` / :func:`effectiveness_reading` — a comparison against BM25 as shown and read;
 - :func:`sweep_table` / :func:`plot_sweep` / :func:`sweep_reading` — the controlled position sweep: each model's
   reciprocal rank against the relevant passage's offset in pieces, tested against offset 0, in words;
@@ -84,21 +84,46 @@ def plot_collections(documents: Mapping[str, str], assembled: Mapping[str, Assem
     return figure
 
 
+def _word_pieces(texts: list[str], tokenizer: Any) -> dict[str, int]:
+    """Each distinct word of ``texts`` (split on white space) and its number of word pieces."""
+    words = sorted({word for text in texts for word in text.split()})
+    return dict(zip(words, map(len, tokenizer.pieces(words)), strict=True)) if words else {}
+
+
 def transfer_table(collections: Mapping[str, list[str]], tokenizer: Any, caps: list[int]) -> pd.DataFrame:
-    """Per collection (name → texts): word pieces per word, per capitalised word (names, mostly) and per document,
-    and the share of texts beyond each of ``caps`` pieces (``tokenizer``: BERT's)."""
+    """Per collection (name → texts): word pieces per word, the share of its words split into three pieces or more,
+    the mean pieces per text and the share of texts beyond each of ``caps`` pieces (``tokenizer``: BERT's)."""
     rows = []
     for name, texts in collections.items():
         pieces = [len(ids) for ids in tokenizer.pieces(texts)]
-        words = [word for text in texts for word in text.split()]
-        capitalised = [word for word in words if word[:1].isupper()]
-        per_word = tokenizer.pieces(capitalised) if capitalised else []
-        row = {"collection": name, "texts": len(texts), "pieces per word": sum(pieces) / max(len(words), 1),
-               "pieces per capitalised word": sum(map(len, per_word)) / max(len(per_word), 1),
+        sizes = _word_pieces(texts, tokenizer)
+        words = [sizes[word] for text in texts for word in text.split()]
+        row = {"collection": name, "texts": len(texts), "pieces per word": sum(words) / max(len(words), 1),
+               "words in 3+ pieces": sum(size >= 3 for size in words) / max(len(words), 1),
                "mean pieces": statistics.mean(pieces)}  # fmt: skip
         row.update({f"share > {cap:,} pieces": sum(n > cap for n in pieces) / len(pieces) for cap in caps})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def split_words(texts: list[str], tokenizer: Any, top: int = 8) -> list[str]:
+    """The ``top`` most frequent words of ``texts`` that ``tokenizer`` splits into three pieces or more, each with its
+    pieces (``"KHRUSHCHEV (k, ##hr, ##ush, ##chev)"``)."""
+    sizes = _word_pieces(texts, tokenizer)
+    counts = pd.Series([word for text in texts for word in text.split() if sizes[word] >= 3]).value_counts()
+    return [f"{word} ({', '.join(tokenizer.decode(tokenizer.pieces([word])[0]))})" for word in counts.index[:top]]
+
+
+def transfer_reading(table: pd.DataFrame, caps: list[int], examples: list[str]) -> str:
+    """:func:`transfer_table`'s first row (the articles) against its second (the passages models learned on), and
+    :func:`split_words`' ``examples``."""
+    articles, passages = table.iloc[0], table.iloc[1]
+    beyond = ", ".join(f"{articles[f'share > {cap:,} pieces']:.0%} beyond {cap:,}" for cap in caps)
+    return (f"A TIME article runs to {articles['mean pieces']:,.0f} word pieces on average against "
+            f"{passages['mean pieces']:,.0f} for a passage, and {beyond} pieces. Its words split into "
+            f"{articles['pieces per word']:.2f} pieces each against {passages['pieces per word']:.2f} in the passages, "
+            f"{articles['words in 3+ pieces']:.1%} of them into three or more against "
+            f"{passages['words in 3+ pieces']:.1%}; the most frequent of those: {'; '.join(examples)}.")  # fmt: skip
 
 
 def effectiveness_table(compared: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
@@ -143,17 +168,6 @@ def pairs_reading(tests: pd.DataFrame, collection: str) -> str:
              for row in significant.to_dict("records")]  # fmt: skip
     rest = "; no other pair differs significantly" if len(significant) < len(tests) else ""
     return f"On {collection}, in nDCG@10 (Bonferroni over the pairs): " + "; ".join(pairs) + rest + "."
-
-
-def transfer_reading(table: pd.DataFrame, caps: list[int]) -> str:
-    """:func:`transfer_table`'s first row (the articles) against its second (the passages models learned on)."""
-    articles, passages = table.iloc[0], table.iloc[1]
-    beyond = ", ".join(f"{articles[f'share > {cap:,} pieces']:.0%} beyond {cap:,}" for cap in caps)
-    return (f"A TIME article runs to {articles['mean pieces']:,.0f} word pieces on average against "
-            f"{passages['mean pieces']:,.0f} for a passage; its capitalised words — names of 1963, mostly — split "
-            f"into {articles['pieces per capitalised word']:.2f} pieces each against "
-            f"{passages['pieces per capitalised word']:.2f} in the passages, and {beyond} pieces: a model reading a "
-            f"fixed number of pieces reads less of an article than the words suggest.")  # fmt: skip
 
 
 def _target_label(target: int) -> str:
@@ -295,6 +309,6 @@ def committed_speeds(folder: Path) -> pd.DataFrame:
 __all__ = [
     "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "coverage_reading",
     "effectiveness_reading", "effectiveness_table", "mixture_table", "pairs_reading", "plot_collections",
-    "plot_region_positions", "plot_regions", "plot_sweep", "sweep_reading", "sweep_table", "transfer_reading",
-    "transfer_table",
+    "plot_region_positions", "plot_regions", "plot_sweep", "split_words", "sweep_reading", "sweep_table",
+    "transfer_reading", "transfer_table",
 ]  # fmt: skip

@@ -259,13 +259,13 @@ def document_costs(
     folder: Path,
 ) -> pd.DataFrame:
     """The cost table of ``models`` (name → model and tokenizer) re-ranking ``judged``'s candidates (module
-    docstring; ``long``'s ``regime_*`` settings, documents read to ``max_pieces``), each index built in ``folder``: the
-    rows of :func:`lib.evaluation.regimes.cost_rows` and ``documents_per_ms``, the slope of
+    docstring; ``long``'s ``regime_*`` settings, documents read to ``time_max_pieces``), each index built in
+    ``folder``: the rows of :func:`lib.evaluation.regimes.cost_rows` and ``documents_per_ms``, the slope of
     :func:`lib.evaluation.regimes.query_cost` (what one more document costs)."""
     qids = sorted(judged.run, key=query_order)[: long.regime_queries]
     timed = TimedQueries(judged.run, judged.queries, documents, qids)
     timing = Timing(long.regime_counts, batch_size=8, repetitions=long.regime_repetitions,
-                    max_doc_length=long.max_pieces)  # fmt: skip
+                    max_doc_length=long.time_max_pieces)  # fmt: skip
     rows = [row for name, (model, tokenizer) in models.items()
             for row in cost_rows(name, model, tokenizer, timed, timing, folder)]  # fmt: skip
     for row in rows:

@@ -48,23 +48,29 @@ def test_the_mixture_table_has_a_row_per_set_and_kind() -> None:
 
 
 class WordsAsPieces:
-    """A tokenizer whose pieces are the words, a capitalised word split in two."""
+    """A tokenizer whose pieces are the words, a word of more than four letters split in three."""
 
     def pieces(self, texts):
-        return [[0] * sum(2 if word[:1].isupper() else 1 for word in text.split()) for text in texts]
+        return [[len(word) for word in text.split() for _ in range(3 if len(word) > 4 else 1)] for text in texts]
+
+    def decode(self, ids):
+        return [f"#{i}" for i in ids]
 
 
 def test_the_transfer_table_and_reading_count_pieces_per_word_and_articles_beyond_each_cap() -> None:
-    collections = {"TIME articles": ["Kennedy spoke " * 300, "a b c"], "passages": ["the cat sat", "a Dog"]}
+    collections = {"TIME articles": ["KENNEDY SPOKE " * 300, "A B C"], "passages": ["the cat sat", "a dog"]}
     table = reading.transfer_table(collections, WordsAsPieces(), [512, 1024])
     rows = table.set_index("collection")
-    assert rows.loc["TIME articles", "pieces per capitalised word"] == 2.0
-    assert rows.loc["TIME articles", "pieces per word"] == pytest.approx((900 + 3) / 603)
+    assert rows.loc["TIME articles", "pieces per word"] == pytest.approx((1800 + 3) / 603)
+    assert rows.loc["TIME articles", "words in 3+ pieces"] == pytest.approx(600 / 603)
     assert rows.loc["TIME articles", "share > 512 pieces"] == 0.5
-    assert rows.loc["TIME articles", "share > 1,024 pieces"] == 0
-    assert rows.loc["passages", "mean pieces"] == 3.0
-    text = reading.transfer_reading(table, [512, 1024])
-    assert "split into 2.00 pieces each against 2.00" in text and "50% beyond 512, 0% beyond 1,024 pieces" in text
+    assert rows.loc["TIME articles", "share > 1,024 pieces"] == 0.5
+    assert rows.loc["passages", "mean pieces"] == 2.5 and rows.loc["passages", "words in 3+ pieces"] == 0
+    examples = reading.split_words(collections["TIME articles"], WordsAsPieces(), top=1)
+    assert examples == ["KENNEDY (#7, #7, #7)"]  # the most frequent of the split words (tied with SPOKE: first seen)
+    text = reading.transfer_reading(table, [512, 1024], examples)
+    assert "50% beyond 512, 50% beyond 1,024 pieces" in text and "99.5% of them into three or more against 0.0%" in text
+    assert text.endswith("the most frequent of those: KENNEDY (#7, #7, #7).")
 
 
 SWEEP = pd.DataFrame(

@@ -117,7 +117,7 @@ def test_the_cascade_at_every_k_from_one_pass_kept_as_each_k_alone(
 @pytest.mark.usefixtures("one_torch_thread")
 def test_the_cost_of_a_document_in_both_regimes_on_time(converted: Path, tmp_path: Path) -> None:
     judged, documents = time_set(get_profile("smoke"), tmp_path, depth=4)
-    long = LongSettings(max_pieces=300, sweep_offsets=(0,), regime_queries=2, regime_counts=(2, 4))
+    long = LongSettings(time_max_pieces=300, max_pieces=300, sweep_offsets=(0,), regime_queries=2, regime_counts=(2, 4))
     tkl = tiny_tkl()
     models = {"tkl": (tkl, HashTokenizer(vocab=40)), "idcm": (tiny_idcm(), HashTokenizer(vocab=3000))}
     costs = document_costs(models, judged, documents, long, tmp_path / "indexes")
