@@ -591,7 +591,8 @@ if resident.empty:
     display(Markdown("*No committed GPU cost table timed the resident regime yet.*"))
 else:
     display(plain(resident, precision=1))
-#
+
+# %% [markdown]
 # Each model's cost in each regime, read off the table as a fixed cost per query (what a query costs before its
 # first candidate: above all encoding the query when passages are stored) plus a cost per candidate — the line
 # through its latencies at

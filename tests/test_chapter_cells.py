@@ -71,6 +71,28 @@ def test_the_heading_check_finds_a_heading_in_a_code_cell() -> None:
     ]
 
 
+#: MyST roles that render only in a markdown cell: in a code cell's comment they show raw.
+MYST_ROLES = ("{glue:", "{doc}", "{cite}", "{numref}", "{ref}")
+
+
+def prose_in_code(source: str) -> list[str]:
+    """``<marker line>: <line>`` of every code-cell comment line holding a MyST role (prose in the wrong cell)."""
+    return [f"{start}: {line}" for start, body in code_cell_lines(source) for line in body
+            if line.lstrip().startswith("#") and any(role in line for role in MYST_ROLES)]  # fmt: skip
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.name)
+def test_no_code_cell_holds_prose_with_a_myst_role(notebook: Path) -> None:
+    found = prose_in_code(notebook.read_text(encoding="utf-8"))
+    assert not found, f"{notebook.name}: prose in a code cell (a `# %% [markdown]` line is missing): {found}"
+
+
+def test_the_prose_check_finds_a_role_in_a_code_cells_comment() -> None:
+    source = "# %%\nshow(x)\n#\n# the line through {glue:text}`low` and\n# %% [markdown]\n# {glue:text}`fine` here\n"
+    assert prose_in_code(source) == ["1: # the line through {glue:text}`low` and"]
+    assert prose_in_code("# %%\nx = '{doc}'  # a string, not a comment\n") == []
+
+
 #: Calls that show something only as a cell's last top-level expression (Jupyter's display rule).
 SHOWN_ONLY_LAST = {"plain", "Markdown"}
 
