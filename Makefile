@@ -19,7 +19,7 @@ help:
 	@echo "make paper-mini                        the paper's code path end to end on the miniature: its book and torchrun"
 	@echo "make chapter CH=01_data_and_first_stage [PROFILE=...] [ARGS='--param key=value']"
 	@echo "make costs [PROFILE=...]               each executed chapter's time and its 5 slowest cells"
-	@echo "make exercises                         student notebooks exercises/NN_topic.ipynb (chapters 2 and 8, solutions stubbed, answers removed)"
+	@echo "make exercises                         student notebooks exercises/NN_topic.ipynb (chapters 2, 8 and 9, solutions stubbed, answers removed)"
 	@echo "make device-bundle                     .device/: what a lent GPU machine needs besides the checkout (benchmarks/device_checks.sh)"
 	@echo "make lint | clean | distclean"
 
@@ -80,7 +80,7 @@ device-bundle: data
 	tar czf .device/data.tar.gz data/converted "data/raw/$$($(BIN)/python -c 'from lib.representations.bert import BERT_VOCAB_NAME; print(BERT_VOCAB_NAME)')"
 	@du -sh .device
 
-# Student versions of chapters 2 and 8: every cell tagged `exercise` with its solution stubbed.
+# Student versions of chapters 2, 8 and 9: every cell tagged `exercise` with its solution stubbed.
 exercises: $(STAMP)
 	$(BIN)/python -m lib.book.exercises --out exercises
 

@@ -304,12 +304,11 @@ display(
 # ColBERT splits BERT at the very top: query and passage never meet inside BERT. Every output token
 # vector is projected to a small dimension and normalised, and the score is the *late interaction*:
 # for each query token the best-matching passage token, summed over the query. Write it yourself
-# (the solution is in the collapsed cell below; `make exercises` gives you the cell with it stubbed):
+# (the book's page has a solution in the collapsed cell below; the student notebook of `make exercises` has it
+# stubbed, and the cell's checks say whether yours is right):
 
 # %% tags=["exercise", "hide-input"]
 import torch
-
-from lib.models.colbert import maxsim
 
 
 def my_maxsim(query, query_mask, doc, doc_mask):
@@ -321,13 +320,13 @@ def my_maxsim(query, query_mask, doc, doc_mask):
     # END SOLUTION
 
 
-generator = torch.Generator().manual_seed(0)
-query = torch.nn.functional.normalize(torch.randn(2, 4, 8, generator=generator), dim=-1)
-doc = torch.nn.functional.normalize(torch.randn(2, 6, 8, generator=generator), dim=-1)
-query_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]).bool()
-doc_mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]]).bool()
-assert torch.allclose(my_maxsim(query, query_mask, doc, doc_mask), maxsim(query, query_mask, doc, doc_mask))
-print("my_maxsim agrees with lib.models.colbert.maxsim")
+query = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[0.6, 0.8], [1.0, 0.0]]])
+doc = torch.tensor([[[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]]])
+query_mask = torch.tensor([[True, True], [True, False]])  # the second query has one real token
+doc_mask = torch.tensor([[True, True, False], [True, True, True]])  # the first passage's last token is padding
+# by hand: 1 + 0.8 (the padded [0, 1] must not count) and 1.0 (the padded query token must not count)
+assert torch.allclose(my_maxsim(query, query_mask, doc, doc_mask), torch.tensor([1.8, 1.0]))
+print("my_maxsim scores both pairs as worked out by hand")
 
 # %% [markdown]
 # ```{admonition} Questions

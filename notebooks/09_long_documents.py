@@ -277,6 +277,30 @@ plt.show()
 # (the authors' LambdaLoss). The authors also fine-tune BERT on documents first, and learn the weights that
 # aggregate the best three window scores; here BERT-cat stays as chapter 2 trained it, on passages, and the three
 # scores are **summed** (the weights keep their initial 1: only the student learns).
+#
+# **Exercise** (a student notebook with `make exercises`): the cascade's middle step, the selection. Given the
+# student's score of every window and which windows a document really has, mark each document's *k* best windows —
+# all of them when it has fewer. The book's page has a solution in the collapsed cell below; the cell's checks say
+# whether yours is right.
+
+# %% tags=["exercise", "hide-input"]
+import torch
+
+
+def select_windows(scores, valid, k):
+    """IDCM's selection (slide 38): per document (a row; ``valid`` false where it has no such window), a boolean
+    mask of its ``k`` best-scored valid windows."""
+    # BEGIN SOLUTION
+    best = scores.masked_fill(~valid, float("-inf")).topk(min(k, scores.shape[1]), dim=1).indices
+    return torch.zeros_like(valid).scatter(1, best, True) & valid
+    # END SOLUTION
+
+
+scores = torch.tensor([[0.1, 0.9, 0.4, 0.7], [0.5, 0.2, 0.8, 0.3]])
+valid = torch.tensor([[True, True, True, True], [True, True, False, False]])  # the second document: two windows
+assert select_windows(scores, valid, 2).tolist() == [[False, True, False, True], [True, True, False, False]]
+assert select_windows(scores, valid, 3).tolist() == [[False, True, True, True], [True, True, False, False]]
+print("select_windows keeps each document's best windows, and only windows it has")
 
 # %%
 start = time.perf_counter()

@@ -186,6 +186,22 @@ def test_a_real_solution_passes_its_checks_and_its_stub_is_reached(cell: exercis
         exec(compile(cell.student, filename, "exec"), {"__name__": "__main__"})
 
 
+#: A plausible wrong solution per exercise (its function's body): the exercise's checks must refuse it.
+WRONG = {
+    "my_maxsim": "    return (query @ doc.transpose(1, 2)).max(dim=-1).values.sum(dim=-1)  # the masks ignored",
+    "select_windows": "    best = scores.topk(min(k, scores.shape[1]), dim=1).indices  # a missing window chosen\n"
+    "    return torch.zeros_like(valid).scatter(1, best, True)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_real_exercises_checks_refuse_a_wrong_solution(name: str) -> None:
+    (cell,) = [cell for cell in REAL_CELLS if f"def {name}(" in cell.solution]
+    wrong = cell.student.replace(f"    {exercises.STUB}", WRONG[name])
+    with pytest.raises(AssertionError):
+        exec(compile(wrong, f"{cell.path.name}:{cell.line}", "exec"), {"__name__": "__main__"})
+
+
 def test_answers_lose_their_content_and_keep_their_dropdown(tmp_path: Path) -> None:
     questions = (
         "# %% [markdown]\n# Questions.\n#\n# ```{admonition} Answers\n# :class: dropdown\n# 1. The secret.\n"
@@ -205,7 +221,7 @@ def test_answers_lose_their_content_and_keep_their_dropdown(tmp_path: Path) -> N
 
 def test_make_exercises_writes_both_real_chapters(tmp_path: Path) -> None:
     written = write_exercises(exercises.DEFAULT_CHAPTERS, tmp_path)
-    assert [path.name for path in written] == ["02_training.ipynb", "08_lecture_models.ipynb"]
+    assert [path.stem for path in written] == list(exercises.DEFAULT_CHAPTERS)
     for path in written:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
