@@ -57,13 +57,14 @@ def slide_sections(notebooks: Iterable[Path]) -> dict[int, list[tuple[str, str]]
 
 
 def slide_table(notebooks: Iterable[Path]) -> str:
-    """A Markdown table: every taught slide, the chapter sections that teach it, or the reason none does yet."""
+    """A Markdown table, one row per taught slide: the chapters and sections that teach it (several in one row), or
+    the reason none does yet."""
     sections = slide_sections(notebooks)
-    rows = ["| slide | chapter | section |", "|---:|---|---|"]
+    rows = ["| slide | chapters | sections |", "|---:|---|---|"]
     for slide in TAUGHT_SLIDES:
         if slide in sections:
-            for chapter, heading in sections[slide]:
-                rows.append(f"| {slide} | {{doc}}`chapters/{chapter}` | {heading} |")
+            chapters = ", ".join(dict.fromkeys(f"{{doc}}`chapters/{chapter}`" for chapter, _ in sections[slide]))
+            rows.append(f"| {slide} | {chapters} | {'; '.join(heading for _, heading in sections[slide])} |")
         else:
             rows.append(f"| {slide} | — | {NOT_COVERED.get(slide, 'no section and no stated reason')} |")
     return "\n".join(rows) + "\n"

@@ -42,10 +42,13 @@ def test_the_table_lists_every_taught_slide_with_its_chapter() -> None:
     table = slide_table(NOTEBOOKS)
     assert "| 20 | {doc}`chapters/08_lecture_models` | Splitting BERT: ColBERT (slides 20–21) |" in table
     assert "| 12 | {doc}`chapters/08_lecture_models` | Mono-duo: BERT-cat's top again, in pairs (slide 12) |" in table
-    assert "| 13 | {doc}`chapters/09_long_documents` | BERT-cat on documents: FirstP and MaxP (slide 13) |" in table
+    two = slide_table([NOTEBOOKS[0]]).splitlines()[2:]  # chapter 1 alone teaches nothing: every row a reason
+    assert len(two) == len(TAUGHT_SLIDES)
+    assert ("| 13 | {doc}`chapters/09_long_documents` | BERT-cat on documents: FirstP and MaxP (slide 13); Where "
+            "relevance sits: a controlled sweep (slide 13) |") in table  # fmt: skip
     assert "| 38 | {doc}`chapters/09_long_documents` | IDCM: a cascade inside the document (slides 38–40) |" in table
-    listed = {int(line.split("|")[1]) for line in table.splitlines()[2:]}
-    assert listed == set(TAUGHT_SLIDES)
+    listed = [int(line.split("|")[1]) for line in table.splitlines()[2:]]
+    assert listed == list(TAUGHT_SLIDES)  # one row per slide, however many sections teach it
 
 
 def test_the_staged_book_writes_the_map_for_the_lecture_page() -> None:
