@@ -25,20 +25,19 @@
 # stored at all. Slide 27 compares them by effectiveness, query latency and
 # what they need.
 #
-# This chapter builds that comparison on the book's data. Every model learns from the same teacher
-# with the protocol of {doc}`02_training` (Margin-MSE on the same teacher-labelled triples, early
-# stopping on chapter 2's validation queries) and is tested on DL19 and DL20, re-ranking the
-# official BM25 top-100. Query latency is measured on this machine, with real candidates, both
-# running the whole model at query time and with the passage side stored where the architecture
-# allows. Each section ends with questions for students; cells marked as exercises become a student
-# notebook with `make exercises`.
+# This chapter builds that comparison on the book's data. Every model learns from the same teacher with the
+# protocol of {doc}`02_training` (Margin-MSE on the same teacher-labelled triples, early stopping on chapter 2's
+# validation queries, within a budget of steps set below) and is tested on DL19 and DL20, re-ranking the official
+# BM25 top-100. Query latency is measured on this machine, with real candidates, both running the whole model at
+# query time and with the passage side stored where the architecture allows. Each section ends with questions for
+# students; cells marked as exercises become a student notebook with `make exercises`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
 device = "auto"  # "auto" takes a CUDA GPU when there is one; latency is then measured on it
 seed = 42  # seeds the models trained here
 # None keeps the profile's default (lib.core.profiles.PROFILES, section `lecture`)
-latency_counts = None  # candidates per timed query, e.g. [100, 1000]
+latency_counts = None  # candidates per query timed for PreTTR's splits, e.g. [100, 1000]
 
 # %% tags=["hide-input"]
 import time
@@ -74,16 +73,19 @@ lecture
 # %% [markdown]
 # ## The protocol: chapter 2's teacher and test years
 #
-# ColBERT starts, like chapter 2's BERT-cat, from all-MiniLM-L6-v2 (the layers and rates of chapter
-# 2's settings) and trains on chapter 2's BERT-cat schedule; TK-Sparse starts, like TK-2, from GloVe
-# vectors and trains on TK-2's schedule. PreTTR starts from chapter 2's fine-tuned BERT-cat, split
-# where its section below chooses, and is trained there. The teacher, the triples, the validation
-# year and the test years are chapter 2's, so every difference below is the architecture's (and, for
-# PreTTR, its head start). One budget, so that the chapter runs in under an hour on two cores: the trainings stop
-# by rule — ColBERT after {glue:text}`colbert_budget`, PreTTR after {glue:text}`prettr_budget`, TK-Sparse (and
-# every run of slides 31–32) after {glue:text}`tk2-sparse_budget` — each with its learning rate as over the whole
-# schedule, so the weights are those the whole run passes through; what each cut cost on validation is in the
-# "Reproducing" page's decisions table.
+# ColBERT starts, like chapter 2's BERT-cat, from all-MiniLM-L6-v2 (the layers and rates of chapter 2's settings)
+# and trains on chapter 2's BERT-cat schedule; TK-Sparse starts, like TK-2, from GloVe vectors and trains on
+# TK-2's schedule. PreTTR starts from chapter 2's fine-tuned BERT-cat, split where its section below chooses, and
+# is trained there. The teacher, the triples, the validation year and the test years are chapter 2's; the number
+# of training steps need not be. The trainings here stop by rule where the profile sets a budget
+# (`lecture.stop_at`, `lecture.duo_stop_at`; the book profile's keeps the chapter under an hour on two cores and
+# is recorded, with what each cut cost on validation, in the decisions table of {doc}`../reproducing`): ColBERT
+# after {glue:text}`colbert_budget`, PreTTR after {glue:text}`prettr_budget`, the duo model after
+# {glue:text}`duo_budget`, TK-Sparse (and every run of slides 31–32) after {glue:text}`tk2-sparse_budget` — each
+# with its learning rate as over the whole schedule, so the weights are those the whole run passes through.
+# Chapter 2's BERT-cat and TKs, which they are compared with, trained their whole schedules (early stopping
+# aside): a difference below is the architecture's together with its training budget (and, for PreTTR, its head
+# start).
 
 # %%
 start = time.perf_counter()
@@ -402,8 +404,9 @@ for query_set, qs in protocol.tests.items():
 # Each model's query latency and what its index stores per passage come from one clock: chapter 3's cost table of
 # the two regimes ({doc}`03_time_budget`) for the models chapter 2 trained, and the same measurement
 # (`lib.experiments.regime_costs`: the same DL19 queries, candidate counts and timed runs) for the models trained
-# here. A model whose passage side can be stored is shown with its cheaper index (float16 or int8), and again run
-# whole at query time (the "run whole" columns); the others run whole:
+# here. A model whose passage side can be stored is shown with the faster of its float16 and int8 indexes at the
+# largest candidate count (its latencies and its bytes per passage are that index's), and again run whole at query
+# time (the "run whole" columns); the others run whole:
 
 # %%
 chapter3_costs = artifacts.regimes(chapter.profile)

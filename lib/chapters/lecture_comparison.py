@@ -2,9 +2,9 @@
 
 - :data:`ARCHITECTURES` — per model, what an index stores per passage and what runs at query time
   (slide 27's columns, in words);
-- :func:`comparison_table` — effectiveness, latency and storage in one table (each model's query latency
-  and bytes per passage from :mod:`lib.evaluation.query_latency`, its peak GPU memory from
-  :func:`lib.evaluation.regimes.gpu_memory`);
+- :func:`comparison_table` — effectiveness, latency and storage in one table (chapter 8 passes each model's query
+  latency and bytes per passage from chapter 3's clock, :func:`lib.experiments.regime_costs.query_time`, and joins
+  its peak GPU memory from :func:`lib.evaluation.regimes.gpu_memory`);
 - :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
   splits as a dial on the same axes (:func:`label_offsets` keeps nearly coinciding models' labels apart);
 - :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25.

@@ -246,9 +246,10 @@ class LectureSettings(_Replaceable):
     """Chapter 8's knobs (the lecture's models side by side).
 
     ``models``: the registry models chapter 8 trains with chapter 2's protocol and schedule (PreTTR,
-    ColBERT, TK-Sparse); ``latency_counts``: the candidates per query whose re-ranking is timed;
-    ``latency_queries``: how many test queries are timed (the median is reported);
-    ``latency_repetitions``: timed runs per query; ``stopword_passages``: the test passages whose
+    ColBERT, TK-Sparse); ``latency_counts``: the candidates per query whose re-ranking is timed for PreTTR's table
+    of splits; ``latency_queries``: how many test queries it times (the median is reported);
+    ``latency_repetitions``: its timed runs per query (the comparison of slide 27 is timed with chapter 3's
+    ``speed.regime_*`` settings, :mod:`lib.experiments.regime_costs`); ``stopword_passages``: the test passages whose
     terms TK-Sparse's gate is read on; ``prettr_min_saving``: the share of BERT-cat's per-candidate
     layers a PreTTR split must save to be fine-tuned (``k ≥ ⌈share · L⌉``; the split is chosen among
     those on validation, :func:`lib.evaluation.split_sweep.choose_split`); ``sparsity_weights``: the weights λ of
@@ -519,9 +520,9 @@ PROFILES: dict[str, Profile] = {
             steps=1500, batch_size=128, lr=1e-2, head_lr=None, trainable_layers=0, reconstruction=10_000,
             checkpoint_every=500, v2_steps=200, variants=("biqdl", "ql"),
         ),
-        # Chapter 8's query latencies: one timed run per query (a measured cost); its MiniLM models (ColBERT, PreTTR,
-        # the duo) train 40 steps of their schedules, validated once, the TK-Sparse runs 600 of 1,000 (a budget;
-        # lib.core.decisions).
+        # Chapter 8's PreTTR split latencies: one timed run per query (a measured cost); its MiniLM models (ColBERT,
+        # PreTTR, the duo) train 40 steps of their schedules, validated once, the TK-Sparse runs 600 of 1,000 (a
+        # budget; lib.core.decisions).
         lecture=LectureSettings(
             latency_repetitions=1, stop_at={"colbert": 40, "prettr": 40, "tk2-sparse": 600}, duo_validate_every=40,
             duo_stop_at=40,
