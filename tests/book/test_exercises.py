@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupytext import read as jupytext_read
 
 from lib.book import exercises
 from lib.book.exercises import exercise_cells, student_notebook, write_exercises
@@ -125,7 +126,7 @@ def test_write_exercises_writes_valid_notebooks_and_reports_the_count(
     nbformat.validate(notebook)
     assert [cell.source for cell in notebook.cells] == [cell.source for cell in student_notebook(path).cells]
     assert sum(STUB in cell.source for cell in notebook.cells) == 2
-    assert capsys.readouterr().out == f"[exercises] {written}: 2 exercises\n"
+    assert capsys.readouterr().out == f"[exercises] {written}: 2 exercises, 0 cells with outputs\n"
 
 
 BROKEN = {
@@ -200,6 +201,48 @@ def test_a_real_exercises_checks_refuse_a_wrong_solution(name: str) -> None:
     wrong = cell.student.replace(f"    {exercises.STUB}", WRONG[name])
     with pytest.raises(AssertionError):
         exec(compile(wrong, f"{cell.path.name}:{cell.line}", "exec"), {"__name__": "__main__"})
+
+
+def _executed(path: Path, glued: dict[str, str]) -> nbformat.NotebookNode:
+    """``path``'s chapter as if executed: every code cell prints its own line number, and a glue output per value."""
+    notebook = jupytext_read(path)
+    for number, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"cell {number}\n")]
+    records = [nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": repr(value)},
+                                      metadata={"scrapbook": {"name": name,
+                                                              "mime_prefix": "application/papermill.record/"}})
+               for name, value in glued.items()]  # fmt: skip
+    notebook.cells.insert(2, nbformat.v4.new_code_cell("injected = True", outputs=records))  # papermill's cell
+    return notebook
+
+
+def test_a_student_notebook_keeps_the_executed_outputs_and_the_glued_values(tmp_path: Path) -> None:
+    prose = "# %% [markdown]\n# The total is {glue:text}`total` and {glue:text}`unknown` stays.\n\n"
+    path = _chapter(tmp_path, prose + AREA)
+    notebook = student_notebook(path, ("smoke", _executed(path, {"total": "2", "other": "x"})))
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.outputs[0]["text"] for cell in code[:2]] == ["cell 0\n", "cell 2\n"]  # parameters, `total = …`
+    assert code[-1].outputs == [] and STUB in code[-1].source  # the exercise shows nothing of its solution's
+    markdown = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    assert "The total is 2 and {glue:text}`unknown` stays." in markdown
+    assert "outputs of the `smoke` profile's build" in notebook.cells[0].source
+    bare = student_notebook(path)
+    assert all(cell.outputs == [] for cell in bare.cells if cell.cell_type == "code")
+    assert "No executed chapter was found" in bare.cells[0].source and "{glue:text}`total`" in "\n".join(
+        cell.source for cell in bare.cells
+    )
+
+
+def test_the_book_profiles_build_comes_before_the_smoke_profiles(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("TKBOOK_BUILD", raising=False)
+    assert exercises.executed_chapter("99_tiny", tmp_path) is None
+    for profile in ("smoke", "book"):
+        folder = tmp_path / "_build" / profile / "chapters"
+        folder.mkdir(parents=True)
+        nbformat.write(nbformat.v4.new_notebook(metadata={"profile": profile}), folder / "99_tiny.ipynb")
+        found, notebook = exercises.executed_chapter("99_tiny", tmp_path)
+        assert found == profile == notebook.metadata["profile"]
 
 
 def test_answers_lose_their_content_and_keep_their_dropdown(tmp_path: Path) -> None:
