@@ -417,20 +417,24 @@ plain(transfer, precision=2)
 # same document is rebuilt with the relevant passage starting at each of {glue:text}`sweep_offsets` pieces (the
 # passage boundary nearest each) and at the end — beyond what any model reads, where every model must fail (the
 # design's positive control). Each version is ranked among the query's non-relevant assembled documents (1: above
-# all of them), so each offset meets the same competitors; BM25, which reads every word whatever its place, is
-# the reference that cannot move:
+# all of them), so each offset meets the same competitors; IDCM at every *k* of its sweep, each against its own
+# scores of the competitors; BM25, which reads every word whatever its place, is the reference that cannot move:
 
 # %%
 start = time.perf_counter()
-idcm.model.select_k = chosen_k
 scorers = {"firstp": (readers["firstp"], bert_cat.tokenizer, f"firstp-{long.first_pieces}"),
            "maxp": (readers["maxp"], bert_cat.tokenizer, f"maxp-{long.window}-{long.stride}"),
-           "tkl": (tkl.model, representations.vocabulary, "tkl"),
-           "idcm": (idcm.model, bert_cat.tokenizer, f"idcm-{chosen_k}")}  # fmt: skip
+           "tkl": (tkl.model, representations.vocabulary, "tkl")}  # fmt: skip
 sweep = {name: long_documents.sweep_set(tests[name], assembled[name], texts, bert_cat.tokenizer, long, chapter.seed,
                                         out / f"{name}-sweep") for name in assembled}  # fmt: skip
-swept = {name: long_documents.sweep_ranks_by_model(scorers, sweep[name], assembled[name], runs[name],
-                                                   chapter.profile, long.max_pieces) for name in assembled}  # fmt: skip
+swept = {}
+for name in assembled:
+    swept[name] = long_documents.sweep_ranks_by_model(scorers, sweep[name], assembled[name], runs[name],
+                                                      chapter.profile, long.max_pieces)  # fmt: skip
+    cascades = long_documents.cascade_sweep_ranks(idcm.model, bert_cat.tokenizer, sweep[name], assembled[name],
+                                                  {k: cascade[k, name] for k in time_ks}, chapter.profile,
+                                                  long.max_pieces)  # fmt: skip
+    swept[name] |= {"idcm" if k == chosen_k else f"idcm-{k}": frame for k, frame in cascades.items()}
 by_label = {name: {labels[system]: frame for system, frame in by_model.items()} for name, by_model in swept.items()}
 sweep_tests = pd.concat([position_effect.sweep_tests(by_model).assign(year=name.upper())
                          for name, by_model in by_label.items()], ignore_index=True)  # fmt: skip

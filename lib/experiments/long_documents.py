@@ -15,8 +15,8 @@
   (:func:`lib.data.assembled_documents.position_sweep`), offsets in the word pieces of BERT's tokenizer, with
   BM25's scores of the sweep's documents and the year's non-relevant ones from one index;
   :func:`sweep_ranks_by_model`, every model's ranks on it (each sweep document against the same non-relevant
-  documents); :func:`relevant_offsets`, where the relevant passages of a year's assembled documents start, in word
-  pieces.
+  documents), :func:`cascade_sweep_ranks` IDCM's at every ``k`` from one pass; :func:`relevant_offsets`, where the
+  relevant passages of a year's assembled documents start, in word pieces.
 - :func:`document_scores`: a model's score of every candidate document, each read up to ``max_pieces`` tokens,
   computed once per build (the score cache, :mod:`lib.experiments.score_cache`, keyed by the weights, the
   documents and ``method`` — FirstP and MaxP share BERT-cat's weights, so the method tells them apart) — and
@@ -172,6 +172,22 @@ def sweep_ranks_by_model(
     return ranks
 
 
+def cascade_sweep_ranks(
+    model: IDCM,
+    tokenizer: Any,
+    sweep: tuple[dict[str, str], dict[str, SweepVariant], JudgedSet, Run],
+    assembled: AssembledSet,
+    competitors: Mapping[int | None, Run],
+    profile: Profile,
+    max_pieces: int,
+) -> dict[int | None, pd.DataFrame]:
+    """IDCM's ranks on a year's position sweep at every ``k`` of ``competitors`` (its scores of ``assembled``'s
+    documents at that ``k``), the sweep's documents scored at every ``k`` in one pass (:func:`cascade_scores`)."""
+    documents, variants, judged, _ = sweep
+    scores = cascade_scores(model, tokenizer, judged, documents, profile, list(competitors), max_pieces)
+    return {k: sweep_ranks(scores[k], competitors[k], assembled.layouts, variants) for k in competitors}
+
+
 def relevant_offsets(assembled: AssembledSet, texts: dict[str, str], tokenizer: Any) -> list[int]:
     """Where each relevant assembled document's relevant passage starts, in ``tokenizer``'s word pieces (the pieces
     of the passages before it; a document's pieces are its passages' in order)."""
@@ -300,6 +316,7 @@ def documents_per_ms(
 
 __all__ = [
     "assembled_set",
+    "cascade_sweep_ranks",
     "own_passages",
     "relevant_offsets",
     "sweep_ranks_by_model",

@@ -9,9 +9,11 @@ import pytest
 from lib import data
 from lib.core.profiles import LongSettings, get_profile
 from lib.core.types import JudgedSet, query_order, ranking_from_run
+from lib.evaluation.position_effect import sweep_ranks
 from lib.experiments.long_documents import (
     assembled_set,
     cascade_scores,
+    cascade_sweep_ranks,
     document_costs,
     document_scores,
     own_passages,
@@ -85,6 +87,25 @@ def test_the_position_sweep_of_a_real_year_with_bm25_scores_of_its_competitors(r
     ranks = sweep_ranks_by_model({}, sweep, assembled, {}, get_profile("smoke"), long.max_pieces)["bm25"]
     assert len(ranks) == 3 * len(swept.queries) and set(ranks["docid"]) == set(variants)  # the sweep's alone
     assert (ranks.groupby("qid")["rank"].nunique() == 1).all()  # BM25 ranks it alike wherever the passage sits
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_idcm_on_the_sweep_at_every_k_against_its_own_scores_of_the_competitors(
+    raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TKBOOK_ARTIFACTS", str(tmp_path / "artifacts"))
+    judged, texts = _real_year(qids=2)
+    assembled, as_judged, _ = assembled_set(judged, texts, time_lengths(), (1, 3, 2), seed=0, folder=tmp_path / "a")
+    long = LongSettings(max_pieces=128, sweep_offsets=(0, 64))
+    sweep = sweep_set(judged, assembled, texts, WordPieceTokenizer.from_vocab(), long, 0, tmp_path / "s")
+    model, tokenizer, profile = tiny_idcm(), HashTokenizer(vocab=3000), get_profile("smoke")
+    competitors = cascade_scores(model, tokenizer, as_judged, assembled.documents, profile, [1, None], 128)
+    ranks = cascade_sweep_ranks(model, tokenizer, sweep, assembled, competitors, profile, 128)
+    assert set(ranks) == {1, None} and all(len(frame) == 3 * 2 for frame in ranks.values())
+    model.select_k = None  # the very ranks the full cascade's own scores of the sweep give
+    alone = document_scores(model, tokenizer, sweep[2], sweep[0], profile, "idcm-None", 128)
+    expected = sweep_ranks(alone, competitors[None], assembled.layouts, sweep[1])
+    assert ranks[None]["rank"].tolist() == expected["rank"].tolist() and ranks[None]["rank"].between(1, 4).all()
 
 
 @pytest.mark.usefixtures("one_torch_thread")
