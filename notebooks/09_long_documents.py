@@ -95,7 +95,10 @@ glue("time_depth", f"{long.time_depth}", display=False)
 glue("relevant_docs", f"{long.relevant_per_query}", display=False)
 glue("other_docs", f"{long.others_per_query}", display=False)
 glue("own_docs", f"{long.own_per_document}", display=False)
-statistics = long_documents_reading.collection_table(time_judged, time_documents, assembled)
+bert_cat = artifacts.trained_model(chapter.profile, "bert-cat", chapter.device)  # its tokenizer counts the pieces
+offsets = {name: long_documents.relevant_offsets(assembled[name], texts, bert_cat.tokenizer) for name in assembled}
+statistics = long_documents_reading.collection_table(time_judged, time_documents, assembled, offsets,
+                                                     long.first_pieces)  # fmt: skip
 write_csv(out / "collections.csv", statistics)
 print(f"documents ready in {time.perf_counter() - start:.0f} s")
 plain(statistics, precision=1)
@@ -111,8 +114,6 @@ shares = {name.upper(): assembled_documents.own_shares(assembled[name], long_doc
 plain(long_documents_reading.mixture_table(shares), precision=2)
 
 # %% tags=["hide-input"]
-bert_cat = artifacts.trained_model(chapter.profile, "bert-cat", chapter.device)
-offsets = {name: long_documents.relevant_offsets(assembled[name], texts, bert_cat.tokenizer) for name in assembled}
 figure = long_documents_reading.plot_collections(time_documents, assembled, offsets)
 save_figure(figure, out / "collections.png")
 plt.show()

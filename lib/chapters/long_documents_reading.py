@@ -33,24 +33,29 @@ from lib.models.long_bert import MAXP_SIZE, MAXP_STRIDE
 
 
 def collection_table(
-    time: JudgedSet, documents: Mapping[str, str], assembled: Mapping[str, AssembledSet]
+    time: JudgedSet,
+    documents: Mapping[str, str],
+    assembled: Mapping[str, AssembledSet],
+    offsets: Mapping[str, list[int]],
+    reach: int,
 ) -> pd.DataFrame:
     """One row per collection: documents, queries, judged-relevant documents, mean and median words, the share over
-    512 words, and (assembled) the mean relative position of the relevant passage."""
+    512 words, and (assembled; ``offsets``: year → where each relevant passage starts, in word pieces) the median
+    offset of relevance and the share of relevant passages starting beyond ``reach`` pieces (FirstP's)."""
 
-    def row(name: str, texts: list[str], queries: int, relevant: int, positions: list[float]) -> dict:
+    def row(name: str, texts: list[str], queries: int, relevant: int, starts: list[int]) -> dict:
         words = [len(text.split()) for text in texts]
         return {"collection": name, "documents": len(words), "queries": queries, "relevant documents": relevant,
                 "mean words": statistics.mean(words), "median words": statistics.median(words),
                 "share > 512 words": sum(w > 512 for w in words) / len(words),
-                "mean position of relevance": statistics.mean(positions) if positions else float("nan")}  # fmt: skip
+                "median offset of relevance (pieces)": statistics.median(starts) if starts else float("nan"),
+                f"relevance beyond {reach:,} pieces": (sum(start >= reach for start in starts) / len(starts)
+                                                       if starts else float("nan"))}  # fmt: skip
 
     rows = [row("TIME", list(documents.values()), len(time.queries), sum(map(len, time.qrels.values())), [])]
     for name, collection in assembled.items():
-        layouts = collection.layouts.values()
-        positions = [layout.relative_position for layout in layouts if layout.relevant_at is not None]
         rows.append(row(f"{name.upper()} (assembled)", list(collection.documents.values()), len(collection.qrels),
-                        len(positions), positions))  # fmt: skip
+                        len(offsets[name]), offsets[name]))  # fmt: skip
     return pd.DataFrame(rows)
 
 

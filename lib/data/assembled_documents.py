@@ -52,13 +52,6 @@ class Layout:
     relevant_at: int | None
     grade: int
 
-    @property
-    def relative_position(self) -> float | None:
-        """Where the relevant passage sits: 0 at the start, 1 at the end (``None`` without one)."""
-        if self.relevant_at is None:
-            return None
-        return self.relevant_at / max(len(self.passages) - 1, 1)
-
     def filler(self) -> tuple[str, ...]:
         """The document's passages but its relevant one."""
         return tuple(pid for index, pid in enumerate(self.passages) if index != self.relevant_at)

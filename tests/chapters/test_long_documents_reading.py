@@ -28,11 +28,13 @@ ASSEMBLED = AssembledSet(
 
 def test_the_collection_table_describes_time_and_the_assembled_years() -> None:
     time = JudgedSet("time", {"1": "x", "2": "y"}, {"1": {"3": 1}, "2": {"3": 1, "4": 1}}, {})
-    table = reading.collection_table(time, {"3": "a b", "4": " ".join(["w"] * 513)}, {"dl19": ASSEMBLED})
+    offsets = {"dl19": [0, 300, 900]}
+    table = reading.collection_table(time, {"3": "a b", "4": " ".join(["w"] * 513)}, {"dl19": ASSEMBLED}, offsets, 512)
     rows = table.set_index("collection")
     assert rows.loc["TIME", "relevant documents"] == 3 and rows.loc["TIME", "share > 512 words"] == 0.5
-    assert rows.loc["DL19 (assembled)", "mean position of relevance"] == 1.0
-    figure = reading.plot_collections({"3": "a b"}, {"dl19": ASSEMBLED}, {"dl19": [0, 300, 900]})
+    assert rows.loc["DL19 (assembled)", "median offset of relevance (pieces)"] == 300
+    assert rows.loc["DL19 (assembled)", "relevance beyond 512 pieces"] == 1 / 3
+    figure = reading.plot_collections({"3": "a b"}, {"dl19": ASSEMBLED}, offsets)
     right = figure.axes[1]
     assert right.get_xlabel() == "offset in word pieces"
     assert sum(patch.get_height() for patch in right.patches) == 3  # every relevant passage's offset counted once

@@ -33,7 +33,7 @@ def test_documents_hold_their_relevant_passage_where_recorded_and_nothing_releva
             assert layout.passages[layout.relevant_at] in RELEVANT[layout.qid]
             assert assembled.qrels[layout.qid][docid] == RELEVANT[layout.qid][layout.passages[layout.relevant_at]]
         else:
-            assert assembled.qrels[layout.qid][docid] == 0 and layout.relative_position is None
+            assert assembled.qrels[layout.qid][docid] == 0 and layout.filler() == layout.passages
         assert sum(len(TEXTS[pid].split()) for pid in layout.passages) >= 60
     scores = assembled.run["q1"]
     assert sorted(scores.values(), reverse=True) == list(scores.values())
@@ -111,7 +111,8 @@ def test_real_dl19_documents_with_times_lengths(converted) -> None:
     assembled = assemble(relevant, negatives, pool, texts, lengths, seed=0, counts=(3, 12, 2), exclude=own)
     words = [len(text.split()) for text in assembled.documents.values()]
     assert statistics.median(words) > 300 and len(assembled.qrels) == 6
-    positions = [layout.relative_position for layout in assembled.layouts.values() if layout.relevant_at is not None]
+    positions = [layout.relevant_at / max(len(layout.passages) - 1, 1) for layout in assembled.layouts.values()
+                 if layout.relevant_at is not None]  # fmt: skip
     assert len(positions) == 18 and min(positions) < 0.34 and max(positions) > 0.66  # relevance early and late
     shares = own_shares(assembled, own)
     assert shares["relevant"]["own passages"] == pytest.approx(shares["non-relevant"]["own passages"])
