@@ -61,9 +61,9 @@ def collection_table(
 
 def mixture_table(shares: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
     """One row per assembled set and kind of document (``shares``: set → :func:`lib.data.assembled_documents.
-    own_shares`): documents, the query's own passages per document and their share of its filler."""
+    own_shares`): documents, the query's own passages per document and their share of its passages."""
     rows = [{"assembled set": name, "documents": kind, "count": int(values["documents"]),
-             "own passages per document": values["own passages"], "own share of the filler": values["own share"]}
+             "own passages per document": values["own passages"], "own share of its passages": values["own share"]}
             for name, by_kind in shares.items() for kind, values in by_kind.items()]  # fmt: skip
     return pd.DataFrame(rows)
 

@@ -176,15 +176,16 @@ def assemble(
 def own_shares(assembled: AssembledSet, own: Mapping[str, Collection[str]]) -> dict[str, dict[str, float]]:
     """Per kind of document (``"relevant"``, ``"non-relevant"``): the number of documents, and the mean number of the
     query's own passages (``own[qid]``: its candidates and judged passages) among a document's filler and their mean
-    share of it — averaged within each query first, then over the queries holding both kinds, so that a query with
-    fewer own passages (and fewer in every document) weighs the same in both. Equal for both kinds when relevance is
-    not given away by topic (module docstring)."""
+    share of the document's passages (its relevant one included: both kinds are drawn to the same lengths, so that
+    share is the same for both unless one holds more of the query's own) — averaged within each query first, then
+    over the queries holding both kinds, so that a query with fewer own passages (and fewer in every document) weighs
+    the same in both. Equal for both kinds when relevance is not given away by topic (module docstring)."""
     by_query: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for layout in assembled.layouts.values():
         filler = layout.filler()
         mine = sum(pid in own.get(layout.qid, ()) for pid in filler)
         kind = "non-relevant" if layout.relevant_at is None else "relevant"
-        by_query.setdefault(layout.qid, {}).setdefault(kind, []).append((mine, mine / max(len(filler), 1)))
+        by_query.setdefault(layout.qid, {}).setdefault(kind, []).append((mine, mine / len(layout.passages)))
     result = {}
     for kind in ("relevant", "non-relevant"):
         queries = [kinds[kind] for kinds in by_query.values() if len(kinds) == 2]

@@ -46,7 +46,7 @@ def test_the_mixture_table_has_a_row_per_set_and_kind() -> None:
     table = reading.mixture_table(shares)
     assert table[["assembled set", "documents", "count"]].values.tolist() == [["DL19", "relevant", 2],
                                                                              ["DL19", "non-relevant", 8]]  # fmt: skip
-    assert table["own share of the filler"].tolist() == [0.25, 0.3]
+    assert table["own share of its passages"].tolist() == [0.25, 0.3]
 
 
 class WordsAsPieces:
