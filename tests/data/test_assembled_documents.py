@@ -117,4 +117,5 @@ def test_real_dl19_documents_with_times_lengths(converted) -> None:
     shares = own_shares(assembled, own)
     assert shares["relevant"]["own passages"] == pytest.approx(shares["non-relevant"]["own passages"])
     assert shares["relevant"]["own passages"] >= 1
-    assert abs(shares["relevant"]["own share"] - shares["non-relevant"]["own share"]) < 0.05  # drawn to the same lengths: the same share, but for chance
+    # both kinds drawn to the same lengths: the same share of their passages, but for chance
+    assert abs(shares["relevant"]["own share"] - shares["non-relevant"]["own share"]) < 0.05
