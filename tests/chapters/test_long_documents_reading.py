@@ -141,6 +141,21 @@ def test_the_region_positions_figure_has_a_bar_group_per_rank() -> None:
     assert sum(patch.get_height() for patch in ax.patches) == 4  # every region counted once
 
 
+def test_the_cascade_reading_counts_a_gain_as_no_miss_and_says_by_how_much_a_part_misses() -> None:
+    def claim(delta: float) -> pd.DataFrame:
+        return pd.DataFrame({"nDCG@10 delta": [delta], "nDCG@10 p": [0.2], "nDCG@10 significant": [False]},
+                            index=["idcm"])  # fmt: skip
+
+    assert reading.cascade_reading(claim(+0.04), 4.0, 2).endswith("— holds here.")  # above MaxP is no miss
+    assert reading.cascade_reading(claim(-0.005), 3.0, 2).endswith("— holds here.")
+    slow = reading.cascade_reading(claim(+0.04), 0.7, None)
+    assert slow.startswith("At k = all windows") and slow.endswith(
+        "does not hold here: its speed-up is 0.7×, short of 3×."
+    )
+    both = reading.cascade_reading(claim(-0.03), 2.5, 4)
+    assert both.endswith("its nDCG@10 is 0.020 further below MaxP's than 0.01 and its speed-up is 2.5×, short of 3×.")
+
+
 def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> None:
     assert reading.committed_speeds(tmp_path).empty
     real = Path(__file__).parents[2] / "benchmarks" / "results" / "long"
