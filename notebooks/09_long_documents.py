@@ -458,6 +458,20 @@ plt.show()
 display(Markdown(long_documents_reading.sweep_reading(sweep_tests)))
 
 # %% [markdown]
+# A reader of windows can lose a passage without ever leaving its reach. This chapter's MaxP cuts the document into
+# windows of {glue:text}`window` pieces every {glue:text}`stride` — windows that do not overlap, a budget (Dai and
+# Callan step half a window) — so a relevant passage that straddles a boundary is read in two halves, each scored as
+# a passage without the other. Inside the document and past its start (offsets other than 0 and the end), MaxP's
+# reciprocal rank where one window holds the relevant passage whole against where its windows split it:
+
+# %%
+windows = pd.concat([position_effect.window_split_table(swept[name]["maxp"], long.window, long.stride)
+                     .assign(year=name.upper()) for name in assembled], ignore_index=True)  # fmt: skip
+write_csv(out / "maxp_windows.csv", windows)
+display(Markdown(long_documents_reading.windows_reading(windows)))
+plain(windows, precision=3)
+
+# %% [markdown]
 # ## What a document costs
 #
 # Chapter 3's clock ({doc}`03_time_budget`, the two regimes) on TIME's documents: per query, the first
@@ -516,6 +530,7 @@ summary = {
     },
     "idcm": {"chosen_k": chosen_k, "cascade": cascade_table.to_dict("records")},
     "position_sweep": sweep_tests.to_dict("records"),
+    "maxp_windows": windows.to_dict("records"),
     "transfer": transfer.to_dict("records"),
     "costs": costs[shown].to_dict("records"),
 }

@@ -9,6 +9,7 @@
 - :func:`effectiveness_table` / :func:`effectiveness_reading` — a comparison against BM25 as shown and read;
 - :func:`sweep_table` / :func:`plot_sweep` / :func:`sweep_reading` — the controlled position sweep: each model's
   reciprocal rank against the relevant passage's offset in pieces, tested against offset 0, in words;
+  :func:`windows_reading` — whether MaxP loses a relevant passage its windows split;
 - :func:`plot_regions` — where TKL's best region lies, and whether it covers the relevant passage (slide 37);
 - :func:`cascade_table` / :func:`cascade_reading` — IDCM's cascade against ``k`` beside MaxP (slide 40), and the
   lecture's claim tested;
@@ -232,6 +233,21 @@ def sweep_reading(tests: pd.DataFrame) -> str:
             "Bonferroni over every test of the year.)")  # fmt: skip
 
 
+def windows_reading(table: pd.DataFrame, alpha: float = 0.05) -> str:
+    """:func:`lib.evaluation.position_effect.window_split_table` per year (a ``year`` column) in words."""
+    parts = []
+    for year, rows in table.groupby("year", sort=False):
+        by = rows.set_index("relevant passage")
+        whole, split = by.loc["whole in one window"], by.loc["split by a boundary"]
+        p = float(whole["p (Mann–Whitney)"])
+        verdict = "a significant difference" if p < alpha else "no significant difference"
+        parts.append(f"on {year} (assembled) MaxP's reciprocal rank is {split['reciprocal rank']:.2f} where its "
+                     f"windows split the relevant passage ({int(split['documents'])} documents) against "
+                     f"{whole['reciprocal rank']:.2f} where one window holds it whole ({int(whole['documents'])}): "
+                     f"{verdict} (Mann–Whitney, p = {p:.3f})")  # fmt: skip
+    return "Inside the document and past its start, " + "; ".join(parts) + "." if parts else ""
+
+
 def plot_regions(regions: pd.DataFrame) -> plt.Figure:
     """Per assembled year: the relative position of TKL's best region against that of the relevant passage, each
     document a point coloured by whether the region covers the passage."""
@@ -321,5 +337,5 @@ __all__ = [
     "cascade_reading", "cascade_table", "collection_table", "committed_speeds", "coverage_reading",
     "effectiveness_reading", "effectiveness_table", "mixture_table", "pairs_reading", "plot_collections",
     "plot_region_positions", "plot_regions", "plot_sweep", "split_words", "sweep_reading", "sweep_table",
-    "transfer_reading", "transfer_table",
+    "transfer_reading", "transfer_table", "windows_reading",
 ]  # fmt: skip

@@ -199,19 +199,22 @@ def own_shares(assembled: AssembledSet, own: Mapping[str, Collection[str]]) -> d
 @dataclass(frozen=True)
 class SweepVariant:
     """One document of the position sweep: its ``layout``, the ``target`` offset asked for (word pieces; :data:`END`
-    for the end) and the ``offset`` its relevant passage starts at (the passage boundary nearest the target)."""
+    for the end), the ``offset`` its relevant passage starts at (the passage boundary nearest the target) and that
+    passage's ``length`` in word pieces."""
 
     layout: Layout
     target: int
     offset: int
+    length: int
 
 
-def _variants(qid: str, relevant: str, grade: int, filler: list[str], sizes: list[int], targets: Sequence[int]):
+def _variants(qid: str, relevant: tuple[str, int, int], filler: list[str], sizes: list[int], targets: Sequence[int]):
+    pid, grade, length = relevant
     starts = [sum(sizes[:index]) for index in range(len(filler) + 1)]  # the piece offset before each passage
     for target in [*targets, END]:
         at = len(filler) if target == END else min(range(len(starts)), key=lambda i: (abs(starts[i] - target), i))
-        layout = Layout(qid, tuple(filler[:at] + [relevant] + filler[at:]), at, grade)
-        yield f"{qid}-at-{'end' if target == END else target}", SweepVariant(layout, target, starts[at])
+        layout = Layout(qid, tuple(filler[:at] + [pid] + filler[at:]), at, grade)
+        yield f"{qid}-at-{'end' if target == END else target}", SweepVariant(layout, target, starts[at], length)
 
 
 def position_sweep(
@@ -243,8 +246,8 @@ def position_sweep(
         filler = _Pool(list(pool), used, generator).take(total_pieces, pieces, chosen[0].filler())
         generator.shuffle(filler)
         relevant = chosen[0].passages[chosen[0].relevant_at]
-        for docid, variant in _variants(qid, relevant, chosen[0].grade, filler, [pieces(pid) for pid in filler],
-                                        targets):  # fmt: skip
+        sizes = [pieces(pid) for pid in filler]
+        for docid, variant in _variants(qid, (relevant, chosen[0].grade, pieces(relevant)), filler, sizes, targets):
             documents[docid] = " ".join(texts[pid] for pid in variant.layout.passages)
             variants[docid] = variant
     return documents, variants

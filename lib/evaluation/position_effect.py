@@ -8,7 +8,8 @@ a model that reads only the start of a document (FirstP) ranks it lower once its
 reads, a model that reads all of it (MaxP, TKL, IDCM) does not — within each query: the reciprocal rank at each
 offset against the same query's at offset 0, a paired two-tailed t-test, Bonferroni over every test of the year
 (models × offsets). The document's end lies beyond what every model reads: there every model must fall (the
-design's positive control).
+design's positive control). :func:`window_split_table` asks whether a reader of windows (MaxP) ranks a document
+lower when its windows split the relevant passage between two of them (:func:`split_by_windows`).
 
 :func:`coverage_table` asks the same of a model that *points* at a region (TKL, slide 37): does its best region
 overlap the relevant passage more often than a region of the same width placed uniformly at random would? Each
@@ -26,15 +27,15 @@ import pandas as pd
 from scipy import stats
 
 from lib.core.types import Run
-from lib.data.assembled_documents import Layout, SweepVariant
+from lib.data.assembled_documents import END, Layout, SweepVariant
 
 
 def sweep_ranks(
     variant_scores: Run, scores: Run, layouts: Mapping[str, Layout], variants: Mapping[str, SweepVariant]
 ) -> pd.DataFrame:
     """One row per sweep document of ``variant_scores``: ``qid``, ``docid``, the ``target`` and actual ``offset``
-    (word pieces) of its relevant passage, its ``rank`` among the query's non-relevant documents in ``scores`` (by
-    ``layouts``; a tie counts against it) and ``reciprocal`` (1 / rank)."""
+    (word pieces) of its relevant passage and that passage's ``length``, its ``rank`` among the query's non-relevant
+    documents in ``scores`` (by ``layouts``; a tie counts against it) and ``reciprocal`` (1 / rank)."""
     rows = []
     for qid, by_variant in variant_scores.items():
         others = [score for doc, score in scores.get(qid, {}).items() if doc in layouts and
@@ -42,9 +43,9 @@ def sweep_ranks(
         for docid, score in by_variant.items():
             rank = 1 + sum(other >= score for other in others)
             variant = variants[docid]
-            rows.append({"qid": qid, "docid": docid, "target": variant.target, "offset": variant.offset, "rank": rank,
-                         "reciprocal": 1.0 / rank})  # fmt: skip
-    return pd.DataFrame(rows, columns=["qid", "docid", "target", "offset", "rank", "reciprocal"])
+            rows.append({"qid": qid, "docid": docid, "target": variant.target, "offset": variant.offset,
+                         "length": variant.length, "rank": rank, "reciprocal": 1.0 / rank})  # fmt: skip
+    return pd.DataFrame(rows, columns=["qid", "docid", "target", "offset", "length", "rank", "reciprocal"])
 
 
 def sweep_tests(ranks: Mapping[str, pd.DataFrame], alpha: float = 0.05) -> pd.DataFrame:
@@ -78,6 +79,30 @@ def sweep_tests(ranks: Mapping[str, pd.DataFrame], alpha: float = 0.05) -> pd.Da
     return table
 
 
+def split_by_windows(offset: int, length: int, size: int, stride: int) -> bool:
+    """Whether a passage of ``length`` pieces starting at ``offset`` lies in no single window of ``size`` pieces
+    started every ``stride`` pieces (MaxP's windows, :func:`lib.models.long_bert.document_windows`): the last window
+    starting at or before it is the only one that can hold it whole."""
+    start = offset // stride * stride
+    return offset + length > start + size
+
+
+def window_split_table(ranks: pd.DataFrame, size: int, stride: int) -> pd.DataFrame:
+    """A reader of windows on the sweep (``ranks``: :func:`sweep_ranks`' frame of one model), inside the document
+    and past its start (targets other than 0 and the end): the documents whose relevant passage lies whole in one
+    window against those whose passage its windows split, each with its count and mean reciprocal rank, and the
+    two-sided Mann–Whitney p between them."""
+    inside = ranks[(ranks["target"] != 0) & (ranks["target"] != END)]
+    split = [split_by_windows(offset, length, size, stride)
+             for offset, length in zip(inside["offset"], inside["length"], strict=True)]  # fmt: skip
+    groups = {"whole in one window": inside[[not value for value in split]], "split by a boundary": inside[split]}
+    p = (float(stats.mannwhitneyu(*(frame["reciprocal"] for frame in groups.values())).pvalue)
+         if all(len(frame) for frame in groups.values()) else float("nan"))  # fmt: skip
+    return pd.DataFrame([{"relevant passage": name, "documents": len(frame),
+                          "reciprocal rank": float(frame["reciprocal"].mean()) if len(frame) else float("nan"),
+                          "p (Mann–Whitney)": p} for name, frame in groups.items()])  # fmt: skip
+
+
 def chance_p_value(hits: Sequence[bool], chance: Sequence[float]) -> float:
     """``P(X ≥ sum(hits))`` for ``X`` the number of hits of independent Bernoulli trials with probabilities ``chance``
     (the Poisson-binomial upper tail, exact; module docstring). 1.0 for no trials."""
@@ -107,4 +132,6 @@ def coverage_table(regions: pd.DataFrame, group: str, alpha: float = 0.05) -> pd
     return pd.DataFrame(rows)
 
 
-__all__ = ["chance_p_value", "coverage_table", "sweep_ranks", "sweep_tests"]
+__all__ = [
+    "chance_p_value", "coverage_table", "split_by_windows", "sweep_ranks", "sweep_tests", "window_split_table",
+]  # fmt: skip

@@ -156,6 +156,20 @@ def test_the_cascade_reading_counts_a_gain_as_no_miss_and_says_by_how_much_a_par
     assert both.endswith("its nDCG@10 is 0.020 further below MaxP's than 0.01 and its speed-up is 2.5×, short of 3×.")
 
 
+def test_the_windows_reading_says_whether_maxp_loses_a_split_passage() -> None:
+    table = pd.DataFrame([
+        {"year": "DL19", "relevant passage": "whole in one window", "documents": 20, "reciprocal rank": 0.6,
+         "p (Mann–Whitney)": 0.004},
+        {"year": "DL19", "relevant passage": "split by a boundary", "documents": 30, "reciprocal rank": 0.3,
+         "p (Mann–Whitney)": 0.004},
+    ])  # fmt: skip
+    text = reading.windows_reading(table)
+    assert text == ("Inside the document and past its start, on DL19 (assembled) MaxP's reciprocal rank is 0.30 where "
+                    "its windows split the relevant passage (30 documents) against 0.60 where one window holds it "
+                    "whole (20): a significant difference (Mann–Whitney, p = 0.004).")  # fmt: skip
+    assert "no significant difference" in reading.windows_reading(table.assign(**{"p (Mann–Whitney)": 0.4}))
+
+
 def test_the_committed_gpu_speeds_are_read_with_their_device(tmp_path: Path) -> None:
     assert reading.committed_speeds(tmp_path).empty
     real = Path(__file__).parents[2] / "benchmarks" / "results" / "long"

@@ -11,7 +11,14 @@ import pytest
 from scipy import stats
 
 from lib.data.assembled_documents import END, Layout, SweepVariant
-from lib.evaluation.position_effect import chance_p_value, coverage_table, sweep_ranks, sweep_tests
+from lib.evaluation.position_effect import (
+    chance_p_value,
+    coverage_table,
+    split_by_windows,
+    sweep_ranks,
+    sweep_tests,
+    window_split_table,
+)
 
 
 def layout(relevant_at: int | None, length: int = 5) -> Layout:
@@ -19,8 +26,8 @@ def layout(relevant_at: int | None, length: int = 5) -> Layout:
 
 
 LAYOUTS = {"early": layout(0), "n1": layout(None), "n2": layout(None), "n3": layout(None)}
-VARIANTS = {"q-at-0": SweepVariant(layout(0), 0, 0), "q-at-256": SweepVariant(layout(2), 256, 240),
-            "q-at-end": SweepVariant(layout(5, 6), END, 900)}  # fmt: skip
+VARIANTS = {"q-at-0": SweepVariant(layout(0), 0, 0, 80), "q-at-256": SweepVariant(layout(2), 256, 240, 80),
+            "q-at-end": SweepVariant(layout(5, 6), END, 900, 80)}  # fmt: skip
 
 
 def test_each_sweep_document_is_ranked_among_the_non_relevant_ones_only() -> None:
@@ -53,6 +60,24 @@ def test_the_tests_tell_a_model_that_reads_the_start_from_one_that_reads_everyth
     assert tests.loc[("FirstP", 768), "queries"] == 30
     with pytest.raises(ValueError, match="offset 0"):
         sweep_tests({"FirstP": start_reader[start_reader["target"] != 0]})
+
+
+def test_a_passage_is_split_when_no_window_holds_it_whole() -> None:
+    assert not split_by_windows(0, 80, size=150, stride=150) and split_by_windows(128, 80, size=150, stride=150)
+    assert not split_by_windows(512, 80, size=150, stride=150)  # inside the window 450–600
+    assert not split_by_windows(128, 80, size=150, stride=75)  # half-window steps: the window 75–225 holds it
+    assert split_by_windows(10, 200, size=150, stride=75)  # longer than a window: always split
+
+
+def test_the_window_table_tells_a_reader_that_loses_split_passages() -> None:
+    rows = [{"target": t, "offset": t, "length": 80, "reciprocal": 0.2 if split_by_windows(t, 80, 150, 150) else 0.9}
+            for t in (0, 128, 256, 384, 512, 768, END) for _ in range(10)]  # fmt: skip
+    table = window_split_table(pd.DataFrame(rows), 150, 150).set_index("relevant passage")
+    assert table.loc["whole in one window", "documents"] == 20  # 512 and 768; offset 0 and the end left out
+    assert table.loc["split by a boundary", "documents"] == 30 and table.loc[
+        "split by a boundary", "reciprocal rank"
+    ] == pytest.approx(0.2)
+    assert table["p (Mann–Whitney)"].iloc[0] < 0.001
 
 
 def test_the_chance_p_value_is_the_exact_poisson_binomial_tail() -> None:
