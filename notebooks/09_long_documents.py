@@ -458,11 +458,12 @@ plt.show()
 display(Markdown(long_documents_reading.sweep_reading(sweep_tests)))
 
 # %% [markdown]
-# A reader of windows can lose a passage without ever leaving its reach. This chapter's MaxP cuts the document into
-# windows of {glue:text}`window` pieces every {glue:text}`stride` — windows that do not overlap, a budget (Dai and
-# Callan step half a window) — so a relevant passage that straddles a boundary is read in two halves, each scored as
-# a passage without the other. Inside the document and past its start (offsets other than 0 and the end), MaxP's
-# reciprocal rank where one window holds the relevant passage whole against where its windows split it:
+# Can a reader of windows lose a passage without it ever leaving its reach? This chapter's MaxP cuts the document
+# into windows of {glue:text}`window` pieces every {glue:text}`stride` — windows that do not overlap, a budget (Dai
+# and Callan step half a window) — so a relevant passage that straddles a boundary is read in two halves, each
+# scored as a passage without the other. One suspect for any fall of MaxP inside its reach, tested: inside the
+# document and past its start (offsets other than 0 and the end), MaxP's reciprocal rank where one window holds the
+# relevant passage whole against where its windows split it:
 
 # %%
 windows = pd.concat([position_effect.window_split_table(swept[name]["maxp"], long.window, long.stride)
