@@ -146,11 +146,15 @@ class WordPieceTokenizer:
         return len(self.hf)
 
     def pieces(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
-        """Word-piece ids of each text, without special tokens, cut at ``max_length`` (``None``: uncut)."""
+        """Word-piece ids of each text, without special tokens, cut at ``max_length`` (``None``: uncut). The tokenizer
+        is left as it was (no truncation), so that it pickles the same whatever it tokenized last."""
         if isinstance(texts, str):
             raise TypeError("parameter 'texts' must be a list of strings, not one string")
         kwargs = {"truncation": True, "max_length": max_length} if max_length is not None else {}
-        return self.hf(list(texts), add_special_tokens=False, **kwargs)["input_ids"]
+        ids = self.hf(list(texts), add_special_tokens=False, **kwargs)["input_ids"]
+        if max_length is not None:  # the backend keeps a call's truncation, and a pickle (a score-cache key) sees it
+            self.hf.backend_tokenizer.no_truncation()
+        return ids
 
     def encode(self, texts: Sequence[str], max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The tokenizer contract: ``(ids LongTensor[B, L], mask BoolTensor[B, L])``, no special tokens."""

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from lib.experiments import score_cache
 from lib.representations.bert import (
     BERT_SIZES,
     CLS_ID,
@@ -43,6 +44,15 @@ def test_wordpiece_tokenizer_uses_the_real_vocabulary_without_special_tokens(tok
     assert tokenizer.decode(ids[1]) == ["una", "##ffa"]
     ids, mask = tokenizer.encode(["hello"], max_length=30)
     assert ids.shape == (1, 1) and ids.dtype == torch.long and mask.dtype == torch.bool
+
+
+def test_the_tokenizer_pickles_the_same_whatever_it_cut_last(tokenizer: WordPieceTokenizer) -> None:
+    """The score cache keys scores by the pickled tokenizer: a cut must not leave its setting behind."""
+    before = score_cache.tokenizer_digest(tokenizer)
+    assert tokenizer.pieces(["unaffable words"], 2) == [[14477, 20961]]
+    assert score_cache.tokenizer_digest(tokenizer) == before
+    assert tokenizer.pieces(["unaffable words"]) == [[14477, 20961, 3468, 2616]]  # and the next call is uncut
+    assert score_cache.tokenizer_digest(tokenizer) == before
 
 
 def test_tokenizer_save_load_round_trip(tokenizer: WordPieceTokenizer, tmp_path: Path) -> None:
