@@ -206,7 +206,7 @@ plain(long_documents_reading.mixture_table(shares), precision=2)
 # non-overlapping regions make the score (the authors' defaults, `lib.models.tkl`). Here on the GloVe vectors of
 # TK-2, trained with the TK paper's pairwise hinge on the training documents — and therefore narrower than the
 # authors' TKL: {glue:text}`tkl_width`-d vectors contextualised by {glue:text}`tkl_heads` attention heads of
-# {glue:text}`tkl_head_dim`, where the authors' read 300-d vectors with 10 heads of 30 (the book has no 300-d
+# {glue:text}`tkl_head_dim`, where the authors' TKL reads 300-d vectors with 10 heads of 30 (the book has no 300-d
 # vectors off the paper path):
 
 # %%
