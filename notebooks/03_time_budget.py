@@ -29,6 +29,30 @@
 # 3. the **time-budget curves**: under a budget of `T` ms a model of speed `r` re-ranks the top
 #    `min(D, ⌊T·r⌋)` candidates (`D` the deepest it has scores for: 100 in the `book` profile), so its
 #    effectiveness under `T` is its effectiveness at that depth.
+#
+# Then it asks the question the paper leaves open: what if the passage side is computed once, when the collection is
+# indexed, and only read at query time? TK can do that and BERT-cat cannot, so the same curves are drawn a second
+# time with every storable model's passages stored, and a compact index of the chosen TK is put to the same test:
+# how fast can it answer, from how few bytes per passage, and what does it keep of its effectiveness?
+#
+# ```{admonition} Terms used in this chapter
+# :class: tip
+# - **Teacher, test years, validation**: chapter 2's zero-shot MiniLM bi-encoder, whose scores every model learned
+#   from (labelled "(teacher)": a reference, not a contestant); DL19 and DL20, only tested on; DL21, on which every
+#   setting is chosen.
+# - **Chosen TK, ladder**: chapter 2 trains TKs on ever deeper pre-trained word vectors (GloVe, BERT's static
+#   pieces, BERT's first 1–6 layers: the ladder) and chooses one on validation: the chosen TK.
+# - **Docs/ms**: documents scored per millisecond, the paper's Table 2 measure of speed.
+# - **Roofline**: the machine's arithmetic rate measured in practice; a model's achieved rate divided by it says how
+#   much of the machine the model uses.
+# - **bf16**: a 16-bit number format with float32's range and 2–3 significant digits, twice as fast where the
+#   hardware has it.
+# - **Run whole, stored, resident**: the three regimes of a re-ranker's passage side — computed at query time;
+#   read from an index on disk (float16, int8, or product-quantised: each vector replaced by a few bytes of codes);
+#   held in the GPU's memory.
+# - **p, `*`**: a paired two-tailed t-test over the year's judged queries, corrected for the comparisons made;
+#   `*` marks p < 0.05. An order between two models is claimed only where it is significant.
+# ```
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
@@ -94,30 +118,35 @@ LABELS["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from 
 # %% [markdown]
 # ## How fast is each model?
 #
-# The paper times "solely the time spent computing the scores on the GPU", excluding
-# pre-processing. The book's harness (`lib.evaluation.efficiency`) does the same on whatever device it runs
-# on: the (query, passage) pairs are real BM25 candidates of DL19 in rank order, tokenised
-# beforehand at the paper's caps (30 query and 200 passage tokens) and moved to the device; one
-# warm-up pass is excluded; GPU work is synchronised before every clock read; the median of
-# several repetitions is reported (a latency of {glue:text}`regime_once_ms` ms or more is timed once, its first
-# run, here and below: any cold-start cost stays in it and can only slow that model). Batches hold 256 pairs for the
-# non-BERT models (the paper's setting) and 32 for BERT, and are **bucketed by passage length** as the book
-# re-ranks: pairs are sorted by passage length and each batch is padded only to its own longest passage (the
-# remaining padding is part of the cost, as in any real batch). TK contextualises each distinct query of a batch
-# once and shares it with all of its passages (`lib.models.tk.TK.forward`).
+# The paper's Table 2 gives each model's speed as documents scored per millisecond on its GPUs of 2019, and §3.3
+# turns two of them into its headline: TK-2 is 40 times faster than BERT-Base. This section measures the same
+# column on the machine that builds the book — for the book's own models and for the paper's sizes of every
+# architecture, BERT-Base and BERT-Large included, with random weights (speed does not depend on them) — and
+# the latency of re-ranking 100 and 1,000 candidates of one query.
 #
-# Speed does not depend on trained weights, so besides the book's own models the chapter times the
-# **paper's sizes with random weights**: TK with 1–3 layers and the kernel-pooling baselines at
-# 300-d (16 heads of 32, FF 100, 11 kernels; the book's chapter-2 models are narrower, on 50-d
-# GloVe) and BERT-cat on BERT-Base (12 layers, 768 wide) and BERT-Large (24, 1,024), which the
-# book cannot train. The speed of the book's own models was measured in chapter 2, right after
-# training, and is shown below the table. Every architecture is timed on the same candidates; how many
-# of their batches are timed adapts to each model's speed (a probe first), so that BERT-Large on a
-# CPU takes seconds, not hours, and the timed batches are spread evenly over the length-sorted ones,
-# so that a slow model is timed on passages as long as a fast one's. The latency of one query re-ranking 1,000
-# candidates repeats its 100 candidates ten times (the book has 100 per query); a latency that
-# would take longer than the profile allows to measure is estimated from the throughput, and the
-# table says which.
+# ```{admonition} How the book times a model
+# :class: dropdown
+# The paper times "solely the time spent computing the scores on the GPU", excluding pre-processing. The book's
+# harness (`lib.evaluation.efficiency`) does the same on whatever device it runs on: the (query, passage) pairs are
+# real BM25 candidates of DL19 in rank order, tokenised beforehand at the paper's caps (30 query and 200 passage
+# tokens) and moved to the device; one warm-up pass is excluded; GPU work is synchronised before every clock read;
+# the median of several repetitions is reported (a latency of {glue:text}`regime_once_ms` ms or more is timed once,
+# its first run, here and below: any cold-start cost stays in it and can only slow that model). Batches hold 256
+# pairs for the non-BERT models (the paper's setting) and 32 for BERT, and are **bucketed by passage length** as
+# the book re-ranks: pairs are sorted by passage length and each batch is padded only to its own longest passage
+# (the remaining padding is part of the cost, as in any real batch). TK contextualises each distinct query of a
+# batch once and shares it with all of its passages (`lib.models.tk.TK.forward`).
+#
+# The paper's sizes are TK with 1–3 layers and the kernel-pooling baselines at 300-d (16 heads of 32, FF 100, 11
+# kernels; the book's chapter-2 models are narrower, on 50-d GloVe) and BERT-cat on BERT-Base (12 layers, 768
+# wide) and BERT-Large (24, 1,024), which the book cannot train. The speed of the book's own models was measured
+# in chapter 2, right after training, and is shown below the table. Every architecture is timed on the same
+# candidates; how many of their batches are timed adapts to each model's speed (a probe first), so that
+# BERT-Large on a CPU takes seconds, not hours, and the timed batches are spread evenly over the length-sorted
+# ones, so that a slow model is timed on passages as long as a fast one's. The latency of one query re-ranking
+# 1,000 candidates repeats its 100 candidates ten times (the book has 100 per query); a latency that would take
+# longer than the profile allows to measure is estimated from the throughput, and the table says which.
+# ```
 
 # %%
 dl19_run = first_stage_runs.bm25_run(chapter.profile, "dl19")
@@ -135,25 +164,8 @@ glue("regime_once_ms", f"{speed_settings.once_above_ms:,.0f}", display=False)
 # Each architecture's throughput and query latency, beside the paper's throughput on its GPUs of 2019:
 
 # %%
-
-
-def latency_cell(row: pd.Series, count: int) -> str:
-    """A latency with its caveats: "est." when estimated from throughput, "rep." when candidates repeat."""
-    notes = [note for note, flag in (("est.", not row[f"latency_{count}_measured"]),
-                                     ("rep.", row[f"latency_{count}_repeated"])) if flag]  # fmt: skip
-    return f"{row[f'latency_{count}_ms']:,.1f}" + (f" ({', '.join(notes)})" if notes else "")
-
-
-docs_ms_table = pd.DataFrame(
-    {
-        "architecture": [row["label"] for _, row in speed_table.iterrows()],
-        "parameters (M)": speed_table["parameters"] / 1e6,
-        "docs/ms (here)": speed_table["docs_per_ms"],
-        "ms for 100": [latency_cell(row, 100) for _, row in speed_table.iterrows()],
-        "ms for 1,000": [latency_cell(row, 1000) for _, row in speed_table.iterrows()],
-        "docs/ms (paper, GPU 2019)": [ARCHITECTURES[name].paper_docs_per_ms for name in speed_table.index],
-    },
-    index=speed_table.index,
+docs_ms_table = speed_report.docs_per_ms_table(
+    speed_table, {name: ARCHITECTURES[name].paper_docs_per_ms for name in speed_table.index}
 )
 write_csv(out / "docs_per_ms.csv", docs_ms_table.reset_index())
 glue("speed_device", speed["device"], display=False)
@@ -169,7 +181,7 @@ docs_ms_table
 # kind of real candidates (fewer of them, so the numbers are rougher), next to the paper-size
 # architecture that stands for each in the paper's situation:
 
-# %%
+# %% tags=["hide-input"]
 book_speed = artifacts.table2(chapter.profile).dropna(subset=["docs/ms"]).groupby("model")["docs/ms"].mean()
 book_speed_table = pd.DataFrame(
     {
@@ -185,19 +197,8 @@ write_csv(out / "book_model_speeds.csv", book_speed_table)
 plain(book_speed_table)
 
 
-# %%
-figure, ax = plt.subplots(figsize=(8, 0.45 * len(speed_table) + 1.2))
-bars = docs_ms_table.melt(
-    id_vars="architecture",
-    value_vars=["docs/ms (here)", "docs/ms (paper, GPU 2019)"],
-    var_name="measured",
-    value_name="docs/ms",
-).dropna()
-sns.barplot(data=bars, y="architecture", x="docs/ms", hue="measured", ax=ax)
-ax.set_xscale("log")
-ax.set_xlabel("documents re-ranked per millisecond (log scale)")
-ax.set_ylabel("")
-ax.legend(title="", loc="lower right")
+# %% tags=["hide-input"]
+figure = speed_report.plot_docs_per_ms(docs_ms_table)
 save_figure(figure, out / "docs_per_ms.png")
 plt.show()
 
@@ -208,7 +209,7 @@ plt.show()
 # BERT-Base with 12 layers" (Table 2: 4 against 0.1 documents per ms). The same ratio, measured in
 # the same run on this machine:
 
-# %%
+# %% tags=["hide-input"]
 ratio = docs_per_ms["tk2"] / docs_per_ms["bert-base"] if {"tk2", "bert-base"} <= set(docs_per_ms) else math.nan
 glue("tk2_bert_ratio", f"{ratio:.0f}", display=False)
 glue("tk2_docs_ms", f"{docs_per_ms.get('tk2', math.nan):.3g}", display=False)
@@ -235,7 +236,7 @@ display(Markdown(f"TK-2 scores **{ratio:.0f}×** as many documents per milliseco
 # committed there are shown here with where and when they were measured, so that a book built on one
 # machine also shows the numbers of others (a GPU's in particular, which is the paper's setting).
 
-# %%
+# %% tags=["hide-input"]
 results_dir = paths.REPO_ROOT / "benchmarks" / "results"
 committed, committed_results = [], {}
 for path in sorted(results_dir.glob("*.json")):
@@ -265,7 +266,7 @@ else:
 # The paper's "40 times faster" is a ratio, so it is only meaningful between two models timed alike:
 # same machine, same run, same dtype, batching and execution. Every committed file that timed both:
 
-# %%
+# %% tags=["hide-input"]
 ratio_table = speed_benchmark.ratio_table(committed_results)
 write_csv(out / "committed_ratios.csv", ratio_table)
 if ratio_table.empty:
@@ -355,7 +356,7 @@ write_csv(out / "depth_curves.csv", depth_frames)
 max_depth = int(depth_frames["depth"].max())
 glue("max_depth", max_depth, display=False)
 
-# %%
+# %% tags=["hide-input"]
 grid = sns.relplot(data=depth_frames, x="depth", y="nDCG@10", hue="model", col="set", kind="line", height=3.6,
                    aspect=1.3, drawstyle="steps-post")  # fmt: skip
 for ax, query_set in zip(grid.axes.flat, sets, strict=True):
@@ -408,7 +409,7 @@ for (query_set, view), frame in frames.items():
 # %% [markdown]
 # With the speeds chapter 2 measured for the book's own models, each test year's Figure 2:
 
-# %%
+# %% tags=["hide-input"]
 
 
 def show_budget_figure(query_set: str, view: str, title: str) -> None:
@@ -436,7 +437,7 @@ for query_set in sets:
 # the caveat that a real BERT-Base fine-tuned on MS MARCO would be more effective than the book's
 # BERT-cat, so its curve is a lower bound on what BERT would achieve.
 
-# %%
+# %% tags=["hide-input"]
 for query_set in sets:
     show_budget_figure(query_set, "paper", f"{query_set.upper()}: BERT-cat at BERT-Base's measured speed")
 
@@ -447,7 +448,7 @@ for query_set in sets:
 # listed together; "BM25" among them means no re-ranker beats the first stage at that budget) and
 # how many candidates TK-2 and BERT-cat re-rank in that time.
 
-# %%
+# %% tags=["hide-input"]
 largest = max(frame["budget_ms"].max() for frame in frames.values())
 budget_grid = [m * 10**e for e in range(0, int(math.log10(largest)) + 2) for m in (1, 2, 5) if m * 10**e <= largest * 2]
 
@@ -599,7 +600,7 @@ else:
 # {glue:text}`regime_low` and {glue:text}`regime_high` candidates (`lib.evaluation.regimes.query_cost`); in the
 # stored regime the cheaper of its two indexes:
 
-# %%
+# %% tags=["hide-input"]
 costs = regime_costs.regime_costs(regime_table, regime_counts)
 glue("regime_low", f"{sorted(regime_counts)[0]:,}", display=False)
 glue("regime_high", f"{sorted(regime_counts)[1]:,}", display=False)
@@ -665,7 +666,7 @@ for query_set in sets:
 # Among the students (every model but the teacher; BM25 counts, "BM25" among the best means no student beats
 # the first stage there), with the teacher's value beside them:
 
-# %%
+# %% tags=["hide-input"]
 regime_largest = max(frame["budget_ms"].max() for frame in regime_frames.values())
 regime_grid = [m * 10**e for e in range(0, int(math.log10(regime_largest)) + 2) for m in (1, 2, 5)
                if m * 10**e <= regime_largest * 2]  # fmt: skip

@@ -25,12 +25,32 @@
 # stored at all. Slide 27 compares them by effectiveness, query latency and
 # what they need.
 #
-# This chapter builds that comparison on the book's data. Every model learns from the same teacher with the
-# protocol of {doc}`02_training` (Margin-MSE on the same teacher-labelled triples, early stopping on chapter 2's
-# validation queries, within a budget of steps set below) and is tested on DL19 and DL20, re-ranking the official
-# BM25 top-100. Query latency is measured on this machine, with real candidates, both running the whole model at
-# query time and with the passage side stored where the architecture allows. Each section ends with questions for
-# students; cells marked as exercises become a student notebook with `make exercises`.
+# This chapter builds that comparison on the book's data, one section per block of slides, in the lecture's order.
+# Every model learns from the same teacher with the protocol of {doc}`02_training` (Margin-MSE on the same
+# teacher-labelled triples, early stopping on chapter 2's validation queries) and is tested on DL19 and DL20,
+# re-ranking the official BM25 top-100 — but not for the same number of steps: chapter 2's BERT-cat and TKs ran
+# their whole schedules, while ColBERT trains for {glue:text}`colbert_budget`, PreTTR for
+# {glue:text}`prettr_budget` and TK-Sparse for {glue:text}`tk2-sparse_budget` (the budget that keeps this chapter
+# within an hour on two cores; the protocol below). Query latency is measured on this machine, with real
+# candidates, both running the whole model at query time and with the passage side stored where the architecture
+# allows. Each section ends with questions for students; cells marked as exercises become a student notebook with
+# `make exercises`.
+#
+# ```{admonition} Terms from other chapters
+# :class: tip
+# - **Teacher**: the zero-shot MiniLM bi-encoder whose scores every model here learns from ({doc}`02_training`);
+#   it is labelled "(teacher)" wherever it appears: a reference, not a contestant.
+# - **Test years, validation**: DL19 and DL20 are only tested on; every setting is chosen on DL21's judged queries
+#   (validation).
+# - **Run whole, passages stored**: the two regimes of {doc}`03_time_budget` — every layer computed at query time,
+#   or the passage side computed at indexing time and read from an index (float16, int8 or product-quantised).
+# - **Chosen TK, ladder**: chapter 2 trains TKs on ever deeper pre-trained word vectors (GloVe, BERT's static
+#   pieces, BERT's first 1–6 layers: the ladder) and chooses one on validation: the chosen TK.
+# - **Decisions table**: every setting that differs from its profile's default, with the evidence that set it
+#   (validation, the paper, a budget or a cost): {doc}`../build_times_and_decisions`.
+# - **p, `*`**: a paired two-tailed t-test over the year's judged queries, Bonferroni-corrected over the models
+#   compared; `*` marks p < 0.05. An order between two models is claimed only where it is significant.
+# ```
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper
@@ -50,7 +70,7 @@ from myst_nb import glue
 from tqdm import tqdm
 
 from lib.analyses import stopword_gate
-from lib.chapters import lecture_comparison
+from lib.chapters import lecture_comparison, slide_claims
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tables import plain
 from lib.core import paths
@@ -78,14 +98,13 @@ lecture
 # TK-2's schedule. PreTTR starts from chapter 2's fine-tuned BERT-cat, split where its section below chooses, and
 # is trained there. The teacher, the triples, the validation year and the test years are chapter 2's; the number
 # of training steps need not be. The trainings here stop by rule where the profile sets a budget
-# (`lecture.stop_at`, `lecture.duo_stop_at`; the book profile's keeps the chapter under an hour on two cores and
-# is recorded, with what each cut cost on validation, in the decisions table of {doc}`../reproducing`): ColBERT
-# after {glue:text}`colbert_budget`, PreTTR after {glue:text}`prettr_budget`, the duo model after
-# {glue:text}`duo_budget`, TK-Sparse (and every run of slides 31–32) after {glue:text}`tk2-sparse_budget` — each
-# with its learning rate as over the whole schedule, so the weights are those the whole run passes through.
-# Chapter 2's BERT-cat and TKs, which they are compared with, trained their whole schedules (early stopping
-# aside): a difference below is the architecture's together with its training budget (and, for PreTTR, its head
-# start).
+# (`lecture.stop_at`, `lecture.duo_stop_at`; the book profile's keeps the chapter under an hour on two cores and is
+# recorded, with what each cut cost on validation, in the decisions table, {doc}`../build_times_and_decisions`):
+# ColBERT after {glue:text}`colbert_budget`, PreTTR after {glue:text}`prettr_budget`, the duo model after
+# {glue:text}`duo_budget`, TK-Sparse (and every run of slides 31–32) after {glue:text}`tk2-sparse_budget` — each with
+# its learning rate as over the whole schedule, so the weights are those the whole run passes through. Chapter 2's
+# BERT-cat and TKs, which they are compared with, trained their whole schedules (early stopping aside): a difference
+# below is the architecture's together with its training budget (and, for PreTTR, its head start).
 
 # %%
 start = time.perf_counter()
@@ -121,9 +140,27 @@ pd.DataFrame(
 # ## BERT-cat (slides 7–11)
 #
 # BERT-cat reads `[CLS] query [SEP] passage [SEP]` through every layer, so each query term attends to
-# each passage term. Chapter 2 trained it on {glue:text}`bert_layers` MiniLM layers for {glue:text}`bert_steps`
-# steps ({doc}`02_training`); its results are in the comparison below (slides 25–27).
-#
+# each passage term, and a linear layer turns the `[CLS]` vector into the score. Chapter 2 trained it on
+# {glue:text}`bert_layers` MiniLM layers for {glue:text}`bert_steps` steps ({doc}`02_training`). Slide 11's point
+# is the size of the jump over BM25; here it is on the test years, re-ranking every candidate, with the teacher
+# it learned from beside it (each tested against BM25):
+
+# %%
+bm25_frames = {}
+for query_set, qs in protocol.tests.items():
+    runs = {"bm25": qs.run, **{name: read_run(chapter.run_path(query_set, name + model_runs.ALL_CANDIDATES))
+                               for name in ("bi-encoder", "bert-cat")}}  # fmt: skip
+    bm25_frames[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"], baseline="bm25")
+bert_cat_labels = {"bm25": "BM25", "bi-encoder": label("bi-encoder") + " (teacher)", "bert-cat": label("bert-cat")}
+plain(lecture_comparison.effectiveness_table(bm25_frames, bert_cat_labels).reset_index(), precision=3)
+
+# %% tags=["hide-input"]
+display(Markdown(slide_claims.claim_sentence(
+    "11", "BERT-cat is far more effective than BM25", label("bert-cat"), "BM25",
+    slide_claims.year_orders(bm25_frames, "bert-cat"), "above",
+)))  # fmt: skip
+
+# %% [markdown]
 # ## Mono-duo: BERT-cat's top again, in pairs (slide 12)
 #
 # Slide 12's pattern re-ranks twice: a *mono* model (BERT-cat) scores every candidate alone, then a *duo* model
@@ -181,6 +218,32 @@ display(Markdown(lecture_comparison.mono_duo_reading(duo_table, settings.validat
 #
 # ## Efficiency: where BERT-cat's time goes, and where it can move (slides 14–16)
 #
+# Slide 14 puts every re-ranker on two axes: query latency and effectiveness. The basic re-rankers sit at the lower
+# left, BERT-cat at the upper right — much better, much slower. The same picture for chapter 2's models, each run
+# whole at query time on chapter 3's clock (the latency of re-ranking {glue:text}`tradeoff_count` candidates of a
+# DL19 query) against its DL19 nDCG@10 re-ranking all of them:
+
+# %% tags=["hide-input"]
+test = protocol.tests["dl19"]
+largest = max(count for count in chapter.profile.speed.regime_counts if count <= max(len(c) for c in test.run.values()))
+glue("tradeoff_count", f"{largest:,}", display=False)
+run_whole = lecture_comparison.whole_latency(artifacts.regimes(chapter.profile), largest)
+whole_names = [name for name in run_whole["model"] if name in set(artifacts.table2(chapter.profile)["model"])]
+whole_runs = {name: read_run(chapter.run_path("dl19", name + model_runs.ALL_CANDIDATES)) for name in whole_names}
+whole_view = lecture_comparison.comparison_table(
+    {"dl19": comparison.compare(whole_runs, test.qrels, ["nDCG@10"])}, run_whole, {},
+    {name: label(name) + (" (teacher)" if name == "bi-encoder" else "") for name in whole_names},
+)  # fmt: skip
+figure = lecture_comparison.plot_tradeoff(
+    whole_view, "DL19 nDCG@10", f"ms for {largest}", [], f"Chapter 2's models run whole ({largest} candidates, DL19)"
+)  # fmt: skip
+figure.axes[0].axhline(bm25_frames["dl19"].loc["bm25", "nDCG@10"], color="0.5", linestyle="--", linewidth=1,
+                       label="BM25 (no re-ranking)")  # fmt: skip
+figure.axes[0].legend(loc="lower right", fontsize=8)
+save_figure(figure, out / "run_whole_tradeoff.png")
+plt.show()
+
+# %% [markdown]
 # All of BERT-cat's work runs again for every candidate at query time. The lecture's ways out (slide 16): a
 # smaller BERT (chapter 2's BERT-cat already runs on MiniLM's six layers instead of BERT-Base's twelve), or
 # moving work from query time to indexing time — compute what depends on the passage alone once, store it,
@@ -212,7 +275,6 @@ display(Markdown(lecture_comparison.mono_duo_reading(duo_table, settings.validat
 # every *k* without training each model:
 
 # %%
-test = protocol.tests["dl19"]
 timed_qids = sorted(test.run)[: lecture.latency_queries]
 split_rows = []
 for k in range(layers + 1):
@@ -343,7 +405,78 @@ print("my_maxsim scores both pairs as worked out by hand")
 #    long vector dominates the max, and every query token contributes on the same scale.
 # 2. 62 vectors (with `[CLS]` and `[SEP]`) × 128 × 2 bytes ≈ 15.9 kB; with 384 dimensions ≈ 47.6 kB.
 # ```
+
+# %% [markdown]
+# ### ColBERT on the book's data
 #
+# ColBERT's cost is measured on chapter 3's clock — the same DL19 queries, candidate counts and timed runs
+# (`lib.experiments.regime_costs`) — together with the other models this chapter trains, and every model is tested
+# against BERT-cat on both years (all of them are in slide 27's table, below). A model whose passage side can be
+# stored is shown with the faster of its float16 and int8 indexes at the largest candidate count (its latencies and
+# bytes per passage are that index's, and slide 27's full table below also has it run whole); BERT-cat runs whole.
+# TILDE's latencies and index sizes come from {doc}`06_tilde`. ColBERT beside BERT-cat, in the five columns slide
+# 27 compares:
+
+# %% tags=["hide-input"]
+from_chapter2 = list(dict.fromkeys(["bi-encoder", "bert-cat", "tk2", artifacts.chosen_tk(chapter.profile)]))
+compared = [*from_chapter2, *(name for name in lecture.models if name not in from_chapter2)]
+models = {name: artifacts.trained_model(chapter.profile, name, chapter.device) for name in from_chapter2}
+files = {name: name + model_runs.ALL_CANDIDATES for name in compared} | {"tilde-qdl": "tilde-qdl", "tildev2": "tildev2"}
+effectiveness, timing, stored = {}, [], {}
+for query_set, qs in protocol.tests.items():
+    runs = {"bm25": qs.run, **{name: read_run(chapter.run_path(query_set, f)) for name, f in files.items()}}
+    effectiveness[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"], baseline="bert-cat")
+
+# %% tags=["hide-input"]
+chapter3_costs = artifacts.regimes(chapter.profile)
+own_models = [name for name in compared if name not in set(chapter3_costs["model"])]
+start = time.perf_counter()
+own_rows = []
+for name in tqdm(own_models, desc="two regimes", unit="model"):
+    model = trained[name]["dl19"].training.model if name in trained else models[name].model
+    tokenizer = (
+        model_setup.build_model(name, representations, chapter.seed)[1] if name in trained else models[name].tokenizer
+    )
+    own_rows += regime_costs.model_rows(chapter.profile, name, model.eval(), tokenizer, chapter.device, out)
+latency_seconds = time.perf_counter() - start
+regime_rows = pd.concat(
+    [chapter3_costs[chapter3_costs["model"].isin(compared)], pd.DataFrame(own_rows)], ignore_index=True
+)
+write_csv(out / "regimes.csv", regime_rows)
+costs = regime_costs.query_time(regime_rows, chapter.profile.speed.regime_counts)
+timing = costs[["model", "candidates", "mode", "ms"]].to_dict("records")
+stored = {row.model: row.bytes_per_passage for row in costs.itertuples() if row.mode == "passages stored"}
+
+# %% tags=["hide-input"]
+tilde_latency = artifacts.tilde_latency(chapter.profile)
+for method, name in (("TILDE-QDL", "tilde-qdl"), ("TILDEv2", "tildev2")):
+    for row in tilde_latency[tilde_latency["method"] == method].itertuples():
+        timing.append({"model": name, "candidates": row.candidates, "mode": "passages stored", "ms": row._6})
+sizes = artifacts.tilde_index_size(chapter.profile).set_index("model")["bytes per passage"]
+stored.update({"tilde-qdl": float(sizes["TILDE"]), "tildev2": float(sizes["TILDEv2"])})
+timing = pd.DataFrame(timing)
+write_csv(out / "latency.csv", timing)
+query_time = timing[(timing["mode"] == "passages stored") | ~timing["model"].isin(
+    timing.loc[timing["mode"] == "passages stored", "model"])]  # fmt: skip
+labels = {"bm25": "BM25", **{name: label(name) for name in compared}, "tilde-qdl": "TILDE-QDL", "tildev2": "TILDEv2"}
+labels["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from its scores
+table = lecture_comparison.comparison_table(effectiveness, query_time, stored, labels)
+whole = regime_rows[regime_rows["regime"] == "whole"].set_index("model")  # the other regime, for the stored models
+for count in chapter.profile.speed.regime_counts:
+    table[f"ms for {count} run whole"] = [
+        float(whole.loc[name, f"ms_{count}"]) if name in stored and name in whole.index else float("nan")
+        for name in labels
+    ]
+gpu_costs = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
+table = table.join(regimes.gpu_memory(gpu_costs, labels, list(stored)))
+write_csv(out / "comparison.csv", table.reset_index())
+
+# %%
+shown_count = min(chapter.profile.speed.regime_counts, key=lambda count: abs(count - 100))
+view = lecture_comparison.projection_view(table, shown_count)
+plain(view.loc[[labels["bert-cat"], labels["colbert"]]].reset_index())
+
+# %% [markdown]
 # ## TK (slides 22–24)
 #
 # TK contextualises query and passage separately, each with a few Transformer layers over its word vectors,
@@ -374,89 +507,48 @@ for name in tk_pair:
 plain(pd.DataFrame(list(tk_rows.values())))
 
 # %% [markdown]
-# Slide 26's question — which model is best when each query has a fixed time — is chapter 3's Figure 2; here on
-# DL19, with the passages computed at query time and stored (the teacher dashed: a reference, not a contestant):
+# ## Comparing the models (slides 25–27)
+#
+# Slide 25 designs for a time budget: the number of candidates a model re-ranks is the dial, and a faster model
+# re-ranks more of them in the same time. Slide 26's question — which model is best when each query has a fixed
+# time — is chapter 3's Figure 2; here on DL19, with the passages computed at query time and stored (the teacher
+# dashed: a reference, not a contestant):
 
 # %%
 Image(filename=artifacts.budget_figure(chapter.profile, "dl19"))
 
 # %% [markdown]
-# ## Comparing the models (slides 25–27)
-#
-# The last step puts everything in one table: effectiveness on both test years (nDCG@10 re-ranking
-# all of BM25's top 100), the query latency of re-ranking on this machine, and what an index stores
-# per passage. A model whose passage side can be stored is timed with it stored (the query-time work
-# only); BERT-cat runs whole. Besides the paper's TK-2 on GloVe, the table has the TK that chapter 2
-# chose on validation on its ladder of pre-training depth (when it is another). TILDE's numbers come
-# from {doc}`06_tilde`.
+# Slide 27 puts the models in one table: effectiveness on both test years (nDCG@10 re-ranking all of BM25's top
+# 100, `*`: significantly different from BERT-cat), the query latency of re-ranking {glue:text}`shown_count`
+# candidates on this machine, what an index stores per passage, and the GPU memory the model held. Besides the
+# paper's TK-2 on GloVe, the table has the TK chapter 2 chose on validation (when it is another):
 
 # %%
-from_chapter2 = list(dict.fromkeys(["bi-encoder", "bert-cat", "tk2", artifacts.chosen_tk(chapter.profile)]))
-compared = [*from_chapter2, *(name for name in lecture.models if name not in from_chapter2)]
-models = {name: artifacts.trained_model(chapter.profile, name, chapter.device) for name in from_chapter2}
-files = {name: name + model_runs.ALL_CANDIDATES for name in compared} | {"tilde-qdl": "tilde-qdl", "tildev2": "tildev2"}
-effectiveness, timing, stored = {}, [], {}
-for query_set, qs in protocol.tests.items():
-    runs = {"bm25": qs.run, **{name: read_run(chapter.run_path(query_set, f)) for name, f in files.items()}}
-    effectiveness[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"], baseline="bert-cat")
+glue("shown_count", f"{shown_count:,}", display=False)
+plain(view.reset_index())
 
 # %% [markdown]
-# Each model's query latency and what its index stores per passage come from one clock: chapter 3's cost table of
-# the two regimes ({doc}`03_time_budget`) for the models chapter 2 trained, and the same measurement
-# (`lib.experiments.regime_costs`: the same DL19 queries, candidate counts and timed runs) for the models trained
-# here. A model whose passage side can be stored is shown with the faster of its float16 and int8 indexes at the
-# largest candidate count (its latencies and its bytes per passage are that index's), and again run whole at query
-# time (the "run whole" columns); the others run whole:
+# Every column, with the p-values, both candidate counts, each stored model run whole, and in words what an index
+# stores and what runs at query time (click to show):
 
-# %%
-chapter3_costs = artifacts.regimes(chapter.profile)
-own_models = [name for name in compared if name not in set(chapter3_costs["model"])]
-start = time.perf_counter()
-own_rows = []
-for name in tqdm(own_models, desc="two regimes", unit="model"):
-    model = trained[name]["dl19"].training.model if name in trained else models[name].model
-    tokenizer = (
-        model_setup.build_model(name, representations, chapter.seed)[1] if name in trained else models[name].tokenizer
-    )
-    own_rows += regime_costs.model_rows(chapter.profile, name, model.eval(), tokenizer, chapter.device, out)
-latency_seconds = time.perf_counter() - start
-regime_rows = pd.concat(
-    [chapter3_costs[chapter3_costs["model"].isin(compared)], pd.DataFrame(own_rows)], ignore_index=True
-)
-write_csv(out / "regimes.csv", regime_rows)
-costs = regime_costs.query_time(regime_rows, chapter.profile.speed.regime_counts)
-timing = costs[["model", "candidates", "mode", "ms"]].to_dict("records")
-stored = {row.model: row.bytes_per_passage for row in costs.itertuples() if row.mode == "passages stored"}
-
-# %% [markdown]
-# TILDE's latencies and index sizes come from chapter 6; then everything in one table:
-
-# %%
-tilde_latency = artifacts.tilde_latency(chapter.profile)
-for method, name in (("TILDE-QDL", "tilde-qdl"), ("TILDEv2", "tildev2")):
-    for row in tilde_latency[tilde_latency["method"] == method].itertuples():
-        timing.append({"model": name, "candidates": row.candidates, "mode": "passages stored", "ms": row._6})
-sizes = artifacts.tilde_index_size(chapter.profile).set_index("model")["bytes per passage"]
-stored.update({"tilde-qdl": float(sizes["TILDE"]), "tildev2": float(sizes["TILDEv2"])})
-timing = pd.DataFrame(timing)
-write_csv(out / "latency.csv", timing)
-query_time = timing[(timing["mode"] == "passages stored") | ~timing["model"].isin(
-    timing.loc[timing["mode"] == "passages stored", "model"])]  # fmt: skip
-labels = {"bm25": "BM25", **{name: label(name) for name in compared}, "tilde-qdl": "TILDE-QDL", "tildev2": "TILDEv2"}
-labels["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from its scores
-table = lecture_comparison.comparison_table(effectiveness, query_time, stored, labels)
-whole = regime_rows[regime_rows["regime"] == "whole"].set_index("model")  # the other regime, for the stored models
-for count in chapter.profile.speed.regime_counts:
-    table[f"ms for {count} run whole"] = [
-        float(whole.loc[name, f"ms_{count}"]) if name in stored and name in whole.index else float("nan")
-        for name in labels
-    ]
-gpu_costs = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
-table = table.join(regimes.gpu_memory(gpu_costs, labels, list(stored)))
-write_csv(out / "comparison.csv", table.reset_index())
+# %% tags=["hide-output"]
 display(table.round(3))
 if guessed := regimes.estimated(regime_rows, labels):  # a latency too slow to time, estimated (chapter 3's "est.")
     display(Markdown(f"*Estimated from the smaller counts, not measured: {'; '.join(guessed)}.*"))
+
+# %% [markdown]
+# Slide 27 reads its table as three claims — ColBERT about as effective as BERT-cat (97 %), PreTTR likewise, TK a bit
+# below — each an order between two models, so each is read here from its paired test against BERT-cat:
+
+# %% tags=["hide-input"]
+slide27 = {"colbert": ("ColBERT is about as effective as BERT-cat (97 %)", "same"),
+           "prettr": ("PreTTR is about as effective as BERT-cat", "same"),
+           "tk2": ("TK is a bit less effective than BERT-cat", "below")}  # fmt: skip
+display(Markdown("\n\n".join(
+    slide_claims.claim_sentence("27", claim, labels[name], labels["bert-cat"],
+                                slide_claims.year_orders(effectiveness, name), expected)
+    for name, (claim, expected) in slide27.items()
+)))  # fmt: skip
 
 # %% [markdown]
 # "p vs bert-cat": the paired two-tailed t-test of each model against BERT-cat over the year's judged queries,
@@ -477,8 +569,6 @@ glue("timed_queries", f"{chapter.profile.speed.regime_queries}", display=False)
 glue("latency_device", device_name(chapter.device), display=False)
 glue("timed_repetitions", f"{chapter.profile.speed.regime_repetitions}", display=False)
 glue("timed_once_ms", f"{chapter.profile.speed.once_above_ms:,.0f}", display=False)
-largest = max(count for count in chapter.profile.speed.regime_counts if count <= max(len(c) for c in test.run.values()))
-glue("tradeoff_count", f"{largest:,}", display=False)
 budgets = artifacts.budget_leaders(chapter.profile, "dl19")["budget (ms)"].tolist()
 figure = lecture_comparison.plot_tradeoff(
     table, "DL19 nDCG@10", f"ms for {largest}", [b for b in budgets if b <= 10 * table[f"ms for {largest}"].max()],
@@ -541,45 +631,16 @@ plt.show()
 # TK's passage side does not depend on the query either, so an index can store TK's contextualised
 # vectors: one per word. TK-Sparse adds a gate after the contextualisation; a word whose gate is 0
 # leaves the kernels, so it need not be stored, and an L1 penalty on the gates pushes them to 0.
-# Unlike a stopword list, the gate decides per occurrence, in context. Which words does it remove in
-# the test passages?
-
-# %%
-sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
-passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
-passages = passages[: lecture.stopword_passages]
-occurrences = stopword_gate.gate_occurrences(
-    sparse, representations.vocabulary, [protocol.texts[p] for p in passages], DOC_MAX_LENGTH
-)
-overlap = stopword_gate.stopword_overlap(occurrences)
-removed_terms = stopword_gate.stopword_table(occurrences)
-write_csv(out / "stopwords.csv", removed_terms.reset_index())
-glue("removed_share", f"{overlap['removed']:.0%}", display=False)
-glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
-glue("listed_removed", f"{overlap['NLTK stopwords removed']:.0%}", display=False)
-glue("stopword_passages", f"{len(passages):,}", display=False)
-glue("gate_verdict", stopword_gate.gate_verdict(overlap), display=False)
-removed_terms.round(3)
-
-# %% [markdown]
-# Over {glue:text}`stopword_passages` test passages the gate removes {glue:text}`removed_share` of
-# the word occurrences. Of the removed occurrences {glue:text}`removed_listed` are words of NLTK's
-# stopword list, and of the listed stopwords' occurrences {glue:text}`listed_removed` are removed:
-# the gate {glue:text}`gate_verdict`. The table shows the words removed most often and what share of
-# their occurrences goes.
+# Unlike a stopword list, the gate decides per occurrence, in context (slide 30).
 #
-# ```{admonition} Questions
-# 1. Why does the gate act on the kernel activations rather than on the cosine match matrix?
-# 2. A classic stopword list removes "the" everywhere. Give a query where removing "the" from the
-#    passages would hurt, and say how a contextualised gate can avoid that.
+# ```{admonition} Question
+# Why does the gate act on the kernel activations rather than on the cosine match matrix?
 # ```
 #
-# ```{admonition} Answers
+# ```{admonition} Answer
 # :class: dropdown
-# 1. A cosine of 0 is a value, not an absence: it would count in the kernel at μ = 0. Multiplying the
-#    kernel activations by the gate removes the word from every kernel.
-# 2. "The Who" or "The The" (band names), or "to be or not to be". The gate sees the word's
-#    contextualised vector, so it can keep "the" where the context makes it part of a name.
+# A cosine of 0 is a value, not an absence: it would count in the kernel at μ = 0. Multiplying the
+# kernel activations by the gate removes the word from every kernel.
 # ```
 #
 # ### How much to remove: λ, and a stopword list (slides 31–32)
@@ -601,10 +662,10 @@ table2 = artifacts.table2(chapter.profile).query("model == 'tk2'").set_index("se
 reference_row = {"model": "TK-2 (chapter 2)", "removed (validation passages)": 0.0,
                  **{f"{name.upper()} nDCG@10": value for name, value in table2.items()}}  # fmt: skip
 sweep_table = pd.concat([pd.DataFrame([reference_row, stopword_row]), sweep], ignore_index=True)
+sweep_frames, names = {}, sparsity_sweep.run_names(lecture.sparsity_weights)
 for query_set, qs in protocol.tests.items():  # each run against TK-2: paired t-tests, Bonferroni over the runs
-    names = sparsity_sweep.run_names(lecture.sparsity_weights)
     runs = {name: read_run(chapter.run_path(query_set, name + model_runs.ALL_CANDIDATES)) for name in names}
-    tested = comparison.compare(runs, qs.qrels, ["nDCG@10"], baseline="tk2")
+    tested = sweep_frames[query_set] = comparison.compare(runs, qs.qrels, ["nDCG@10"], baseline="tk2")
     sweep_table[f"{query_set.upper()} p vs TK-2"] = [
         "—" if name == "tk2" else f"{tested.loc[name, 'nDCG@10 p_bonferroni']:.3f}"
         + ("*" if tested.loc[name, "nDCG@10 significant"] else "") for name in names
@@ -638,7 +699,61 @@ plt.show()
 # validation passages' words (where that is all of them, every candidate scores alike and the ranking is the first
 # stage's). The shaded band is slide 32's 20–40 %. Whether a model differs
 # from TK-2 on a test year is the table's "p vs TK-2" (paired two-tailed t-tests, Bonferroni over the runs; `*`:
-# significant at 0.05), not the distance between two points of the picture.
+# significant at 0.05), not the distance between two points of the picture. The two slides' claims, each read from
+# its paired tests against TK-2:
+
+# %% tags=["hide-input"]
+chosen_run = names[2 + list(lecture.sparsity_weights).index(chosen_lambda)]
+display(Markdown("\n\n".join([
+    slide_claims.claim_sentence("31", "removing a stopword list before the model lowers its effectiveness",
+                                "TK-2 without stopwords", "TK-2",
+                                slide_claims.year_orders(sweep_frames, "tk2-stopwords"), "below"),
+    slide_claims.claim_sentence("32", "TK-Sparse removes words without losing effectiveness",
+                                f"TK-Sparse at λ = {chosen_lambda:g} (chosen on validation)", "TK-2",
+                                slide_claims.year_orders(sweep_frames, chosen_run), "same")
+    + f" It removes {chosen_removed:.0%} of the validation passages' words (slide 32: 20–40 %).",
+])))  # fmt: skip
+
+# %% [markdown]
+# ### Which words the gate removes (slide 33)
+#
+# Slide 33 compares the words the gate removes with a stopword list's. The gate of the TK-Sparse trained above
+# (λ at the module's default), on the test passages:
+
+# %%
+sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
+passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
+passages = passages[: lecture.stopword_passages]
+occurrences = stopword_gate.gate_occurrences(
+    sparse, representations.vocabulary, [protocol.texts[p] for p in passages], DOC_MAX_LENGTH
+)
+overlap = stopword_gate.stopword_overlap(occurrences)
+removed_terms = stopword_gate.stopword_table(occurrences)
+write_csv(out / "stopwords.csv", removed_terms.reset_index())
+glue("removed_share", f"{overlap['removed']:.0%}", display=False)
+glue("removed_listed", f"{overlap['removed that are NLTK stopwords']:.0%}", display=False)
+glue("listed_removed", f"{overlap['NLTK stopwords removed']:.0%}", display=False)
+glue("stopword_passages", f"{len(passages):,}", display=False)
+glue("gate_verdict", stopword_gate.gate_verdict(overlap), display=False)
+removed_terms.round(3)
+
+# %% [markdown]
+# Over {glue:text}`stopword_passages` test passages the gate removes {glue:text}`removed_share` of
+# the word occurrences. Of the removed occurrences {glue:text}`removed_listed` are words of NLTK's
+# stopword list, and of the listed stopwords' occurrences {glue:text}`listed_removed` are removed:
+# the gate {glue:text}`gate_verdict`. The table shows the words removed most often and what share of
+# their occurrences goes.
+#
+# ```{admonition} Question
+# A classic stopword list removes "the" everywhere. Give a query where removing "the" from the
+# passages would hurt, and say how a contextualised gate can avoid that.
+# ```
+#
+# ```{admonition} Answer
+# :class: dropdown
+# "The Who" or "The The" (band names), or "to be or not to be". The gate sees the word's
+# contextualised vector, so it can keep "the" where the context makes it part of a name.
+# ```
 #
 # ## What this chapter shows
 #

@@ -26,10 +26,10 @@ answer removed and a first cell saying what to do. A student sees results withou
 cell that is not an exercise keeps its outputs from the chapter as executed — the ``book`` profile's when it has
 been built, else the ``smoke`` profile's (:data:`OUTPUT_PROFILES`; the first cell says which, or that none was
 found) —, matched by source in order, and the prose's ``{glue:text}`` roles are replaced by the values that
-execution glued (:func:`glued_values`), which only the rendered book could show. An exercise keeps no output. An
-exercise cell
-without a block, an unmatched or nested marker, or a chapter without any exercise is a ``ValueError``
-naming the source file (and the line of the cell or marker).
+execution glued (:func:`glued_values`), which only the rendered book could show; its ``{doc}`` and ``{cite}`` roles
+become the page's title and "(Surname year)" (:func:`without_roles`), so Jupyter shows no raw role. An exercise
+keeps no output. An exercise cell without a block, an unmatched or nested marker, or a chapter without any exercise
+is a ``ValueError`` naming the source file (and the line of the cell or marker).
 """
 
 from __future__ import annotations
@@ -72,6 +72,11 @@ NO_OUTPUTS = (
 )
 # A MyST glue role in prose: {glue:text}`name` or {glue}`name` (a format after a colon is ignored).
 _GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::[^`]*)?`")
+# A MyST page role, {doc}`page` or {doc}`text <page>`, and a citation role, {cite}`key` or {cite:p}`a,b`.
+_DOC_ROLE = re.compile(r"\{doc\}`([^`<]+?)(?:\s*<([^`>]+)>)?`")
+_CITE_ROLE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+#: Any MyST role left in a student notebook's prose, which Jupyter would show raw.
+RAW_ROLE = re.compile(r"\{[a-z]+(?::[a-z]+)?\}`")
 #: The first line of a block of answers in a chapter's markdown (a MyST admonition).
 ANSWERS = "```{admonition} Answers"
 #: What a block of answers holds in the student version.
@@ -196,6 +201,57 @@ def with_glue(markdown: str, values: dict[str, str]) -> str:
     return _GLUE_ROLE.sub(lambda role: values.get(role.group(1), role.group(0)), markdown)
 
 
+def page_titles(root: Path = paths.REPO_ROOT) -> dict[str, str]:
+    """The title of every page a ``{doc}`` role can name, by its file's stem: each chapter source's first ``# #``
+    heading (``notebooks/``) and each hand-written page's first ``#`` heading (``book/``)."""
+    titles = {}
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.py")):
+        heading = next(
+            (line[4:] for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# # ")), None
+        )
+        titles[path.stem] = heading or path.stem
+    for path in sorted((root / "book").glob("*.md")):
+        heading = next(
+            (line[2:] for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# ")), None
+        )
+        titles[path.stem] = heading or path.stem
+    return titles
+
+
+def citations(bibliography: Path = paths.REPO_ROOT / "book" / "references.bib") -> dict[str, str]:
+    """Each entry of the book's BibTeX file as a reader sees it cited: "Surname year", "Surname and Other year" or
+    "Surname et al. year" (the author field's surnames, the last word of each name)."""
+    cited = {}
+    for entry in re.finditer(r"@\w+\{([^,\s]+),(.*?)\n\}", bibliography.read_text(encoding="utf-8"), re.S):
+        fields = dict(re.findall(r"^\s*(\w+)\s*=\s*\{(.*)\},?\s*$", entry.group(2), re.M))
+        surnames = [name.split()[-1].strip("{}") for name in fields.get("author", "").split(" and ") if name.strip()]
+        names = (surnames[0] if len(surnames) == 1 else " and ".join(surnames) if len(surnames) == 2
+                 else f"{surnames[0]} et al." if surnames else entry.group(1))  # fmt: skip
+        cited[entry.group(1)] = f"{names} {fields.get('year', '')}".strip()
+    return cited
+
+
+def without_roles(markdown: str, titles: dict[str, str], cited: dict[str, str]) -> str:
+    """``markdown`` as Jupyter shows it without the book: each ``{doc}`` role replaced by the page's title in
+    italics (:func:`page_titles`; a role's own text, ``{doc}`text <page>```, is kept), each ``{cite}`` role by
+    "(Surname year; …)" (:func:`citations`). A role naming an unknown page or key is kept, so a test can find it."""
+
+    def doc(role: re.Match[str]) -> str:
+        text, target = role.group(1), role.group(2) or role.group(1)
+        stem = Path(target.strip()).name
+        if role.group(2):
+            return text.strip()
+        return f"*{titles[stem]}*" if stem in titles else role.group(0)
+
+    def cite(role: re.Match[str]) -> str:
+        keys = [key.strip() for key in role.group(1).split(",")]
+        if not all(key in cited for key in keys):
+            return role.group(0)
+        return "(" + "; ".join(cited[key] for key in keys) + ")"
+
+    return _CITE_ROLE.sub(cite, _DOC_ROLE.sub(doc, markdown))
+
+
 def _keep_outputs(notebook: nbformat.NotebookNode, executed: nbformat.NotebookNode) -> None:
     """Each code cell of ``notebook`` but an exercise takes the outputs of the next executed cell with its source."""
     cells = [cell for cell in executed.cells if cell.cell_type == "code"]
@@ -226,6 +282,7 @@ def student_notebook(
     headers = [number for number, line in enumerate(lines, start=1) if _CELL_HEADER.match(line)]
     offset = len(notebook.cells) - len(headers)
     values = glued_values(executed[1]) if executed else {}
+    titles, cited = page_titles(), citations()
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":
             cell.outputs = []
@@ -233,7 +290,7 @@ def student_notebook(
         else:
             if ANSWERS in cell.source:
                 cell.source = without_answers(cell.source, path, headers[index - offset] + 1)
-            cell.source = with_glue(cell.source, values)
+            cell.source = without_roles(with_glue(cell.source, values), titles, cited)
     if executed:
         _keep_outputs(notebook, executed[1])
     outputs = (OUTPUTS_FROM.format(profile=executed[0], chapter=path.stem) if executed

@@ -2,9 +2,13 @@
 
 - :data:`ARCHITECTURES` — per model, what an index stores per passage and what runs at query time
   (slide 27's columns, in words);
+- :func:`effectiveness_table` — each test year's nDCG@10 and paired test per model (slide 11's table, and the first
+  columns of the next);
 - :func:`comparison_table` — effectiveness, latency and storage in one table (chapter 8 passes each model's query
   latency and bytes per passage from chapter 3's clock, :func:`lib.experiments.regime_costs.query_time`, and joins
-  its peak GPU memory from :func:`lib.evaluation.regimes.gpu_memory`);
+  its peak GPU memory from :func:`lib.evaluation.regimes.gpu_memory`); :func:`projection_view` — the same in five
+  columns, for a projector;
+- :func:`whole_latency` — chapter 3's run-whole latencies, for slide 14's picture;
 - :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
   splits as a dial on the same axes (:func:`label_offsets` keeps nearly coinciding models' labels apart);
 - :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25.
@@ -62,20 +66,11 @@ ARCHITECTURES: dict[str, tuple[str, str]] = {
 }
 
 
-def comparison_table(
-    effectiveness: Mapping[str, pd.DataFrame],
-    latency: pd.DataFrame,
-    storage: Mapping[str, float],
-    labels: Mapping[str, str],
-) -> pd.DataFrame:
-    """Slide 27's table for the book: one row per model.
-
-    ``effectiveness``: per test set, :func:`lib.evaluation.comparison.compare`'s frame of the models' runs
-    (a row per model, column ``nDCG@10``; with a baseline, a column ``<SET> p vs <baseline>`` of its corrected
-    paired tests, ``*`` where significant); ``latency``: columns ``model``, ``candidates``, ``ms`` (the
-    query-time latency); ``storage``: bytes per passage by model. Rows follow ``labels``' order; a model
-    missing from a source has an empty cell there.
-    """
+def effectiveness_table(effectiveness: Mapping[str, pd.DataFrame], labels: Mapping[str, str]) -> pd.DataFrame:
+    """Per model of ``labels`` (name → row label, in row order) and test set of ``effectiveness``
+    (:func:`lib.evaluation.comparison.compare`'s frames), its ``<SET> nDCG@10`` and, where the frame has a
+    baseline, ``<SET> p vs <baseline>`` (the corrected paired test, ``*`` where significant); a model missing from a
+    set has an empty cell there."""
     rows = []
     for name, label in labels.items():
         row: dict[str, object] = {"model": label}
@@ -83,16 +78,68 @@ def comparison_table(
             if name in means.index:
                 row[f"{query_set.upper()} nDCG@10"] = float(means.loc[name, "nDCG@10"])
                 row.update(_p_against_baseline(means, name, query_set))
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("model")
+    return table[sorted(c for c in table.columns if c.endswith("nDCG@10") or " p vs " in c)]
+
+
+def comparison_table(
+    effectiveness: Mapping[str, pd.DataFrame],
+    latency: pd.DataFrame,
+    storage: Mapping[str, float],
+    labels: Mapping[str, str],
+) -> pd.DataFrame:
+    """Slide 27's table for the book: one row per model, :func:`effectiveness_table`'s columns, then the latencies
+    and what an index stores.
+
+    ``latency``: columns ``model``, ``candidates``, ``ms`` (the query-time latency); ``storage``: bytes per passage
+    by model. Rows follow ``labels``' order; a model missing from a source has an empty cell there.
+    """
+    rows = []
+    for name, label in labels.items():
+        row: dict[str, object] = {"model": label}
         for count, group in latency[latency["model"] == name].groupby("candidates"):
             row[f"ms for {count}"] = float(group["ms"].iloc[0])
         row["bytes per passage"] = storage.get(name)
         stored, at_query_time = ARCHITECTURES.get(name, ("", ""))
         row["stored per passage"], row["at query time"] = stored, at_query_time
         rows.append(row)
-    table = pd.DataFrame(rows).set_index("model")
-    effective = sorted(c for c in table.columns if c.endswith("nDCG@10") or " p vs " in c)
-    latencies = [c for c in table.columns if c.startswith("ms for")]
-    return table[effective + latencies + ["bytes per passage", "stored per passage", "at query time"]]
+    costs = pd.DataFrame(rows).set_index("model")
+    latencies = [c for c in costs.columns if c.startswith("ms for")]
+    return effectiveness_table(effectiveness, labels).join(
+        costs[latencies + ["bytes per passage", "stored per passage", "at query time"]]
+    )
+
+
+def whole_latency(regimes: pd.DataFrame, count: int) -> pd.DataFrame:
+    """Chapter 3's cost table of the two regimes (``regimes``) reduced to its run-whole latencies at ``count``
+    candidates, one row per model (``model``, ``candidates``, ``ms``): :func:`comparison_table`'s ``latency`` for slide
+    14's picture."""
+    whole = regimes[regimes["regime"] == "whole"].drop_duplicates("model")
+    return pd.DataFrame({"model": whole["model"], "candidates": count, "ms": whole[f"ms_{count}"].astype(float)})
+
+
+def projection_view(table: pd.DataFrame, count: int) -> pd.DataFrame:
+    """:func:`comparison_table`'s table in five columns, for a projector: each year's nDCG@10 (``*`` where its test
+    against the baseline is significant), the query-time latency of ``count`` candidates, bytes per passage and the
+    first device's peak GPU memory (when the table has one)."""
+    view = pd.DataFrame(index=table.index)
+    for column in sorted(c for c in table.columns if c.endswith(" nDCG@10")):
+        year = column.split()[0]
+        tests = next((c for c in table.columns if c.startswith(f"{year} p vs ")), None)
+        marks = table[tests].astype(str).str.endswith("*") if tests else pd.Series(False, index=table.index)
+        view[column] = [
+            "" if pd.isna(value) else f"{value:.3f}{'*' if mark else ''}"
+            for value, mark in zip(table[column], marks, strict=True)
+        ]
+    view[f"ms / {count}"] = [f"{value:,.1f}" if pd.notna(value) else "" for value in table[f"ms for {count}"]]
+    view["bytes / passage"] = [f"{value:,.0f}" if pd.notna(value) else "" for value in table["bytes per passage"]]
+    gpu = [c for c in table.columns if c.startswith("peak GPU MiB")]
+    if gpu:
+        view[gpu[0].replace("peak GPU MiB", "GPU MiB")] = [
+            f"{value:,.0f}" if pd.notna(value) else "" for value in table[gpu[0]]
+        ]
+    return view
 
 
 def _p_against_baseline(means: pd.DataFrame, name: str, query_set: str) -> dict[str, str]:

@@ -4,7 +4,8 @@ The tables are computed in :mod:`lib.evaluation`: the TK-2 / BERT-Base ratios of
 (:func:`lib.evaluation.speed_benchmark.ratio_table`) and the roofline table
 (:func:`lib.evaluation.roofline.roofline_table`), from the rows of
 :func:`lib.evaluation.speed_benchmark.run_benchmark` (this build's run, or the JSON files committed under
-``benchmarks/results/``).
+``benchmarks/results/``). :func:`docs_per_ms_table` and :func:`plot_docs_per_ms` show the benchmark's throughput and
+latencies beside the paper's Table 2.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 from matplotlib.figure import Figure
 
 from lib.evaluation.comparison import order_steps
@@ -25,6 +27,46 @@ PAPER_RATIO = 40.0
 
 def _setting_text(row: pd.Series) -> str:
     return f"{row['dtype']}, {row['batching']}, {row['execution']}, batch {row['batch']}"
+
+
+def latency_cell(row: pd.Series, count: int) -> str:
+    """A benchmark row's latency of ``count`` candidates with its caveats: "est." when estimated from the throughput,
+    "rep." when the query's candidates were repeated to reach the count."""
+    notes = [note for note, flag in (("est.", not row[f"latency_{count}_measured"]),
+                                     ("rep.", row[f"latency_{count}_repeated"])) if flag]  # fmt: skip
+    return f"{row[f'latency_{count}_ms']:,.1f}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def docs_per_ms_table(speed_table: pd.DataFrame, paper_docs_per_ms: Mapping[str, float | None]) -> pd.DataFrame:
+    """The benchmark's results (``speed_table``: a row per timed architecture, indexed by name) as chapter 3 shows
+    them: parameters, docs/ms here, the latencies of 100 and 1,000 candidates (:func:`latency_cell`) and the paper's
+    Table 2 docs/ms (``paper_docs_per_ms`` by name; None where the paper has none)."""
+    return pd.DataFrame(
+        {
+            "architecture": speed_table["label"],
+            "parameters (M)": speed_table["parameters"] / 1e6,
+            "docs/ms (here)": speed_table["docs_per_ms"],
+            "ms for 100": [latency_cell(row, 100) for _, row in speed_table.iterrows()],
+            "ms for 1,000": [latency_cell(row, 1000) for _, row in speed_table.iterrows()],
+            "docs/ms (paper, GPU 2019)": [paper_docs_per_ms.get(name) for name in speed_table.index],
+        },
+        index=speed_table.index,
+    )
+
+
+def plot_docs_per_ms(table: pd.DataFrame) -> Figure:
+    """:func:`docs_per_ms_table`'s throughput here beside the paper's, one bar pair per architecture (log axis)."""
+    bars = table.melt(
+        id_vars="architecture", value_vars=["docs/ms (here)", "docs/ms (paper, GPU 2019)"], var_name="measured",
+        value_name="docs/ms",
+    ).dropna()  # fmt: skip
+    figure, axis = plt.subplots(figsize=(8, 0.45 * len(table) + 1.2))
+    sns.barplot(data=bars, y="architecture", x="docs/ms", hue="measured", ax=axis)
+    axis.set_xscale("log")
+    axis.set_xlabel("documents re-ranked per millisecond (log scale)")
+    axis.set_ylabel("")
+    axis.legend(title="", loc="lower right")
+    return figure
 
 
 def ratio_reading(table: pd.DataFrame) -> str:

@@ -278,3 +278,21 @@ def test_make_exercises_writes_both_real_chapters(tmp_path: Path) -> None:
         for block in book.split(exercises.ANSWERS)[1:]:  # no answer's text reaches the student
             answer = [line[2:] for line in block.split("\n# ```")[0].split("\n")[2:] if line.strip("# ")]
             assert answer and not any(text in markdown for text in answer)
+
+
+def test_page_and_citation_roles_become_what_a_reader_sees() -> None:
+    titles, cited = exercises.page_titles(), exercises.citations()
+    assert titles["02_training"] == "Training TK and its baselines" and titles["reproducing"] == "Reproducing the book"
+    assert cited["hofstaetter2020tk"] == "Hofstätter et al. 2020"
+    assert cited["khattab2020colbert"] == "Khattab and Zaharia 2020"
+    prose = (
+        "See {doc}`02_training`, {doc}`the page <../reproducing>`, {cite}`hofstaetter2020tk` and "
+        "{cite:p}`khattab2020colbert, hofstaetter2020tk`."
+    )
+    assert exercises.without_roles(prose, titles, cited) == (
+        "See *Training TK and its baselines*, the page, (Hofstätter et al. 2020) and "
+        "(Khattab and Zaharia 2020; Hofstätter et al. 2020)."
+    )
+    unknown = "{doc}`99_missing` and {cite}`nobody2030`"
+    assert exercises.without_roles(unknown, titles, cited) == unknown  # kept, so the post-build test finds it
+    assert exercises.RAW_ROLE.findall(unknown) == ["{doc}`", "{cite}`"]

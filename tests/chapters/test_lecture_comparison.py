@@ -147,3 +147,51 @@ def test_the_mono_duo_reading_gives_each_years_verdict_and_the_cost() -> None:
     assert "On DL19 mono-duo's nDCG@10 (0.650) is significantly higher than mono BERT-cat's (0.600;" in text
     assert "On DL20 mono-duo's nDCG@10 (0.590) is not significantly different from mono BERT-cat's" in text
     assert "90 passes per query, 1,500 ms per query" in text
+
+
+def _tested_table() -> pd.DataFrame:
+    qids = [f"q{i}" for i in range(6)]
+    values = {
+        "bert-cat": pd.DataFrame({"nDCG@10": [0.6, 0.7, 0.5, 0.8, 0.6, 0.7]}, index=qids),
+        "tk2": pd.DataFrame({"nDCG@10": [0.2, 0.3, 0.1, 0.3, 0.2, 0.25]}, index=qids),
+    }
+    latency = pd.DataFrame([("bert-cat", 100, 900.0), ("tk2", 100, 7.04)], columns=["model", "candidates", "ms"])
+    table = lecture_comparison.comparison_table(
+        {"dl19": compare_per_query(values, baseline="bert-cat")}, latency, {"tk2": 5432.0},
+        {"bert-cat": "BERT-cat", "tk2": "TK-2"},
+    )  # fmt: skip
+    table["peak GPU MiB (H200)"] = [2048.0, float("nan")]
+    return table
+
+
+def test_the_effectiveness_table_is_the_comparison_tables_first_columns() -> None:
+    table = _tested_table()
+    effectiveness = lecture_comparison.effectiveness_table(
+        {"dl19": compare_per_query({"bm25": pd.DataFrame({"nDCG@10": [0.1, 0.2]}, index=["a", "b"])})},
+        {"bm25": "BM25", "tk2": "TK-2"},
+    )  # fmt: skip
+    assert effectiveness.columns.tolist() == ["DL19 nDCG@10"]  # no baseline: no test column
+    assert effectiveness.loc["BM25", "DL19 nDCG@10"] == pytest.approx(0.15)
+    assert pd.isna(effectiveness.loc["TK-2", "DL19 nDCG@10"])
+    assert table.columns[:2].tolist() == ["DL19 nDCG@10", "DL19 p vs bert-cat"]
+
+
+def test_the_projection_view_has_five_columns_and_marks_significant_values() -> None:
+    view = lecture_comparison.projection_view(_tested_table(), 100)
+    assert view.columns.tolist() == ["DL19 nDCG@10", "ms / 100", "bytes / passage", "GPU MiB (H200)"]
+    assert view.loc["TK-2", "DL19 nDCG@10"].endswith("*")  # far below BERT-cat on every query
+    assert view.loc["BERT-cat", "DL19 nDCG@10"] == "0.650"  # the baseline carries no mark
+    assert view.loc["TK-2", "ms / 100"] == "7.0"
+    assert view.loc["TK-2", "bytes / passage"] == "5,432" and view.loc["BERT-cat", "bytes / passage"] == ""
+    assert view.loc["BERT-cat", "GPU MiB (H200)"] == "2,048" and view.loc["TK-2", "GPU MiB (H200)"] == ""
+
+
+def test_whole_latency_keeps_one_run_whole_row_per_model() -> None:
+    regimes = pd.DataFrame(
+        {"model": ["tk2", "tk2", "bert-cat"], "regime": ["whole", "stored", "whole"], "ms_100": [20.0, 5.0, 900.0]}
+    )
+    latency = lecture_comparison.whole_latency(regimes, 100)
+    assert latency.to_dict("records") == [
+        {"model": "tk2", "candidates": 100, "ms": 20.0},
+        {"model": "bert-cat", "candidates": 100, "ms": 900.0},
+    ]

@@ -126,3 +126,24 @@ def test_the_findings_bullets_follow_the_numbers() -> None:
     knrm, tk = pd.Series([0.4, 0.3, 0.5, 0.4], index=qids), pd.Series([0.8, 0.75, 0.85, 0.82], index=qids)
     order = speed_report.order_finding(100, "TK-2", {"dl19": [knrm, tk]}, ["KNRM", "TK-2"])
     assert "with TK-2 as TK: DL19 KNRM 0.400, TK-2 0.805: TK-2 significantly higher than KNRM" in order
+
+
+def test_the_docs_per_ms_table_marks_estimated_and_repeated_latencies_and_the_figure_draws_both_sources() -> None:
+    speed_table = pd.DataFrame(
+        {
+            "label": ["TK-2 (300-d)", "BERT-Base"], "parameters": [2.5e6, 110e6], "docs_per_ms": [40.0, 0.5],
+            "latency_100_ms": [2.5, 200.0], "latency_1000_ms": [25.04, 2000.0],
+            "latency_100_measured": [True, True], "latency_1000_measured": [True, False],
+            "latency_100_repeated": [False, False], "latency_1000_repeated": [True, True],
+        },
+        index=["tk2-paper", "bert-base"],
+    )  # fmt: skip
+    table = speed_report.docs_per_ms_table(speed_table, {"tk2-paper": 4.0, "bert-base": 0.1})
+    assert table.loc["tk2-paper", "ms for 100"] == "2.5"
+    assert table.loc["tk2-paper", "ms for 1,000"] == "25.0 (rep.)"
+    assert table.loc["bert-base", "ms for 1,000"] == "2,000.0 (est., rep.)"
+    assert table.loc["bert-base", "parameters (M)"] == 110.0
+    assert table["docs/ms (paper, GPU 2019)"].tolist() == [4.0, 0.1]
+    figure = speed_report.plot_docs_per_ms(table)
+    widths = sorted(round(patch.get_width(), 3) for patch in figure.axes[0].patches if patch.get_width() > 0)
+    assert widths == [0.1, 0.5, 4.0, 40.0]  # both sources drawn, nothing else
