@@ -29,7 +29,7 @@
 # book has no MS MARCO training triples, so the models learn from a **teacher** — the pre-trained
 # bi-encoder labels thousands of real MS MARCO queries over the book's passages, and every model
 # learns the teacher's score margins (Margin-MSE, {cite}`hofstaetter2020crossarch`). The full list
-# of deviations is in {doc}`../reproducing`.
+# of deviations is in {doc}`../deviations`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper

@@ -714,9 +714,9 @@ plain(regimes_reading.tests_display(regime_tests))
 # ablation {cite}`khattab2020colbert`); the book gives TK the same: a learned linear projection of the
 # contextualised vectors to 64 or 32 dimensions before the kernels, trained on chapter 2's protocol (its
 # ladder). Where that training starts is a setting decided on validation (`compact_start`, in the decisions
-# table of the "Reproducing" page): MiniLM with a random orthogonal projection, or chapter 2's trained TK-BERT-6
-# with the projection set to the leading directions of its own unit vectors over training passages (the best
-# rank-d approximation of their inner products).
+# table, {doc}`../build_times_and_decisions`): MiniLM with a random orthogonal projection, or chapter 2's trained
+# TK-BERT-6 with the projection set to the leading directions of its own unit vectors over training passages (the
+# best rank-d approximation of their inner products).
 #
 # A projection must be trained, and changes the model. **Product quantisation** {cite}`jegou2011pq` changes only
 # the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors and stores, for

@@ -30,7 +30,7 @@
 # queries: they are the ones with re-ranked candidates and passage texts in the book (the dev-small
 # queries have neither), so each cluster holds only a handful of them. What the book's data say, and
 # how far they can say it, is computed below; the differences to the paper are listed in
-# {doc}`../reproducing`.
+# {doc}`../deviations_4_to_9`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper

@@ -31,7 +31,7 @@
 # non-relevant one, picked by a fixed rule. Whatever its contextualiser, eq. 4–10 are TK's, so the
 # decomposition is the same. The book's TK is trained at book scale (a short schedule on the teacher's
 # labels of dev-small questions and pseudo-queries cut from book passages); the reading at the end says
-# what that means for the explanations. The deviations are listed in {doc}`../reproducing`.
+# what that means for the explanations. The deviations are listed in {doc}`../deviations_4_to_9`.
 
 # %% tags=["parameters"]
 profile = "book"  # smoke | book | paper

@@ -38,7 +38,7 @@
 # for efficiency: re-ranking 1,000 candidates in milliseconds on one CPU core, at the price of an
 # index that stores one float16 value per vocabulary piece for every passage. The library is
 # `lib.models.tilde`, `lib.training.tilde` and `lib.reranking.tilde_*`;
-# what differs from the paper is listed in {doc}`../reproducing`.
+# what differs from the paper is listed in {doc}`../deviations_4_to_9`.
 #
 # **Protocol.** Both models start from the pre-trained all-MiniLM-L6-v2 encoder (the paper:
 # `bert-base-uncased`; {doc}`02_training`'s small BERT is the named alternative, parameter `start`)

@@ -29,7 +29,7 @@
 # chapter 2's validation queries (DL21 at book scale) and is tested on DL19 and DL20, re-ranking the
 # official BM25 top-100. The run files are written in TREC format with the notebook's run names, and
 # each claim gets a verdict computed from the numbers. The deviations from the notebook are listed
-# in {doc}`../reproducing`.
+# in {doc}`../deviations_4_to_9`.
 #
 # One deviation shapes the chapter. On GloVe 6B's 50 dimensions and a few thousand training queries,
 # TK stays level with BM25 ({doc}`02_training`'s ladder of pre-training), and an ensemble of models

@@ -708,10 +708,8 @@ display(Markdown("\n\n".join([
     slide_claims.claim_sentence("31", "removing a stopword list before the model lowers its effectiveness",
                                 "TK-2 without stopwords", "TK-2",
                                 slide_claims.year_orders(sweep_frames, "tk2-stopwords"), "below"),
-    slide_claims.claim_sentence("32", "TK-Sparse removes words without losing effectiveness",
-                                f"TK-Sparse at λ = {chosen_lambda:g} (chosen on validation)", "TK-2",
-                                slide_claims.year_orders(sweep_frames, chosen_run), "same")
-    + f" It removes {chosen_removed:.0%} of the validation passages' words (slide 32: 20–40 %).",
+    slide_claims.removal_sentence(f"TK-Sparse at λ = {chosen_lambda:g} (chosen on validation)", "TK-2",
+                                  slide_claims.year_orders(sweep_frames, chosen_run), chosen_removed),
 ])))  # fmt: skip
 
 # %% [markdown]
@@ -760,7 +758,7 @@ removed_terms.round(3)
 # The lecture's ordering of costs holds on any machine: the later query and passage meet, the less
 # runs per candidate, and the more an index has to store. Its ordering of effectiveness is a property
 # of training at scale; at book scale the table above shows which of the lecture's claims survive a
-# few minutes of distillation. Deviations from the papers are listed in {doc}`../reproducing`.
+# few minutes of distillation. Deviations from the papers are listed in {doc}`../deviations_4_to_9`.
 
 # %% tags=["remove-cell"]
 summary = {

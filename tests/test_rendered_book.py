@@ -53,9 +53,14 @@ SCROLL_TO_CONTENT = """(document.querySelector('.math') || document.querySelecto
 
 
 def toc_pages() -> list[str]:
-    """The pages of ``_toc.yml`` in reading order, as paths without suffix (``book/chapters/02_training``)."""
+    """The pages of ``_toc.yml`` in reading order, sections included, as paths without suffix
+    (``book/chapters/02_training``)."""
     toc = yaml.safe_load((paths.REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [toc["root"]] + [entry["file"] for part in toc["parts"] for entry in part["chapters"]]
+
+    def files(entries: list[dict]) -> list[str]:
+        return [page for entry in entries for page in [entry["file"], *files(entry.get("sections", []))]]
+
+    return [toc["root"]] + [page for part in toc["parts"] for page in files(part["chapters"])]
 
 
 @pytest.fixture(scope="module")

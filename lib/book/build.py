@@ -47,7 +47,7 @@ from lib.core.profiles import get_profile
 from lib.data import fill_command
 
 CHAPTERS_DIR = "book/chapters"
-#: The page the staged build writes the chapters' times into, included by the "Reproducing" page.
+#: The page the staged build writes the chapters' times into, included by ``book/build_times_and_decisions.md``.
 TIMES_PAGE = "build_times.md"
 #: The page the staged build writes the record of decisions into (:mod:`lib.core.decisions`), included there too.
 DECISIONS_PAGE = "decisions.md"
@@ -256,8 +256,8 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
     copy, so the page shows the chapter's own parameters cell (how a reader re-runs it) and not the
     injected one. The chapters' times (:func:`times_table`) go to :data:`TIMES_PAGE` beside them, and the ``book``
     and ``paper`` profiles' decisions (:func:`lib.core.decisions.decisions_table`) to :data:`DECISIONS_PAGE`, which
-    the "Reproducing" page includes, and the lecture's slide map (:func:`lib.book.slide_map.slide_table`) to
-    :data:`SLIDE_MAP_PAGE`, which the "Lecture companion" page includes.
+    the "Build times and decisions" page includes, and the lecture's slide map
+    (:func:`lib.book.slide_map.slide_table`) to :data:`SLIDE_MAP_PAGE`, which the "Lecture companion" page includes.
     """
     get_profile(profile_name)
     chapters = chapters_in_toc(profile_name, root)
@@ -286,7 +286,7 @@ def stage(profile_name: str, root: Path = paths.REPO_ROOT) -> Path:
 
 
 def decisions_page() -> str:
-    """The "Reproducing" page's decisions: the ``book`` profile's table, then the ``paper`` profile's."""
+    """The "Build times and decisions" page's decisions: the ``book`` profile's table, then the ``paper`` profile's."""
     return "\n".join(f"**The `{name}` profile**\n\n{decisions_table(name)}" for name in ("book", "paper"))
 
 

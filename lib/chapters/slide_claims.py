@@ -9,7 +9,8 @@ checks it against a paired test (:func:`lib.evaluation.comparison.compare`'s fra
   supports: ``"above"`` / ``"below"`` (significant, read from the sign) or ``"not different"``;
 - :func:`verdict` — whether the expected order (``"above"``, ``"below"`` or ``"same"``) holds on every year, on some,
   is not shown (right sign, never significant) or does not hold;
-- :func:`claim_sentence` — the claim, the numbers of every year and the verdict in one sentence.
+- :func:`claim_sentence` — the claim, the numbers of every year and the verdict in one sentence;
+  :func:`removal_sentence` — slide 32's claim, which also needs the gate to remove a share of the words.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def verdict(orders: Sequence[YearOrder], expected: Expected) -> str:
     if expected == "same":
         differ = [o for o in orders if o.order != "not different"]
         if not differ:
-            return "holds: no year shows a significant difference"
+            return "holds as far as the test years can tell: no year's difference is significant"
         return "does not hold: " + ", ".join(f"significantly {o.order} on {o.year.upper()}" for o in differ)
     opposite = [o for o in orders if o.order not in (expected, "not different")]
     if opposite:
@@ -79,19 +80,49 @@ def verdict(orders: Sequence[YearOrder], expected: Expected) -> str:
     return "is not shown: no year's difference is significant"
 
 
-def claim_sentence(
-    slide: str, claim: str, label: str, reference: str, orders: Sequence[YearOrder], expected: Expected
-) -> str:
-    """``Slide <slide>: <claim>.`` followed by every year's numbers (the model's ``label``, the ``reference``'s
-    label, the share of it, the corrected p) and the :func:`verdict`."""
-    years = "; ".join(
+def _years(orders: Sequence[YearOrder]) -> str:
+    """Every year's numbers: the model's mean against the reference's, the share of it, the test's order and p."""
+    return "; ".join(
         f"{o.year.upper()} {o.mean:.3f} against {o.reference:.3f} ({o.mean / o.reference:.0%} of it, "
         f"{'not significantly different' if o.order == 'not different' else 'significantly ' + o.order}, "
         f"p = {o.p:.3f})"
         for o in orders
     )
+
+
+def claim_sentence(
+    slide: str, claim: str, label: str, reference: str, orders: Sequence[YearOrder], expected: Expected
+) -> str:
+    """``Slide <slide>: <claim>.`` followed by every year's numbers (the model's ``label``, the ``reference``'s
+    label, the share of it, the corrected p) and the :func:`verdict`."""
     claimed = verdict(orders, expected)
-    return f"**Slide {slide}: {claim}.** Here {label} against {reference}, nDCG@10: {years}. The claim {claimed}."
+    return (
+        f"**Slide {slide}: {claim}.** Here {label} against {reference}, nDCG@10: {_years(orders)}. The claim {claimed}."
+    )
 
 
-__all__ = ["Expected", "YearOrder", "claim_sentence", "verdict", "year_orders"]
+def removal_sentence(
+    label: str, reference: str, orders: Sequence[YearOrder], removed: float, band: tuple[float, float] = (0.2, 0.4)
+) -> str:
+    """Slide 32's claim — a gate removes ``band`` (20–40 %) of the passage words without losing effectiveness — for a
+    gated model (``label``) that removes the share ``removed`` of the words, against the ``reference`` that removes
+    none: it holds only where the model removes at least the band's lower end and no year shows a significant
+    difference (:func:`verdict` with "same"); a model that removes less shows nothing, one that removes (nearly)
+    everything scores every passage alike."""
+    low, high = band
+    if removed < low:
+        claimed = f"is not shown: it removes {removed:.0%} of the words, less than the slide's {low:.0%}"
+    elif removed >= 0.99:
+        claimed = f"does not hold: it removes {removed:.0%} of the words, so every passage scores alike"
+    else:
+        claimed = verdict(orders, "same")
+        if removed > high:
+            claimed += f", at {removed:.0%} of the words removed, more than the slide's {high:.0%}"
+    return (
+        f"**Slide 32: a learned gate removes {low:.0%}–{high:.0%} of the words without losing effectiveness.** Here "
+        f"{label} removes {removed:.0%} of the validation passages' words; against {reference}, nDCG@10: "
+        f"{_years(orders)}. The claim {claimed}."
+    )
+
+
+__all__ = ["Expected", "YearOrder", "claim_sentence", "removal_sentence", "verdict", "year_orders"]

@@ -12,7 +12,8 @@ value adopted, the alternatives tried and what each measured, the kind of eviden
 - ``budget`` — sized to fit the profile's time budget, not tuned on any effectiveness;
 - ``cost`` — chosen on a measured cost (time), no effectiveness involved.
 
-The "Reproducing" page shows :func:`decisions_table`, which :func:`lib.book.build.stage` writes for the book.
+The "Build times and decisions" page shows :func:`decisions_table`, which :func:`lib.book.build.stage` writes for the
+book.
 Validation values are nDCG@10 on DL21 unless an entry's ``measure`` says otherwise ("at the top 20": the model
 re-ranks BM25's top 20, the validation depth; "all 100": all of BM25's top 100).
 """

@@ -497,7 +497,7 @@ PROFILES: dict[str, Profile] = {
         "the full shipped TREC DL subset (the default)",
         # Every setting below that differs from its section's default was decided on DL21 validation alone, on a
         # budget or on a measured cost; lib.core.decisions records each one with the values it was compared with
-        # (the "Reproducing" page's decisions table; tests/core/test_decisions.py keeps the record complete).
+        # (the "Build times and decisions" page's table; tests/core/test_decisions.py keeps the record complete).
         # Word models: 1,000 steps of 32 triples at one Adam rate for every parameter; BERT-cat (and every MiniLM
         # model) all 6 layers at 1e-4 with a 30-step warm-up and a linear decay to step 500, patience 2, TK-BERT-6
         # and its compact d=64 / d=32 variants at 3e-5; half of the negatives random book passages; dev-small

@@ -140,7 +140,7 @@ def width_for(dim: int) -> dict[str, int]:
     ``dim >= 300`` (the paper, §4.3): 16 heads of 32 and FF 100. Narrower vectors (GloVe 6B 50-d, the
     book's default) get ``dim // 10`` heads of 10 — an attention width equal to the model width, as in
     Vaswani et al. — and FF ``2·dim``: 5 heads of 10 and FF 100 for 50-d. The book names this scaling
-    as a deviation on its reproducing page.
+    as a deviation on its "Deviations from the papers" page.
     """
     if dim >= PAPER_WIDTH:
         return {"num_heads": 16, "head_dim": 32, "ff_dim": 100}

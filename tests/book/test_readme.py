@@ -1,8 +1,8 @@
 """The README stays a two-minute read (issue 71) and the table of contents names only pages that exist.
 
 The README is at most 8,000 bytes, holds no dated measurement and no measured duration (those belong to the
-"Reproducing" page's generated build-times table), names the two commands, and every relative link in it
-resolves. Every entry of ``_toc.yml`` is a hand-written page ``book/<name>.md`` or an executed chapter whose
+"Build times and decisions" page's generated build-times table), names the two commands, and every relative link
+in it resolves. Every entry of ``_toc.yml`` is a hand-written page ``book/<name>.md`` or an executed chapter whose
 notebook source ``notebooks/<name>.py`` exists (chapters are generated into ``book/chapters/`` by the build).
 """
 
@@ -53,7 +53,7 @@ def test_the_readme_is_a_two_minute_read() -> None:
 
 def test_the_readme_holds_no_dated_measurement() -> None:
     found = [f"line {number}: {line.strip()}" for number, line in _numbered(_readme()) if DATE.search(line)]
-    assert not found, "README.md holds dates (measurements belong to the Reproducing page):\n" + "\n".join(found)
+    assert not found, "README.md holds dates (measurements belong to the build-times page):\n" + "\n".join(found)
 
 
 def test_the_readme_holds_no_measured_duration() -> None:
@@ -63,8 +63,8 @@ def test_the_readme_holds_no_measured_duration() -> None:
         for match in DURATION.finditer(line)
     ]
     assert not found, (
-        "README.md states measured times; say them in words ('hours', 'minutes') and point to the Reproducing "
-        "page's build-times table:\n" + "\n".join(found)
+        "README.md states measured times; say them in words ('hours', 'minutes') and point to the generated "
+        "build-times table (book/build_times_and_decisions.md):\n" + "\n".join(found)
     )
 
 

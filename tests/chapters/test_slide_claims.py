@@ -40,7 +40,7 @@ def test_the_order_is_read_from_the_sign_only_where_the_test_is_significant() ->
         ((LOW, SAME), "below", "holds on DL19 only"),
         ((SAME, SAME), "below", "is not shown"),
         ((LOW, HIGH), "below", "does not hold: significantly above on DL20"),
-        ((SAME, SAME), "same", "holds: no year shows a significant difference"),
+        ((SAME, SAME), "same", "holds as far as the test years can tell"),
         ((SAME, LOW), "same", "does not hold: significantly below on DL20"),
         ((HIGH, HIGH), "above", "holds"),
     ],
@@ -68,3 +68,24 @@ def test_a_comparison_without_a_baseline_or_without_the_model_is_refused() -> No
         )
     with pytest.raises(KeyError, match="'colbert' is not among"):
         slide_claims.year_orders({"dl19": _frame(model=LOW)}, "colbert")
+
+
+@pytest.mark.parametrize(
+    ("removed", "claimed"),
+    [
+        (0.0, "is not shown: it removes 0% of the words, less than the slide's 20%"),
+        (0.3, "holds as far as the test years can tell"),
+        (0.55, "holds as far as the test years can tell: no year's difference is significant, at 55% of the words"),
+        (1.0, "does not hold: it removes 100% of the words, so every passage scores alike"),
+    ],
+)
+def test_slide_32_needs_words_removed_as_well_as_no_loss(removed: float, claimed: str) -> None:
+    orders = slide_claims.year_orders({"dl19": _frame(model=SAME)}, "model")
+    sentence = slide_claims.removal_sentence("TK-Sparse", "TK-2", orders, removed)
+    assert f"The claim {claimed}" in sentence and f"TK-Sparse removes {removed:.0%}" in sentence
+
+
+def test_slide_32_with_a_loss_does_not_hold() -> None:
+    orders = slide_claims.year_orders({"dl19": _frame(model=LOW)}, "model")
+    sentence = slide_claims.removal_sentence("TK-Sparse", "TK-2", orders, 0.3)
+    assert sentence.endswith("The claim does not hold: significantly below on DL19.")
