@@ -726,8 +726,12 @@ plain(regimes_reading.tests_display(regime_tests))
 # only through its cosine with each query vector (eq. 4), so the query's dot products with all 256 centroids of
 # every subspace are tabulated once, and a stored vector's cosine is a sum of {glue:text}`pq_subspaces` table
 # entries over the root of a sum of its centroids' squared lengths — the cosine of the decoded vector, computed
-# without it (the *asymmetric distance computation* of the PQ paper). The codebooks are
-# fitted on the vectors of chapter 2's training passages; the test years' candidates are then scored from the index,
+# without it (the *asymmetric distance computation* of the PQ paper). The codebooks are fitted, without a label, on
+# the vectors of {glue:text}`pq_fit_count` of chapter 2's training passages (their ids in `pq_fit_passages.txt` of
+# the chapter's artifacts): they come from the book corpus, the pool of every query set's candidates, and
+# {glue:text}`pq_fit_in_pools` of them are also candidates a test year re-ranks — an index's codebooks are fitted on
+# the collection it indexes (ColBERTv2 fits its centroids so), and the book's index is the test years' candidates.
+# The test years' candidates are then scored from the index,
 # so the table's nDCG@10 is what the compressed index ranks (fitting and scoring both years took
 # {glue:text}`pq_minutes` minutes). A stored query's largest cost is then encoding the query: MiniLM layers whose
 # weights are all read for a handful of pieces. The PQ TK is served with {glue:text}`pq_precision`
@@ -743,6 +747,8 @@ compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
 glue("pq_subspaces", str(speed_settings.regime_pq_subspaces), display=False)
 glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False)
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
+glue("pq_fit_count", f"{pq.fit_passages:,}" if pq is not None else "–", display=False)
+glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–", display=False)
 glue("pq_precision", regime_costs.pq_precision(speed_settings), display=False)
 compact_names = [full_tk, *compact, *([pq.name] if pq is not None else [])]
 if full_tk in regime_models and len(compact_names) > 1:

@@ -19,8 +19,10 @@ passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did n
 
 A compact index *without* training (:func:`fit_pq`, :func:`pq_runs`): the trained full TK's own stored vectors,
 product-quantised (:mod:`lib.reranking.product_quantisation`) to one byte per sub-vector of ``384 / m`` numbers,
-the quantiser's codebooks fitted on the vectors of the same training passages. Its scores are what the stored index
-ranks (:func:`lib.evaluation.regimes.stored_run`): the model reads each candidate's centroids instead of its own
+the quantiser's codebooks fitted on the vectors of the same training passages — drawn from the book corpus, the pool
+of every query set's candidates, so some of them are candidates a test year re-ranks (no label is read: an index's
+codebooks are fitted on the collection it indexes, as ColBERTv2 fits its centroids). Its scores are what the stored
+index ranks (:func:`lib.evaluation.regimes.stored_run`): the model reads each candidate's centroids instead of its own
 vectors. The variant is called :func:`lib.reranking.product_quantisation.pq_name` (``tk-bert6-pq``) in the cost table
 and the runs folder.
 """
@@ -56,7 +58,8 @@ PROJECTION_PASSAGES = 1000
 
 def training_passages(protocol: Protocol, count: int = PROJECTION_PASSAGES, seed: int = 0) -> list[str]:
     """``count`` distinct passages of the protocol's training triples (positives and negatives), drawn with ``seed``
-    from their sorted ids: never a held-out, validation or test passage unless a training triple holds it."""
+    from their sorted ids. A training triple may hold a passage that is also a validation or test candidate (the
+    triples come from the same corpus); no label of it is read."""
     pids = sorted({pid for _, positive, negative in protocol.triples for pid in (positive, negative)})
     if not pids:
         raise ValueError("the protocol has no training triples to compute a projection from")
@@ -141,7 +144,7 @@ def fit_pq(
     model: torch.nn.Module, tokenizer: Any, protocol: Protocol, subspaces: int, progress: bool = True
 ) -> ProductQuantiser:
     """The product quantiser of ``model``'s stored vectors (module docstring): ``subspaces`` codebooks fitted on the
-    vectors of :func:`training_passages` — never a validation or test passage."""
+    vectors of :func:`training_passages` (no label read; some may also be test candidates, module docstring)."""
     texts = [protocol.texts[pid] for pid in training_passages(protocol)]
     vectors = np.concatenate(list(passage_vectors(model, tokenizer, texts, progress=progress, what="pq vectors")))
     return fit_quantiser(vectors, subspaces)

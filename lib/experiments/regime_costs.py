@@ -37,6 +37,7 @@ import torch
 from tqdm import tqdm
 
 from lib.core import paths
+from lib.core.atomic import write_text
 from lib.core.device import autocast
 from lib.core.profiles import Profile, SpeedSettings
 from lib.core.types import Run, query_order
@@ -44,11 +45,14 @@ from lib.data import book_texts, load_queries
 from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
-from lib.experiments.compact_tk import fit_pq, pq_runs
+from lib.experiments.compact_tk import fit_pq, pq_runs, training_passages
 from lib.models.bfloat16_encoders import served_in_bfloat16
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
 from lib.reranking.product_quantisation import ProductQuantiser, pq_name
+
+#: The ids of the passages the product quantiser is fitted on, one a line, in the chapter's folder (:func:`pq_variant`).
+PQ_FIT_PASSAGES = "pq_fit_passages.txt"
 
 #: The regimes, in the order chapters show them.
 REGIMES: tuple[str, ...] = ("whole", "stored")
@@ -109,13 +113,16 @@ class PQVariant:
     """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
     its fitted ``quantiser``, the ``model`` as it is served (its encoders in bfloat16 where the profile says so),
     every candidate of each test year scored from the ``pq`` index (``runs``, by set), the seconds the fit and the
-    scoring took."""
+    scoring took, how many passages the codebooks were fitted on and how many of those a test year also re-ranks
+    (their ids: :data:`PQ_FIT_PASSAGES` in the chapter's folder)."""
 
     source: str
     quantiser: ProductQuantiser
     model: torch.nn.Module
     runs: dict[str, Run]
     seconds: float
+    fit_passages: int
+    fit_in_test_pools: int
 
     @property
     def name(self) -> str:
@@ -158,6 +165,9 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
     speed = profile.speed
     served = served_in_bfloat16(trained.model, speed.regime_pq_query_bf16, speed.regime_pq_index_bf16)
     quantiser = fit_pq(served, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
+    fitted = training_passages(protocol)
+    write_text(folder / PQ_FIT_PASSAGES, "".join(f"{pid}\n" for pid in fitted))
+    pools = {pid for test in protocol.tests.values() for ranked in test.run.values() for pid in ranked}
     with tempfile.TemporaryDirectory(dir=folder) as indexes:
         runs = pq_runs(
             served, trained.tokenizer, quantiser, protocol.tests, protocol.texts,
@@ -165,7 +175,8 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
         )  # fmt: skip
     for query_set, run in runs.items():
         write_trec_run(run, paths.run_path(profile.name, query_set, f"{pq_name(source)}-all"), tag=pq_name(source))
-    return PQVariant(source, quantiser, served, runs, time.perf_counter() - start)
+    in_pools = sum(pid in pools for pid in fitted)
+    return PQVariant(source, quantiser, served, runs, time.perf_counter() - start, len(fitted), in_pools)
 
 
 @dataclass(frozen=True)
@@ -218,6 +229,6 @@ def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
 
 
 __all__ = [
-    "COMPACT_TKS", "REGIMES", "PQVariant", "RegimeCost", "model_rows", "pq_label", "pq_precision", "pq_variant",
-    "query_time", "regime_costs", "regime_table", "timed_queries",
+    "COMPACT_TKS", "PQ_FIT_PASSAGES", "REGIMES", "PQVariant", "RegimeCost", "model_rows", "pq_label", "pq_precision",
+    "pq_variant", "query_time", "regime_costs", "regime_table", "timed_queries",
 ]  # fmt: skip

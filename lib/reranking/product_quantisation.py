@@ -14,7 +14,9 @@ likewise from the centroids' (the subspaces are orthogonal).
 
 The vectors are scaled to unit length before they are fitted and encoded: the cosine match matrix reads directions
 only, and the reconstruction's own length does not matter to it. The codebooks are fitted on the vectors of
-*training* passages (never the passages an evaluation re-ranks), and are stored once per index, not per passage.
+passages of the collection it indexes, with no label (the book fits on passages of chapter 2's training triples,
+drawn from the same corpus as the test years' candidates, so some may be candidates too: chapter 3 writes their ids
+and counts them), and are stored once per index, not per passage.
 Not in the TK paper: a book addition for the stored regime (chapter 3).
 """
 
