@@ -102,7 +102,7 @@ paper-mini:
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax -q -p no:cacheprovider _build/smoke/chapters/[0-9]*.ipynb
 	TKBOOK_REQUIRE_PAGES=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/chapters/test_pages.py \
-		tests/book/test_student_notebooks.py tests/test_rendered_book.py
+		tests/book/test_student_notebooks.py tests/experiments/test_sparsity_probe.py tests/test_rendered_book.py
 
 test: unit smoke paper-mini nbval
 

@@ -654,9 +654,10 @@ plt.show()
 
 # %%
 budget = lecture.stop_at.get("tk2-sparse")  # every run of the table stops where TK-Sparse does
-sweep = sparsity_sweep.sparsity_sweep(
+swept = sparsity_sweep.sparsity_sweep(
     lecture.sparsity_weights, protocol, representations, settings, chapter, trained["tk2-sparse"], budget
 )
+sweep = swept.table
 stopword_row = sparsity_sweep.stopword_baseline(protocol, representations, settings, chapter, budget)
 table2 = artifacts.table2(chapter.profile).query("model == 'tk2'").set_index("set")["nDCG@10 (all)"]
 reference_row = {"model": "TK-2 (chapter 2)", "removed (validation passages)": 0.0,
@@ -715,11 +716,11 @@ display(Markdown("\n\n".join([
 # %% [markdown]
 # ### Which words the gate removes (slide 33)
 #
-# Slide 33 compares the words the gate removes with a stopword list's. The gate of the TK-Sparse trained above
-# (λ at the module's default), on the test passages:
+# Slide 33 compares the words the gate removes with a stopword list's. The gate of the TK-Sparse whose λ validation
+# chose above, on the test passages:
 
 # %%
-sparse = trained["tk2-sparse"]["dl19"].training.model.eval()
+sparse = swept.models[chosen_lambda].eval()
 passages = sorted({pid for t in protocol.tests.values() for q in t.run for pid in t.run[q]})
 passages = passages[: lecture.stopword_passages]
 occurrences = stopword_gate.gate_occurrences(

@@ -10,23 +10,37 @@ again) and :func:`stopword_baseline` trains TK-2 on texts without NLTK's stopwor
 occurrences a model removes from the **validation** passages (first 200 words each, as the model reads them), its
 best validation value, and each test year's nDCG@10 re-ranking every candidate. :func:`chosen_weight` picks λ on
 validation alone.
+
+``python -m lib.experiments.sparsity_sweep --profile book --weights 0.1 0.3 1 3 10 --gate-rates 1e-4 1e-3`` decides
+the sweep's settings on validation alone (:func:`probe`): TK-Sparse trained under each λ and gate rate on chapter 2's
+protocol and TK-2's schedule, stopped where chapter 8 stops it, **no test year scored**; each run's best validation
+value, its step, the share of the validation passages' terms removed at that checkpoint and at every validation go
+to ``artifacts/<profile>/setting-probe/sparsity/results.csv`` (each run's history beside it), the evidence
+:mod:`lib.core.decisions` cites.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import torch
 
 from lib.analyses.stopword_gate import gate_occurrences
+from lib.core.atomic import write_csv
 from lib.core.profiles import TrainingSettings
+from lib.core.run_context import RunContext, run_context
+from lib.experiments import artifacts, model_setup
 from lib.experiments.distillation_protocol import Protocol
-from lib.experiments.model_runs import ModelResult, RunVariant, run_model
+from lib.experiments.model_runs import ModelResult, RunVariant, run_model, train_on_protocol
 from lib.experiments.model_setup import Representations
+from lib.experiments.setting_probe import PROBE_FOLDER
 from lib.models.tk import TKConfig, width_for
-from lib.models.tk_sparse import SPARSITY_WEIGHT, TKSparse
+from lib.models.tk_sparse import GATE_LR, SPARSITY_WEIGHT, TKSparse
 from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS, StopwordRemoving
 from lib.representations.text import DOC_MAX_LENGTH, tokenize
 
@@ -49,6 +63,15 @@ def _row(label: str, weight: float | None, removed: float, results: Mapping[str,
     return row
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """:func:`sparsity_sweep`'s result: its ``table`` (a row per λ) and each λ's trained TK-Sparse (``models``, its
+    validated best checkpoint), e.g. the chosen λ's for slide 33's words."""
+
+    table: pd.DataFrame
+    models: dict[float, TKSparse]
+
+
 def sparsity_sweep(
     weights: Sequence[float],
     protocol: Protocol,
@@ -57,12 +80,13 @@ def sparsity_sweep(
     context: Any,
     default: Mapping[str, ModelResult],
     stop_at: int | None = None,
-) -> pd.DataFrame:
-    """One row per λ of ``weights`` (module docstring); ``default``: the results of the ``tk2-sparse`` run at the
-    module's λ (:data:`SPARSITY_WEIGHT`), used for that weight. ``context`` as :func:`run_model`'s; ``stop_at``: the
-    last step each λ trains (:class:`RunVariant`; ``None``: the whole schedule)."""
+) -> Sweep:
+    """One row per λ of ``weights`` (module docstring) and each λ's trained model; ``default``: the results of the
+    ``tk2-sparse`` run at the module's λ (:data:`SPARSITY_WEIGHT`), used for that weight. ``context`` as
+    :func:`run_model`'s; ``stop_at``: the last step each λ trains (:class:`RunVariant`; ``None``: the whole
+    schedule)."""
     texts = validation_texts(protocol)
-    rows = []
+    rows, models = [], {}
     for weight in weights:
         if weight == SPARSITY_WEIGHT:
             results = default
@@ -73,10 +97,10 @@ def sparsity_sweep(
             start = (model, f"TK-Sparse, λ = {weight:g}")
             variant = RunVariant(name=f"lambda-{weight:g}", start=start, stop_at=stop_at)
             results = run_model("tk2-sparse", protocol, representations, settings, context, variant=variant)
-        trained = next(iter(results.values())).training.model
+        trained = models[weight] = next(iter(results.values())).training.model
         removed = gate_occurrences(trained, representations.vocabulary, texts, DOC_MAX_LENGTH)["removed"].mean()
         rows.append(_row("TK-Sparse", weight, float(removed), results))
-    return pd.DataFrame(rows)
+    return Sweep(pd.DataFrame(rows), models)
 
 
 def stopword_share(texts: Sequence[str], stopwords: frozenset[str] = frozenset(NLTK_ENGLISH_STOPWORDS)) -> float:
@@ -112,4 +136,70 @@ def chosen_weight(sweep: pd.DataFrame) -> float:
     return float(rows["λ"].iloc[0])
 
 
-__all__ = ["chosen_weight", "run_names", "sparsity_sweep", "stopword_baseline", "stopword_share", "validation_texts"]
+def probe(
+    context: RunContext, weights: Sequence[float], gate_rates: Sequence[float] = (GATE_LR,), progress: bool = True
+) -> pd.DataFrame:
+    """TK-Sparse trained under every λ of ``weights`` and gate rate of ``gate_rates`` (module docstring), validated
+    only: one row per run — ``λ``, ``gate_lr``, ``best_step``, ``best_validation``, ``removed_at_best`` (the share of
+    the validation candidates' terms removed at the chosen checkpoint), ``removed_by_validation`` (at each
+    validation, ``step: share``), ``steps``, ``training_minutes`` — written to ``results.csv`` in the probe's folder."""
+    if not weights or not gate_rates:
+        raise ValueError("parameters 'weights' and 'gate_rates' must each hold at least one value")
+    profile, seed = context.profile, context.seed
+    settings, protocol_seed, protocol = artifacts.training_protocol(profile)
+    representations = model_setup.prepare_representations(context.with_seed(protocol_seed), settings,
+                                                          with_small_bert=False)  # fmt: skip
+    folder, rows = context.out / "sparsity", []
+    for gate_rate in gate_rates:
+        for weight in weights:
+            torch.manual_seed(seed)
+            config = TKConfig(num_layers=2, **width_for(representations.embeddings.shape[1]))
+            model = TKSparse(representations.embeddings, config=config, sparsity_weight=weight)
+            training = model_setup.training_config("tk2-sparse", settings, seed, str(context.device))
+            training = dataclasses.replace(
+                training, stop_at=profile.lecture.stop_at.get("tk2-sparse"), progress=progress,
+                learning_rates={**training.learning_rates, "gate_lr": gate_rate},
+            )  # fmt: skip
+            run_folder = folder / f"gate-{gate_rate:g}" / f"lambda-{weight:g}"
+            result = train_on_protocol(
+                model, representations.vocabulary, protocol, settings, seed, training, run_folder
+            )
+            history = result.history
+            write_csv(run_folder / "history.csv", history)
+            best = history[history["step"] == result.best_step].iloc[0]
+            rows.append({
+                "λ": weight, "gate_lr": gate_rate, "best_step": result.best_step,
+                "best_validation": round(float(result.best_metric), 4),
+                "removed_at_best": round(float(best["removed"]), 4),
+                "removed_by_validation": " ".join(f"{int(r.step)}: {r.removed:.3f}" for r in history.itertuples()),
+                "steps": result.steps, "training_minutes": round(float(history["seconds"].max()) / 60, 1),
+            })  # fmt: skip
+            print(f"[sparsity-probe] {rows[-1]}", flush=True)
+    table = pd.DataFrame(rows)
+    write_csv(folder / "results.csv", table)
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
+    """The command line (module docstring): the probe of :func:`probe`, its table printed."""
+    parser = argparse.ArgumentParser(description="TK-Sparse's λ and gate rate decided on validation alone.")
+    parser.add_argument("--profile", default="book")
+    parser.add_argument("--weights", nargs="+", type=float, required=True, help="the weights λ to train")
+    parser.add_argument("--gate-rates", nargs="+", type=float, default=[GATE_LR], help=f"default: {GATE_LR:g}")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--device", default="auto")
+    arguments = parser.parse_args(argv)
+    context = run_context(PROBE_FOLDER, arguments.profile, arguments.seed, arguments.device)
+    table = probe(context, arguments.weights, arguments.gate_rates)
+    print(table.to_string(index=False))
+    return table
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = [
+    "Sweep", "chosen_weight", "main", "probe", "run_names", "sparsity_sweep", "stopword_baseline", "stopword_share",
+    "validation_texts",
+]  # fmt: skip

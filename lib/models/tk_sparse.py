@@ -17,26 +17,71 @@ Named choices:
 - **The gate acts on the kernels, not on the match matrix** (as the authors' code): zeroing the
   cosine would put the removed term into the kernel at μ = 0 instead of removing it.
 - ``b₂`` starts at 1 (every term kept), the hidden width of the gate is 100 and ``α_s`` starts at
-  0.5, as in the authors' code. The gate is an "other" layer (rate 10⁻³, TK §4.3).
+  0.5, as in the authors' code.
 - **Both of TK's pooling paths** (eq. 7–8) are kept; the length path divides by the number of kept
   terms, the length an index of kept terms knows. The authors' TK-Sparse scored the log path only.
 - **λ** (:data:`SPARSITY_WEIGHT`, the ``lecture`` profile section) is the book's: it is normalised by
   the number of real passage terms, so that it does not depend on the batch or the passage lengths.
+
+How the gate is trained — so that λ sets a share of removed terms instead of acting as an on/off switch
+(a gate trained like every "other" layer at 10⁻³ moved with all the others once the penalty's sign
+dominated, and a gate whose ReLU reached 0 never came back):
+
+- **Its own Adam group** (``gate``: ``W₁``, ``b₁``, ``w₂``, ``b₂``, ``α_s``) at :data:`GATE_LR`, the authors'
+  rate for their group of the gate (:meth:`TKSparse.optimizer_groups`); TK's other layers keep TK's rates.
+- **λ ramped** from 0 to its value over the first :data:`SPARSITY_RAMP_STEPS` training steps (a step is a
+  forward pass in training mode, counted in the buffer ``steps_seen``, so a resumed run continues the ramp),
+  so the ranking loss shapes the gates before the penalty weighs fully.
+- **A gate that cannot die**: the forward pass is the ReLU, but the *ranking* gradient reaches a gate's
+  pre-activation also where it is ≤ 0, scaled by :data:`DEAD_GATE_SLOPE` (a straight-through slope, the role of
+  the authors' unused ``reanimate``); a removed term stays in the kernel sums with weight 0 during training, so
+  its kernels tell the gate what it would add. The L1 penalty is on the true ReLU output: it pushes no gate below
+  0. Scoring is unchanged: a gate at 0 removes its term.
+- **Checkpoints that remove (nearly) everything are not eligible**: :meth:`TKSparse.validation_records` gives the
+  validator the share of the validation passages' terms removed, and a checkpoint removing at least
+  :data:`MAX_REMOVED` of them cannot be chosen (every candidate would score alike).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.models.kernels import cosine_match_matrix, full_precision
-from lib.models.tk import TK, TKConfig, distinct_queries, take_rows
+from lib.models.kernels import cosine_match_matrix, full_precision, length_normalise
+from lib.models.tk import EMBEDDING_LR, OTHER_LR, TK, TKConfig, distinct_queries, param_groups, take_rows
 
 #: The book's weight λ of the gates' L1 penalty (per real passage term).
 SPARSITY_WEIGHT = 0.5
 #: Hidden width of the stopword gate (the authors' code).
 GATE_WIDTH = 100
+#: Adam rate of the gate's own group (the authors' rate for it).
+GATE_LR = 1e-4
+#: Training steps over which λ rises linearly from 0 to its value.
+SPARSITY_RAMP_STEPS = 300
+#: The share of the ranking gradient that reaches a gate's pre-activation where it is ≤ 0.
+DEAD_GATE_SLOPE = 0.1
+#: A checkpoint whose gates remove at least this share of the validation passages' terms cannot be chosen.
+MAX_REMOVED = 0.99
+
+
+class _ReLUPassingGradient(torch.autograd.Function):
+    """``ReLU(x)`` forward; backward, the gradient where ``x > 0`` and ``slope`` times it where ``x ≤ 0``."""
+
+    @staticmethod
+    def forward(ctx: Any, pre: torch.Tensor, slope: float) -> torch.Tensor:
+        ctx.save_for_backward(pre)
+        ctx.slope = slope
+        return pre.clamp_min(0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (pre,) = ctx.saved_tensors
+        return grad * torch.where(pre > 0, torch.ones_like(grad), torch.full_like(grad, ctx.slope)), None
 
 
 class TKSparse(TK):
@@ -57,38 +102,50 @@ class TKSparse(TK):
         config: TKConfig | None = None,
         *,
         sparsity_weight: float = SPARSITY_WEIGHT,
+        ramp_steps: int = SPARSITY_RAMP_STEPS,
     ) -> None:
         super().__init__(embeddings, freeze_embeddings, config)
         if sparsity_weight < 0:
             raise ValueError(f"parameter 'sparsity_weight' must be >= 0, got {sparsity_weight}")
+        if ramp_steps < 0:
+            raise ValueError(f"parameter 'ramp_steps' must be >= 0, got {ramp_steps}")
         dim = self.embedding.embedding_dim
-        self.sparsity_weight = float(sparsity_weight)
+        self.sparsity_weight, self.ramp_steps = float(sparsity_weight), int(ramp_steps)
         self.stop_alpha = nn.Parameter(torch.tensor(0.5))
         self.gate_hidden = nn.Linear(dim, GATE_WIDTH)
         self.gate_out = nn.Linear(GATE_WIDTH, 1)
         nn.init.constant_(self.gate_out.bias, 1.0)
+        self.register_buffer("steps_seen", torch.zeros((), dtype=torch.long))
         self._last_gates: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def gates(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The passage's hybrid vectors (eq. 1) ``[N, Ld, D]`` and its gates ``s_i`` ``[N, Ld]`` (0 at padding)."""
-        doc_mask = doc_mask.bool()
+    def _gate_inputs(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The passage's hybrid vectors (eq. 1) ``[N, Ld, D]`` and its gates' pre-activations ``[N, Ld]``."""
         embeddings, context = self.embed_and_context(doc_ids, doc_mask)
         vectors = (self.alpha * embeddings + (1 - self.alpha) * context) * doc_mask.unsqueeze(-1)
         stop_input = self.stop_alpha * embeddings + (1 - self.stop_alpha) * context
-        gate = torch.relu(self.gate_out(torch.tanh(self.gate_hidden(stop_input))).squeeze(-1))
-        return vectors, gate * doc_mask
+        return vectors, self.gate_out(torch.tanh(self.gate_hidden(stop_input))).squeeze(-1)
+
+    def gates(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The passage's hybrid vectors (eq. 1) ``[N, Ld, D]`` and its gates ``s_i`` ``[N, Ld]`` (0 at padding),
+        whose ranking gradient also reaches a gate at 0 (:data:`DEAD_GATE_SLOPE`, module docstring)."""
+        doc_mask = doc_mask.bool()
+        vectors, pre = self._gate_inputs(doc_ids, doc_mask)
+        return vectors, _ReLUPassingGradient.apply(pre, DEAD_GATE_SLOPE) * doc_mask
 
     def forward(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, doc_ids: torch.Tensor, doc_mask: torch.Tensor
     ) -> torch.Tensor:
-        """One score per pair, ``[B]``: TK's score with every passage term's kernels weighted by its gate."""
+        """One score per pair, ``[B]``: TK's score with every passage term's kernels weighted by its gate. In
+        training mode it counts the step and keeps the batch's gates (their true ReLU) for :meth:`regularisation`."""
         query_mask, doc_mask = query_mask.bool(), doc_mask.bool()
         distinct_ids, distinct_mask, row_query = distinct_queries(query_ids, query_mask)
         query_vectors = take_rows(self.contextualise(distinct_ids, distinct_mask), row_query)
-        doc_vectors, gate = self.gates(doc_ids, doc_mask)
+        doc_vectors, pre = self._gate_inputs(doc_ids, doc_mask)
+        gate = _ReLUPassingGradient.apply(pre, DEAD_GATE_SLOPE) * doc_mask
         if self.training:
-            self._last_gates = (gate, doc_mask)
-        return self.score_gated(query_vectors, query_mask, doc_vectors, doc_mask & (gate > 0), gate)
+            self.steps_seen += 1
+            self._last_gates = (torch.relu(pre) * doc_mask, doc_mask)
+        return self.score_gated(query_vectors, query_mask, doc_vectors, doc_mask, gate)
 
     def score_gated(
         self,
@@ -98,11 +155,15 @@ class TKSparse(TK):
         doc_mask: torch.Tensor,
         gate: torch.Tensor,
     ) -> torch.Tensor:
-        """Eq. 4–10 with the gate ``[B, Ld]`` weighing each passage term's kernel activations."""
+        """Eq. 4–10 with the gate ``[B, Ld]`` weighing each passage term's kernel activations: every real term of
+        ``doc_mask`` enters the kernel sums with its gate as weight (a gate at 0 adds nothing), and the length
+        path (eq. 8) divides by the number of kept terms (gate > 0)."""
         with full_precision(doc_vectors.device):
             match = cosine_match_matrix(query_vectors, doc_vectors, query_mask, doc_mask)
             pooled = self.kernel_pooling(match, query_mask, doc_mask, doc_weights=gate)
-            _, log_weighted, len_weighted = self._weighted(pooled)
+            kept = doc_mask & (gate > 0)
+            length = length_normalise(pooled.kernel_sums, query_mask, kept, self.kernel_pooling.length_plus_one)
+            _, log_weighted, len_weighted = self._weighted(replace(pooled, length=length))
             return self.beta.float() * log_weighted.sum(dim=-1) + self.gamma.float() * len_weighted.sum(dim=-1)
 
     def encode_passages(self, doc_ids: torch.Tensor, doc_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -124,9 +185,49 @@ class TKSparse(TK):
         return self.score_gated(*expanded, doc_vectors, doc_mask.bool(), gate)
 
     def regularisation(self) -> torch.Tensor:
-        """``λ · mean_i s_i`` over the real passage terms of the last training batch (the L1 penalty)."""
+        """``λ_t · mean_i s_i`` over the real passage terms of the last training batch (the L1 penalty), with
+        ``λ_t = λ · min(1, t / ramp_steps)`` at training step ``t`` (the ramp of the module docstring)."""
         if self._last_gates is None:
             raise RuntimeError("regularisation() needs a forward pass in training mode first")
         gate, mask = self._last_gates
         self._last_gates = None
-        return self.sparsity_weight * gate.sum() / mask.sum().clamp(min=1)
+        return self.current_weight() * gate.sum() / mask.sum().clamp(min=1)
+
+    def current_weight(self) -> float:
+        """λ at the current training step: ramped from 0 over ``ramp_steps`` steps (0 steps: λ at once)."""
+        if self.ramp_steps == 0:
+            return self.sparsity_weight
+        return self.sparsity_weight * min(1.0, int(self.steps_seen) / self.ramp_steps)
+
+    def optimizer_groups(
+        self, embedding_lr: float = EMBEDDING_LR, other_lr: float = OTHER_LR, gate_lr: float = GATE_LR
+    ) -> list[dict]:
+        """TK's Adam groups (:meth:`lib.models.tk.TK.optimizer_groups`) with the gate's parameters in a group
+        ``gate`` of their own at ``gate_lr`` (module docstring)."""
+        gate = [self.stop_alpha, *self.gate_hidden.parameters(), *self.gate_out.parameters()]
+        taken = {id(param) for param in gate}
+        groups = [
+            {**group, "params": [param for param in group["params"] if id(param) not in taken]}
+            for group in super().optimizer_groups(embedding_lr, other_lr)
+        ]
+        return [group for group in groups if group["params"]] + param_groups({"gate": (gate, gate_lr)})
+
+    @torch.no_grad()
+    def removed_share(self, tokenizer: Any, texts: Sequence[str], max_length: int, batch_size: int = 64) -> float:
+        """The share of the real terms of ``texts`` (each cut at ``max_length``) whose gate is 0."""
+        removed = real = 0
+        device = next(self.parameters()).device
+        for start in range(0, len(texts), batch_size):
+            ids, mask = tokenizer.encode(list(texts[start : start + batch_size]), max_length)
+            ids, mask = ids.to(device), mask.to(device).bool()
+            _, gate = self.gates(ids, mask)
+            removed += int(((gate <= 0) & mask).sum())
+            real += int(mask.sum())
+        return removed / max(real, 1)
+
+    def validation_records(self, tokenizer: Any, texts: Sequence[str], max_length: int) -> dict[str, float | bool]:
+        """What a validation records besides the ranking (:class:`lib.training.pairwise.Validator`): the share of the
+        validation passages' terms ``removed`` and whether the checkpoint is ``eligible`` to be chosen (it removes
+        less than :data:`MAX_REMOVED`)."""
+        removed = self.removed_share(tokenizer, texts, max_length)
+        return {"removed": removed, "eligible": removed < MAX_REMOVED}

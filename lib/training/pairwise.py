@@ -35,7 +35,7 @@ from torch import nn
 from lib.core import distributed
 from lib.core.atomic import atomic_write, write_csv
 from lib.core.device import amp_enabled, autocast, resolve_device
-from lib.core.types import JudgedSet, query_order
+from lib.core.types import JudgedSet, query_order, ranking_from_run
 from lib.evaluation.measures import MEASURES, evaluate
 from lib.reranking.scoring import ScoringOptions, rerank, score_candidates
 from lib.training.distillation import Group, listwise_kl, margin_mse
@@ -229,8 +229,9 @@ class TrainingResult:
         best_step: the step whose weights scored best on validation.
         best_metric: that validation value of ``config.metric``.
         history: one row per validation: ``step, epoch, train_loss`` (mean since the previous
-            validation), the validation measures, ``best`` (a new best), ``seconds`` (wall time
-            since the start of training, summed over resumptions).
+            validation), the validation measures, what the model records besides them (TK-Sparse: ``removed``,
+            :meth:`Validator.records`), ``eligible`` (whether the checkpoint could be chosen), ``best`` (a new
+            best), ``seconds`` (wall time since the start of training, summed over resumptions).
         best_path: the file with the best weights (a ``state_dict``; ``model.load_state_dict(torch.load(path))``).
         model: the model given to :func:`train`, with the best weights loaded, in eval mode.
         steps: the steps trained (``stop_at`` or ``max_steps`` unless stopped early).
@@ -463,17 +464,33 @@ class Validator:
             rerank(self.validation.run, scores, config.rerank_depth), self.validation.qrels, config.measures
         )
 
+    def records(self) -> dict[str, float | bool]:
+        """What the model records besides the ranking (its ``validation_records`` on the validation candidates'
+        passages at ``config.rerank_depth``, e.g. TK-Sparse's share of removed terms and whether the checkpoint is
+        ``eligible``); nothing for a model without such a method."""
+        record = getattr(getattr(self.model, "module", self.model), "validation_records", None)
+        if not callable(record):
+            return {}
+        depth = self.config.rerank_depth
+        run = self.validation.run
+        pids = sorted(
+            {pid for qid in self.validation.queries if qid in run for pid in ranking_from_run(run[qid])[:depth]}
+        )
+        return record(self.tokenizer, [self.texts[pid] for pid in pids], self.config.max_doc_length)
+
     def __call__(self, state: LoopState) -> None:
         config, extra = self.config, state.extra
         extra.setdefault("history", [])
         metrics = self.metrics()
         value = metrics[config.metric]
-        improved = extra.get("best_step") is None or value > extra["best_metric"]
+        records = self.records()
+        eligible = bool(records.pop("eligible", True))
+        improved = eligible and (extra.get("best_step") is None or value > extra["best_metric"])
         if improved:
             extra.update(best_step=state.step, best_metric=value, best_model=_cpu_state(self.model), bad_validations=0)
             _save(extra["best_model"], self.folder / BEST_NAME)
         else:
-            extra["bad_validations"] += 1
+            extra["bad_validations"] = extra.get("bad_validations", 0) + 1
         since = extra["history"][-1]["step"] if extra["history"] else 0
         losses = state.losses[since : state.step]
         extra["history"].append(
@@ -482,6 +499,8 @@ class Validator:
                 "epoch": state.step * config.batch_size / self.pairs,
                 "train_loss": sum(losses) / len(losses),
                 **{name: float(metrics[name]) for name in config.measures},
+                **{name: float(recorded) for name, recorded in records.items()},
+                "eligible": eligible,
                 "best": improved,
                 "seconds": state.elapsed,
             }
@@ -493,7 +512,8 @@ class Validator:
         elif state.step >= config.max_steps:
             extra["stop_reason"] = "max_steps"
         write_csv(self.folder / HISTORY_NAME, pd.DataFrame(extra["history"]))
-        extra["postfix"] = {config.metric: f"{value:.4f}", "best": f"{extra['best_metric']:.4f}@{extra['best_step']}"}
+        best = f"{extra['best_metric']:.4f}@{extra['best_step']}" if "best_step" in extra else "none eligible"
+        extra["postfix"] = {config.metric: f"{value:.4f}", "best": best}
 
 
 # --- the trainer ---------------------------------------------------------------------------------
@@ -605,6 +625,12 @@ def train(
 def best_of(model: nn.Module, state: LoopState, checkpoint_dir: Path) -> TrainingResult:
     """The end of :func:`train`: ``model`` with its best weights (kept in ``best.pt`` too), and the run's result."""
     extra = state.extra
+    if "best_model" not in extra:
+        removed = [f"{row.get('removed', float('nan')):.0%} at {row['step']}" for row in extra["history"]]
+        raise ValueError(
+            f"{checkpoint_dir}: none of the {len(removed)} validations was eligible to be chosen (terms removed: "
+            f"{', '.join(removed)}); a TK-Sparse whose gates remove (nearly) every term needs a smaller λ"
+        )
     model.load_state_dict(extra["best_model"])
     model.eval()
     best_path = checkpoint_dir / BEST_NAME

@@ -7,7 +7,7 @@ import torch
 
 from lib.models.kernels import kernel_mus, kernel_sigmas, kernel_sums
 from lib.models.tk import TK, TKConfig
-from lib.models.tk_sparse import SPARSITY_WEIGHT, TKSparse
+from lib.models.tk_sparse import GATE_LR, MAX_REMOVED, SPARSITY_WEIGHT, TKSparse
 from lib.training.pairwise import regularisation
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -69,7 +69,7 @@ def test_stored_passages_keep_only_gated_terms_and_score_as_forward() -> None:
 
 
 def test_the_l1_penalty_is_the_mean_gate_over_real_terms_and_is_added_to_the_loss() -> None:
-    model = TKSparse(embeddings(), config=TINY, sparsity_weight=0.3).train()
+    model = TKSparse(embeddings(), config=TINY, sparsity_weight=0.3, ramp_steps=0).train()
     q_ids, q_mask, d_ids, d_mask = batch()
     model(q_ids, q_mask, d_ids, d_mask)
     _, gate = model.gates(d_ids, d_mask)
@@ -85,8 +85,8 @@ def test_the_l1_penalty_is_the_mean_gate_over_real_terms_and_is_added_to_the_los
 
 def test_the_penalty_drives_gates_down() -> None:
     torch.manual_seed(2)
-    model = TKSparse(embeddings(), config=TINY, sparsity_weight=5.0).train()
-    optimizer = torch.optim.Adam(model.optimizer_groups(1e-2, 1e-2))
+    model = TKSparse(embeddings(), config=TINY, sparsity_weight=5.0, ramp_steps=0).train()
+    optimizer = torch.optim.Adam(model.optimizer_groups(1e-2, 1e-2, 1e-2))
     q_ids, q_mask, d_ids, d_mask = batch()
     _, start = model.gates(d_ids, d_mask)
     for _ in range(30):
@@ -96,3 +96,66 @@ def test_the_penalty_drives_gates_down() -> None:
         optimizer.step()
     _, end = model.gates(d_ids, d_mask)
     assert end[d_mask].mean() < 0.5 * start[d_mask].mean()
+
+
+def test_lambda_rises_from_zero_over_the_ramp_and_a_resumed_model_continues_it() -> None:
+    model = TKSparse(embeddings(), config=TINY, sparsity_weight=2.0, ramp_steps=4).train()
+    weights = []
+    for _ in range(6):
+        model(*batch())
+        weights.append(model.current_weight())
+        model.regularisation()
+    assert weights == [0.5, 1.0, 1.5, 2.0, 2.0, 2.0]
+    resumed = TKSparse(embeddings(), config=TINY, sparsity_weight=2.0, ramp_steps=4)
+    resumed.load_state_dict(model.state_dict())
+    assert int(resumed.steps_seen) == 6 and resumed.current_weight() == 2.0
+    with torch.no_grad():
+        model.eval()(*batch())  # evaluation is no training step
+    assert int(model.steps_seen) == 6
+    with pytest.raises(ValueError, match="ramp_steps"):
+        TKSparse(embeddings(), ramp_steps=-1)
+
+
+def test_the_gate_has_its_own_adam_group_at_the_authors_rate() -> None:
+    model = TKSparse(embeddings(), config=TINY)
+    groups = {group["name"]: group for group in model.optimizer_groups()}
+    gate = {id(param) for param in groups["gate"]["params"]}
+    expected = [model.stop_alpha, *model.gate_hidden.parameters(), *model.gate_out.parameters()]
+    assert gate == {id(param) for param in expected} and groups["gate"]["lr"] == GATE_LR == 1e-4
+    others = [id(param) for name, group in groups.items() if name != "gate" for param in group["params"]]
+    assert not gate & set(others)
+    assert len(others) + len(gate) == len(list(model.parameters()))  # every parameter in exactly one group
+
+
+def test_a_gate_at_zero_still_learns_from_the_ranking_but_the_penalty_never_pushes_it_down() -> None:
+    torch.manual_seed(4)
+    model = TKSparse(embeddings(), config=TINY, ramp_steps=0).train()
+    with torch.no_grad():
+        model.gate_out.bias.fill_(-5.0)  # every gate dead
+    q_ids, q_mask, d_ids, d_mask = batch()
+    model(q_ids, q_mask, d_ids, d_mask).sum().backward()
+    ranking = model.gate_out.bias.grad.clone()
+    assert ranking.abs().item() > 0  # a plain ReLU would give exactly 0: the gate could never come back
+    model.zero_grad()
+    model(q_ids, q_mask, d_ids, d_mask)
+    model.regularisation().backward()
+    assert model.gate_out.bias.grad.abs().item() == 0.0  # the L1 on the true ReLU output
+    with torch.no_grad():
+        scores = model.eval()(q_ids, q_mask, d_ids, d_mask)
+    empty = TKSparse(embeddings(), config=TINY).eval()
+    empty.load_state_dict(model.state_dict())
+    assert torch.allclose(scores, empty(q_ids, q_mask, d_ids, d_mask))  # scoring: a dead gate still removes
+
+
+def test_the_validation_record_gives_the_removed_share_and_refuses_a_gate_that_removes_everything() -> None:
+    from lib.representations.text import Vocabulary
+
+    vocabulary = Vocabulary(["[PAD]", "[UNK]", *(f"w{i}" for i in range(198))])
+    texts = ["w1 w2 w3 w4", "w5 w6"]
+    model = TKSparse(embeddings(), config=TINY).eval()
+    with torch.no_grad():
+        model.gate_out.weight.zero_()
+        assert model.validation_records(vocabulary, texts, 200) == {"removed": 0.0, "eligible": True}
+        model.gate_out.bias.fill_(-1.0)
+        assert model.validation_records(vocabulary, texts, 200) == {"removed": 1.0, "eligible": False}
+    assert MAX_REMOVED == 0.99

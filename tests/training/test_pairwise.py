@@ -493,3 +493,49 @@ def test_training_checks_its_inputs(dl19: dict, pairs: list, tmp_path: Path) -> 
         run_training(dl19, [], tmp_path, small_config())
     with pytest.raises(KeyError, match="'no-such-passage'"):
         run_training(dl19, [*pairs, (pairs[0][0], pairs[0][1], "no-such-passage")], tmp_path, small_config())
+
+
+class RecordingBagModel(BagModel):
+    """A bag model that records a scripted share of removed terms at each validation, as TK-Sparse does."""
+
+    def __init__(self, removed: Sequence[float]) -> None:
+        torch.manual_seed(0)
+        super().__init__()
+        self.removed, self.seen = iter(removed), []
+
+    def validation_records(self, tokenizer, texts, max_length) -> dict:
+        self.seen.append(len(texts))
+        removed = next(self.removed)
+        return {"removed": removed, "eligible": removed < 0.99}
+
+
+def test_a_checkpoint_the_model_calls_ineligible_is_never_chosen(
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted = iter([0.30, 0.90, 0.40, 0.35])  # the best value comes with every term removed
+
+    def fake_evaluate(run, qrels, measures):
+        value = next(scripted)
+        return {name: value for name in measures}
+
+    monkeypatch.setattr(training, "evaluate", fake_evaluate)
+    model = RecordingBagModel([0.2, 1.0, 0.5, 0.6])
+    config = small_config(max_steps=8, validate_every=2)
+    result = train(model, HashTokenizer(), pairs, dl19["queries"], dl19["texts"], dl19["validation"], config,
+                   tmp_path / "records")  # fmt: skip
+    assert list(result.history["removed"]) == [0.2, 1.0, 0.5, 0.6]
+    assert list(result.history["eligible"]) == [True, False, True, True]
+    assert list(result.history["best"]) == [True, False, True, False]
+    assert (result.best_step, result.best_metric) == (6, 0.40)
+    run = dl19["validation"].run
+    passages = {pid for qid in dl19["validation"].queries for pid in ranking_from_run(run[qid])[:10]}
+    assert model.seen == [len(passages)] * 4  # the validation candidates' passages at the re-ranking depth
+
+
+def test_a_run_without_an_eligible_checkpoint_is_an_error_naming_the_folder(
+    dl19: dict, pairs: list, tmp_path: Path
+) -> None:
+    model = RecordingBagModel([1.0, 0.995])
+    with pytest.raises(ValueError, match=r"none of the 2 validations was eligible .*100% at 2, 100% at 4"):
+        train(model, HashTokenizer(), pairs, dl19["queries"], dl19["texts"], dl19["validation"],
+              small_config(max_steps=4, validate_every=2), tmp_path / "none")  # fmt: skip
