@@ -741,15 +741,17 @@ plain(regimes_reading.tests_display(regime_tests))
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
 
-# %%
-full_tk = pq.source if pq is not None else "tk-bert6"
-compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
+# %% tags=["hide-input"]
 glue("pq_subspaces", str(speed_settings.regime_pq_subspaces), display=False)
 glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False)
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
 glue("pq_fit_count", f"{pq.fit_passages:,}" if pq is not None else "–", display=False)
 glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–", display=False)
 glue("pq_precision", regime_costs.pq_precision(speed_settings), display=False)
+
+# %%
+full_tk = pq.source if pq is not None else "tk-bert6"
+compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
 compact_names = [full_tk, *compact, *([pq.name] if pq is not None else [])]
 if full_tk in regime_models and len(compact_names) > 1:
     compact_values = {}
