@@ -700,12 +700,13 @@ plt.show()
 # validation passages' words (where that is all of them, every candidate scores alike and the ranking is the first
 # stage's). The shaded band is slide 32's 20–40 %. Whether a model differs
 # from TK-2 on a test year is the table's "p vs TK-2" (paired two-tailed t-tests, Bonferroni over the runs; `*`:
-# significant at 0.05), not the distance between two points of the picture. The two slides' claims, each read from
-# its paired tests against TK-2:
+# significant at 0.05), not the distance between two points of the picture. Whether a larger λ always removes more,
+# and the two slides' claims, each read from its paired tests against TK-2:
 
 # %% tags=["hide-input"]
 chosen_run = names[2 + list(lecture.sparsity_weights).index(chosen_lambda)]
 display(Markdown("\n\n".join([
+    lecture_comparison.monotone_reading(sweep),
     slide_claims.claim_sentence("31", "removing a stopword list before the model lowers its effectiveness",
                                 "TK-2 without stopwords", "TK-2",
                                 slide_claims.year_orders(sweep_frames, "tk2-stopwords"), "below"),

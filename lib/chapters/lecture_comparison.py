@@ -11,6 +11,7 @@
 - :func:`whole_latency` — chapter 3's run-whole latencies, for slide 14's picture;
 - :func:`plot_tradeoff` — nDCG@10 against query latency (log axis), chapter 3's budgets marked, PreTTR's
   splits as a dial on the same axes (:func:`label_offsets` keeps nearly coinciding models' labels apart);
+- :func:`monotone_reading` — whether TK-Sparse's λ sweep removes more words with every larger λ;
 - :func:`prettr_reading` — the adopted PreTTR split against the same split untrained, BERT-cat and BM25.
 
 TK-Sparse's contextualised stopwords (slide 33) are analysed in :mod:`lib.analyses.stopword_gate`.
@@ -212,6 +213,21 @@ def plot_tradeoff(
     axis.set_title(title)
     figure.tight_layout()
     return figure
+
+
+def monotone_reading(sweep: pd.DataFrame) -> str:
+    """Whether TK-Sparse's λ sweep (``sweep``: a row per λ with ``λ`` and ``removed (validation passages)``, other
+    rows without a λ ignored) is monotone — each larger λ removing at least the share of the one before — and where
+    it is not."""
+    rows = sweep.dropna(subset=["λ"]).sort_values("λ")
+    shares = list(zip(rows["λ"], rows["removed (validation passages)"], strict=True))
+    breaks = [(low, high) for low, high in itertools.pairwise(shares) if high[1] < low[1]]
+    listed = ", ".join(f"λ = {weight:g}: {share:.0%}" for weight, share in shares)
+    if not breaks:
+        return f"The sweep is monotone: each larger λ removes at least the share of the one before ({listed})."
+    where = "; ".join(f"λ = {high[0]:g} removes {high[1]:.0%}, less than λ = {low[0]:g}'s {low[1]:.0%}"
+                      for low, high in breaks)  # fmt: skip
+    return f"The sweep is not monotone: {where} ({listed})."
 
 
 def mono_duo_reading(table: pd.DataFrame, measure: str) -> str:
