@@ -470,9 +470,9 @@ for count in chapter.profile.speed.regime_counts:
 gpu_costs = regimes.committed_regimes(paths.REPO_ROOT / "benchmarks" / "results" / "regimes", labels)
 table = table.join(regimes.gpu_memory(gpu_costs, labels, list(stored)))
 write_csv(out / "comparison.csv", table.reset_index())
+shown_count = min(chapter.profile.speed.regime_counts, key=lambda count: abs(count - 100))
 
 # %%
-shown_count = min(chapter.profile.speed.regime_counts, key=lambda count: abs(count - 100))
 view = lecture_comparison.projection_view(table, shown_count)
 plain(view.loc[[labels["bert-cat"], labels["colbert"]]].reset_index())
 

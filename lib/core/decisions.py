@@ -341,6 +341,33 @@ BOOK: tuple[Decision, ...] = (
         "2026-11-26",
     ),
     Decision(
+        "book", "lecture", "sparsity_weights", (0.3, 1.0, 3.0, 10.0, 30.0), "validation",
+        "python -m lib.experiments.sparsity_sweep on DL21 validation alone (nothing else scored): TK-Sparse with the "
+        "gate of issue 70 (own Adam group, lambda ramped over 300 steps, a ranking gradient through a gate at 0, a "
+        "checkpoint removing 99 % or more ineligible), 600 of TK-2's 1,000 steps; the sweep spans two decades so "
+        "that chapter 8 shows where removal starts, and the module's default lambda (3, chapter 8's tk2-sparse run) "
+        "had the best validation value",
+        (
+            ("gate rate 1e-4 (the authors'; adopted)", "lambda 0.3 / 1 / 3 / 10 / 30: 0.441 / 0.433 / 0.446 / "
+             "0.433 / 0.427 at their best steps, terms removed there 0.4 % / 0 / 0 / 0 / 0 (at most 4.8 % at any "
+             "validation); the gates shrink (mean 0.47 at lambda 0.3, 0.36 at 30) but few reach 0 in 600 steps"),
+            ("gate rate 1e-3", "lambda 0.3 / 1 / 3 / 10 / 30: 0.455 / 0.450 / 0.444 / 0.436 / 0.452, removed 0 / "
+             "0.03 % / 0 / 0.06 % / 0 at the best step (1.7 % at lambda 30's last validation)"),
+            ("gate rate 3e-3", "lambda 1 / 3 / 10: 0.442 / 0.434 / 0.440, removed 0 / 0.5 % / 0"),
+            ("gate rate 1e-2", "lambda 1: 0.418 at 200 with nothing removed, then every term removed at 400 and "
+             "600 (ineligible): the switch again"),
+            ("the penalty relative to each passage's largest gate", "gate rates 1e-4 and 1e-3, lambda 0.1-300: "
+             "nothing removed (the gates stay alike: no gradient separates them at the start), rejected"),
+            ("the log path alone (the authors' TK-Sparse)", "gate rate 1e-3, lambda 0.3 / 1 / 3: nothing removed, "
+             "rejected"),
+        ),
+        "2026-11-28",
+        "validation is nDCG@10 at the top 20, removal the share of the validation candidates' terms; the ranking "
+        "loss's gradient on the gate's common bias is as large as the penalty's and noisy (measured at lambda 3: "
+        "between -3.6 and +4.4 per batch against the penalty's 3), so within the budget the gate removes almost "
+        "nothing or, at a rate of 1e-2, everything: no setting tried reaches slide 32's 20-40 %",
+    ),
+    Decision(
         "book", "lecture", "stop_at", {"colbert": 40, "prettr": 40, "tk2-sparse": 600}, "budget",
         "chapter 8 within 50 min on 2 CPU cores (76.6 min from scratch with every schedule run whole): each MiniLM "
         "fine-tuning trains the first 40 steps of its 500-step schedule (one validation), TK-Sparse and the other "

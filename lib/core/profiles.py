@@ -522,10 +522,10 @@ PROFILES: dict[str, Profile] = {
         ),
         # Chapter 8's PreTTR split latencies: one timed run per query (a measured cost); its MiniLM models (ColBERT,
         # PreTTR, the duo) train 40 steps of their schedules, validated once, the TK-Sparse runs 600 of 1,000 (a
-        # budget; lib.core.decisions).
+        # budget; lib.core.decisions); TK-Sparse's sweep spans five λ over two decades (validation probe).
         lecture=LectureSettings(
             latency_repetitions=1, stop_at={"colbert": 40, "prettr": 40, "tk2-sparse": 600}, duo_validate_every=40,
-            duo_stop_at=40,
+            duo_stop_at=40, sparsity_weights=(0.3, 1.0, 3.0, 10.0, 30.0),
         ),
     ),
     "paper": Profile(

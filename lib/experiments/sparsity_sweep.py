@@ -137,19 +137,25 @@ def chosen_weight(sweep: pd.DataFrame) -> float:
 
 
 def probe(
-    context: RunContext, weights: Sequence[float], gate_rates: Sequence[float] = (GATE_LR,), progress: bool = True
+    context: RunContext,
+    weights: Sequence[float],
+    gate_rates: Sequence[float] = (GATE_LR,),
+    progress: bool = True,
+    whole_schedule: bool = False,
 ) -> pd.DataFrame:
     """TK-Sparse trained under every λ of ``weights`` and gate rate of ``gate_rates`` (module docstring), validated
     only: one row per run — ``λ``, ``gate_lr``, ``best_step``, ``best_validation``, ``removed_at_best`` (the share of
     the validation candidates' terms removed at the chosen checkpoint), ``removed_by_validation`` (at each
-    validation, ``step: share``), ``steps``, ``training_minutes`` — written to ``results.csv`` in the probe's folder."""
+    validation, ``step: share``), ``steps``, ``training_minutes`` — written to ``results.csv`` in the probe's folder.
+    ``whole_schedule``: train TK-2's whole schedule instead of stopping where chapter 8 does (its own folder)."""
     if not weights or not gate_rates:
         raise ValueError("parameters 'weights' and 'gate_rates' must each hold at least one value")
     profile, seed = context.profile, context.seed
     settings, protocol_seed, protocol = artifacts.training_protocol(profile)
     representations = model_setup.prepare_representations(context.with_seed(protocol_seed), settings,
                                                           with_small_bert=False)  # fmt: skip
-    folder, rows = context.out / "sparsity", []
+    folder, rows = context.out / ("sparsity-whole-schedule" if whole_schedule else "sparsity"), []
+    stop_at = None if whole_schedule else profile.lecture.stop_at.get("tk2-sparse")
     for gate_rate in gate_rates:
         for weight in weights:
             torch.manual_seed(seed)
@@ -157,7 +163,7 @@ def probe(
             model = TKSparse(representations.embeddings, config=config, sparsity_weight=weight)
             training = model_setup.training_config("tk2-sparse", settings, seed, str(context.device))
             training = dataclasses.replace(
-                training, stop_at=profile.lecture.stop_at.get("tk2-sparse"), progress=progress,
+                training, stop_at=stop_at, progress=progress,
                 learning_rates={**training.learning_rates, "gate_lr": gate_rate},
             )  # fmt: skip
             run_folder = folder / f"gate-{gate_rate:g}" / f"lambda-{weight:g}"
@@ -186,11 +192,12 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--profile", default="book")
     parser.add_argument("--weights", nargs="+", type=float, required=True, help="the weights λ to train")
     parser.add_argument("--gate-rates", nargs="+", type=float, default=[GATE_LR], help=f"default: {GATE_LR:g}")
+    parser.add_argument("--whole-schedule", action="store_true", help="train all of TK-2's steps, not chapter 8's")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--device", default="auto")
     arguments = parser.parse_args(argv)
     context = run_context(PROBE_FOLDER, arguments.profile, arguments.seed, arguments.device)
-    table = probe(context, arguments.weights, arguments.gate_rates)
+    table = probe(context, arguments.weights, arguments.gate_rates, whole_schedule=arguments.whole_schedule)
     print(table.to_string(index=False))
     return table
 

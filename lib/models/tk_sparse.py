@@ -55,8 +55,9 @@ from torch import nn
 from lib.models.kernels import cosine_match_matrix, full_precision, length_normalise
 from lib.models.tk import EMBEDDING_LR, OTHER_LR, TK, TKConfig, distinct_queries, param_groups, take_rows
 
-#: The book's weight λ of the gates' L1 penalty (per real passage term).
-SPARSITY_WEIGHT = 0.5
+#: The book's weight λ of the gates' L1 penalty (per real passage term): the best on validation of the book
+#: profile's sweep (lib.core.decisions, ``sparsity_weights``).
+SPARSITY_WEIGHT = 3.0
 #: Hidden width of the stopword gate (the authors' code).
 GATE_WIDTH = 100
 #: Adam rate of the gate's own group (the authors' rate for it).
