@@ -521,11 +521,12 @@ PROFILES: dict[str, Profile] = {
             checkpoint_every=500, v2_steps=200, variants=("biqdl", "ql"),
         ),
         # Chapter 8's PreTTR split latencies: one timed run per query (a measured cost); its MiniLM models (ColBERT,
-        # PreTTR, the duo) train 40 steps of their schedules, validated once, the TK-Sparse runs 600 of 1,000 (a
-        # budget; lib.core.decisions); TK-Sparse's sweep spans five λ over two decades (validation probe).
+        # PreTTR, the duo) train 40 steps of their schedules, validated once (a budget; lib.core.decisions), the
+        # TK-Sparse runs TK-2's whole 1,000 (their gates start removing after 800); TK-Sparse's sweep spans five λ
+        # over two decades (validation probe).
         lecture=LectureSettings(
-            latency_repetitions=1, stop_at={"colbert": 40, "prettr": 40, "tk2-sparse": 600}, duo_validate_every=40,
-            duo_stop_at=40, sparsity_weights=(0.3, 1.0, 3.0, 10.0, 30.0),
+            latency_repetitions=1, stop_at={"colbert": 40, "prettr": 40}, duo_validate_every=40,
+            duo_stop_at=40, sparsity_weights=(1.0, 3.0, 10.0, 30.0, 100.0),
         ),
     ),
     "paper": Profile(

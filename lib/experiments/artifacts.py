@@ -223,6 +223,12 @@ def chosen_tk(profile: Profile) -> str:
     return json.loads(path.read_text(encoding="utf-8"))["model"]
 
 
+def tk_validation(profile: Profile) -> dict[str, float]:
+    """Each TK's best validation value as chapter 2 recorded it when it chose its TK (by registry name)."""
+    path = _required(_folder(profile, TRAINING_CHAPTER) / CHOSEN_TK_FILE, "the chosen TK", TRAINING_CHAPTER, profile)
+    return {name: float(value) for name, value in json.loads(path.read_text(encoding="utf-8"))["validation"].items()}
+
+
 def candidate_scores(profile: Profile, query_set: str, model: str) -> dict[str, dict[str, float]]:
     """Chapter 2's score of every test candidate of ``query_set`` by ``model`` (a run over the full depth)."""
     path = model_runs.scores_path(profile, TRAINING_CHAPTER, query_set, model)

@@ -9,7 +9,7 @@ again) and :func:`stopword_baseline` trains TK-2 on texts without NLTK's stopwor
 (:class:`lib.representations.stopwords.StopwordRemoving`, the run ``tk2-stopwords``). Each row: the share of word
 occurrences a model removes from the **validation** passages (first 200 words each, as the model reads them), its
 best validation value, and each test year's nDCG@10 re-ranking every candidate. :func:`chosen_weight` picks λ on
-validation alone.
+validation alone: the sparsest within :data:`VALIDATION_TOLERANCE` of TK-2.
 
 ``python -m lib.experiments.sparsity_sweep --profile book --weights 0.1 0.3 1 3 10 --gate-rates 1e-4 1e-3`` decides
 the sweep's settings on validation alone (:func:`probe`): TK-Sparse trained under each λ and gate rate on chapter 2's
@@ -130,10 +130,20 @@ def run_names(weights: Sequence[float]) -> list[str]:
     return ["tk2", "tk2-stopwords", *sparse]
 
 
-def chosen_weight(sweep: pd.DataFrame) -> float:
-    """The λ of the sweep with the best validation value (the smaller λ on a tie): chosen on validation alone."""
-    rows = sweep.dropna(subset=["λ"]).sort_values(["validation", "λ"], ascending=[False, True])
-    return float(rows["λ"].iloc[0])
+#: How far (validation nDCG@10) below TK-2 a TK-Sparse may be for its λ to be chosen.
+VALIDATION_TOLERANCE = 0.01
+
+
+def chosen_weight(sweep: pd.DataFrame, reference: float, tolerance: float = VALIDATION_TOLERANCE) -> float:
+    """The λ chosen on validation alone: among the sweep's λ whose best validation value is at most ``tolerance``
+    below ``reference`` (TK-2's, which removes nothing), the one that removes the largest share of the validation
+    passages' terms — the point of a gate is to remove what the ranking does not need — the smaller λ on a tie; with
+    none that close, the λ with the best validation value."""
+    rows = sweep.dropna(subset=["λ"])
+    close = rows[rows["validation"] >= reference - tolerance]
+    if close.empty:
+        return float(rows.sort_values(["validation", "λ"], ascending=[False, True])["λ"].iloc[0])
+    return float(close.sort_values(["removed (validation passages)", "λ"], ascending=[False, True])["λ"].iloc[0])
 
 
 def probe(
@@ -207,6 +217,6 @@ if __name__ == "__main__":
 
 
 __all__ = [
-    "Sweep", "chosen_weight", "main", "probe", "run_names", "sparsity_sweep", "stopword_baseline", "stopword_share",
-    "validation_texts",
+    "VALIDATION_TOLERANCE", "Sweep", "chosen_weight", "main", "probe", "run_names", "sparsity_sweep",
+    "stopword_baseline", "stopword_share", "validation_texts",
 ]  # fmt: skip

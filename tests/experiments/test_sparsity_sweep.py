@@ -21,8 +21,18 @@ def test_the_runs_follow_the_table_and_the_default_weight_is_chapter_8s_own_run(
     assert names == ["tk2", "tk2-stopwords", "tk2-sparse-lambda-0.1", "tk2-sparse", "tk2-sparse-lambda-2"]
 
 
-def test_lambda_is_chosen_on_validation_alone_the_smaller_on_a_tie() -> None:
+def test_lambda_is_the_sparsest_within_the_tolerance_of_tk2_on_validation_alone() -> None:
     sweep = pd.DataFrame(
-        {"λ": [0.1, 0.5, 2.0, math.nan], "validation": [0.40, 0.45, 0.45, 0.99], "DL19 nDCG@10": [0.9, 0.1, 0.1, 0.9]}
+        {
+            "λ": [0.1, 0.5, 2.0, 8.0, math.nan],
+            "validation": [0.450, 0.445, 0.441, 0.40, 0.99],
+            "removed (validation passages)": [0.0, 0.1, 0.3, 0.6, 0.0],
+            "DL19 nDCG@10": [0.9, 0.1, 0.1, 0.9, 0.9],
+        }
     )
-    assert sparsity_sweep.chosen_weight(sweep) == 0.5  # the baseline's row (no λ) and the test year play no part
+    assert sparsity_sweep.chosen_weight(sweep, reference=0.448) == 2.0  # 0.441 is within 0.01; 8 is not
+    assert sparsity_sweep.chosen_weight(sweep, reference=0.448, tolerance=0.005) == 0.5
+    assert sparsity_sweep.chosen_weight(sweep, reference=0.50) == 0.1  # none close: the best validation value
+    tied = sweep.assign(**{"removed (validation passages)": [0.0, 0.3, 0.3, 0.6, 0.0]})
+    assert sparsity_sweep.chosen_weight(tied, reference=0.448) == 0.5  # the smaller λ on a tie
+    # the baseline's row (no λ) and the test year play no part

@@ -116,12 +116,12 @@ def test_lambda_rises_from_zero_over_the_ramp_and_a_resumed_model_continues_it()
         TKSparse(embeddings(), ramp_steps=-1)
 
 
-def test_the_gate_has_its_own_adam_group_at_the_authors_rate() -> None:
+def test_the_gate_has_its_own_adam_group_at_its_own_rate() -> None:
     model = TKSparse(embeddings(), config=TINY)
     groups = {group["name"]: group for group in model.optimizer_groups()}
     gate = {id(param) for param in groups["gate"]["params"]}
     expected = [model.stop_alpha, *model.gate_hidden.parameters(), *model.gate_out.parameters()]
-    assert gate == {id(param) for param in expected} and groups["gate"]["lr"] == GATE_LR == 1e-4
+    assert gate == {id(param) for param in expected} and groups["gate"]["lr"] == GATE_LR == 1e-3
     others = [id(param) for name, group in groups.items() if name != "gate" for param in group["params"]]
     assert not gate & set(others)
     assert len(others) + len(gate) == len(list(model.parameters()))  # every parameter in exactly one group
