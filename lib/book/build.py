@@ -105,12 +105,18 @@ def _toc_files(entries: list[Any]) -> list[str]:
     return files
 
 
+def toc_files(toc: dict[str, Any]) -> list[str]:
+    """Every file a parsed ``_toc.yml`` lists (parts, chapters, sections), the root first, in reading order, as
+    written there."""
+    return [str(toc.get("root", ""))] + _toc_files(toc.get("parts", []) + toc.get("chapters", []))
+
+
 def chapters_in_toc(profile_name: str = "book", root: Path = paths.REPO_ROOT) -> list[Chapter]:
     """The executed chapters listed in ``_toc.yml``, in order, with their sources and the outputs of profile
     ``profile_name``."""
     toc_path = root / "_toc.yml"
     toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
-    files = [str(toc.get("root", ""))] + _toc_files(toc.get("parts", []) + toc.get("chapters", []))
+    files = toc_files(toc)
     chapters = []
     for file in files:
         file = file.removesuffix(".ipynb")

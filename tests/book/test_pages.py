@@ -50,10 +50,8 @@ def toc_entries(entries: Any) -> Iterator[dict[str, Any]]:
 
 
 def toc_files(toc: dict[str, Any]) -> list[str]:
-    """Every file ``_toc.yml`` lists, the root first, without suffix."""
-    files = [str(toc["root"]), *(str(entry["file"]) for entry in toc_entries(toc.get("parts", [])))]
-    files += [str(entry["file"]) for entry in toc_entries(toc.get("chapters", []))]
-    return [file.removesuffix(".md").removesuffix(".ipynb") for file in files]
+    """Every file ``_toc.yml`` lists, the root first, without suffix (:func:`lib.book.build.toc_files`)."""
+    return [file.removesuffix(".md").removesuffix(".ipynb") for file in build.toc_files(toc)]
 
 
 def hub_sections(toc: dict[str, Any]) -> list[str]:

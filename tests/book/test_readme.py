@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+
+from lib.book import build
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -99,22 +100,8 @@ def _numbered(text: str) -> Iterator[tuple[int, str]]:
     return enumerate(text.splitlines(), start=1)
 
 
-def _toc_files(entries: Any) -> Iterator[str]:
-    """Every ``file`` of a ``_toc.yml`` tree (parts, chapters, sections), in order."""
-    if isinstance(entries, dict):
-        if "file" in entries:
-            yield str(entries["file"])
-        for value in entries.values():
-            if isinstance(value, dict | list):
-                yield from _toc_files(value)
-    elif isinstance(entries, list):
-        for entry in entries:
-            yield from _toc_files(entry)
-
-
 def _toc() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [str(toc["root"]), *_toc_files(toc.get("parts", [])), *_toc_files(toc.get("chapters", []))]
+    return build.toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8")))
 
 
 def _exists(entry: str) -> bool:
