@@ -30,8 +30,8 @@
 # teacher-labelled triples, early stopping on chapter 2's validation queries) and is tested on DL19 and DL20,
 # re-ranking the official BM25 top-100 — but not for the same number of steps: chapter 2's BERT-cat and TKs ran
 # their whole schedules, while ColBERT trains for {glue:text}`colbert_budget`, PreTTR for
-# {glue:text}`prettr_budget` and TK-Sparse for {glue:text}`tk2-sparse_budget` (the budget that keeps this chapter
-# within an hour on two cores; the protocol below). Query latency is measured on this machine, with real
+# {glue:text}`prettr_budget` and TK-Sparse for {glue:text}`tk2-sparse_budget` (a budget sized for two CPU cores;
+# the protocol below). Query latency is measured on this machine, with real
 # candidates, both running the whole model at query time and with the passage side stored where the architecture
 # allows. Each section ends with questions for students; cells marked as exercises become a student notebook with
 # `make exercises`.
@@ -98,7 +98,7 @@ lecture
 # TK-2's schedule. PreTTR starts from chapter 2's fine-tuned BERT-cat, split where its section below chooses, and
 # is trained there. The teacher, the triples, the validation year and the test years are chapter 2's; the number
 # of training steps need not be. The trainings here stop by rule where the profile sets a budget
-# (`lecture.stop_at`, `lecture.duo_stop_at`; the book profile's keeps the chapter under an hour on two cores and is
+# (`lecture.stop_at`, `lecture.duo_stop_at`; the book profile's is sized for two CPU cores and is
 # recorded, with what each cut cost on validation, in the decisions table, {doc}`../build_times_and_decisions`):
 # ColBERT after {glue:text}`colbert_budget`, PreTTR after {glue:text}`prettr_budget`, the duo model after
 # {glue:text}`duo_budget`, TK-Sparse (and every run of slides 31–32) after {glue:text}`tk2-sparse_budget` — each with
