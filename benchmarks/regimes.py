@@ -2,14 +2,15 @@
 
 Chapter 3's question — what a re-ranker costs at query time when it is run *whole* and when its passage side is
 *stored* at index time (TK §3; lecture 8, slides 16–27) — measured by :func:`lib.evaluation.regimes.cost_rows` for
-every model named, on the BM25 candidates of the first ``--queries`` DL19 queries, under the book's autocast (bf16
-on a GPU, :func:`lib.core.device.autocast`). Speed does not depend on trained weights, so the models are built as
-:mod:`benchmarks.gpu_check` builds them (MiniLM's real weights for the MiniLM family; a seeded random embedding
-matrix of the book's width for the word and piece models): the table runs where the book's checkpoints are not,
-e.g. on a lent GPU machine. Each stored index is built into a temporary folder (``--index-dir``); ``--resident`` also
-times it copied once into the device's memory (the regime *resident*). ``--pq M`` also times each model of
+every model named, on the BM25 candidates of the first ``--queries`` DL19 queries, on chapter 3's clock
+(:mod:`lib.evaluation.clock`: bf16 autocast on a GPU, every model served in bfloat16 on a CPU with native bfloat16,
+float32 on one without; the clock is recorded in the JSON). Speed does not depend on trained weights, so the models
+are built as :mod:`benchmarks.gpu_check` builds them (MiniLM's real weights for the MiniLM family; a seeded random
+embedding matrix of the book's width for the word and piece models): the table runs where the book's checkpoints are
+not, e.g. on a lent GPU machine. Each stored index is built into a temporary folder (``--index-dir``); ``--resident``
+also times it copied once into the device's memory (the regime *resident*). ``--pq M`` also times each model of
 :data:`PQ_MODELS` among them as chapter 3 serves its product-quantised TK (``<model>-pq``: ``M`` one-byte codes per
-stored vector, served as the book profile serves it: :func:`lib.models.bfloat16_encoders.served_in_bfloat16`), its
+stored vector, on the same clock), its
 codebooks fitted on the timed candidates' own vectors — for timing only: chapter 3 fits them on training
 passages. Example::
 
@@ -32,12 +33,11 @@ from tqdm import tqdm
 from benchmarks.gpu_check import build
 from lib.core.atomic import write_json
 from lib.core.device import autocast, resolve_device
-from lib.core.profiles import get_profile
 from lib.data import book_texts, load_queries, load_run
+from lib.evaluation.clock import clock_header, on_the_clock
 from lib.evaluation.efficiency import device_name
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows
 from lib.evaluation.speed_benchmark import environment
-from lib.models.bfloat16_encoders import served_in_bfloat16
 from lib.models.registry import MODELS
 from lib.representations.bert import WordPieceTokenizer
 from lib.representations.pretrained import minilm_folder
@@ -94,27 +94,26 @@ def cost_table(args: argparse.Namespace) -> dict[str, Any]:
     timed = timed_queries(args.queries)
     by_family = tokenizers(timed)
     timing = Timing(tuple(args.counts), args.batch_size, args.repetitions)
-    speed = get_profile("book").speed  # the PQ TK's serving (--pq)
     rows = []
     with tempfile.TemporaryDirectory(dir=args.index_dir) as folder:
         for name in tqdm(args.models, desc="regimes", unit="model"):
             spec = MODELS[name]
             tokenizer = by_family["word" if spec.family == "word" else "wordpiece"]
-            model = build(spec, len(tokenizer), seed=0).to(device).eval()
+            model = on_the_clock(build(spec, len(tokenizer), seed=0).to(device).eval(), device)
             with autocast(device):
                 rows += cost_rows(
                     name, model, tokenizer, timed, timing, Path(folder), tuple(args.dtypes), args.resident
                 )
                 if args.pq and name in PQ_MODELS:
-                    served = served_in_bfloat16(model, speed.regime_pq_query_bf16, speed.regime_pq_index_bf16)
-                    quantiser = candidates_quantiser(served, tokenizer, timed, args.pq)
+                    quantiser = candidates_quantiser(model, tokenizer, timed, args.pq)
                     rows += cost_rows(
-                        pq_name(name), served, tokenizer, timed, timing, Path(folder), (PQ,),
+                        pq_name(name), model, tokenizer, timed, timing, Path(folder), (PQ,),
                         args.resident, whole=False, quantiser=quantiser,
                     )  # fmt: skip
     return {
         "environment": environment(),
         "device": device_name(device),
+        "clock": clock_header(device, timing.repetitions),
         "settings": {
             "queries": timed.qids,
             "counts": list(timing.counts),

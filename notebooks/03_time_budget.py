@@ -130,8 +130,7 @@ LABELS["bi-encoder"] += " (teacher)"  # every student of chapter 2 learned from 
 # harness (`lib.evaluation.efficiency`) does the same on whatever device it runs on: the (query, passage) pairs are
 # real BM25 candidates of DL19 in rank order, tokenised beforehand at the paper's caps (30 query and 200 passage
 # tokens) and moved to the device; one warm-up pass is excluded; GPU work is synchronised before every clock read;
-# the median of several repetitions is reported (a latency of {glue:text}`regime_once_ms` ms or more is timed once,
-# its first run, here and below: any cold-start cost stays in it and can only slow that model). Batches hold 256
+# the median of several repetitions is reported — the same rule for every model, here and below. Batches hold 256
 # pairs for the non-BERT models (the paper's setting) and 32 for BERT, and are **bucketed by passage length** as
 # the book re-ranks: pairs are sorted by passage length and each batch is padded only to its own longest passage
 # (the remaining padding is part of the cost, as in any real batch). TK contextualises each distinct query of a
@@ -157,7 +156,6 @@ speed["inputs"] = {"set": "dl19", "first_stage": comparison_tables.FIRST_STAGE, 
 write_json(out / "speed.json", speed)
 speed_table = pd.DataFrame(speed["results"]).set_index("model")
 docs_per_ms = speed_table["docs_per_ms"].to_dict()
-glue("regime_once_ms", f"{speed_settings.once_above_ms:,.0f}", display=False)
 
 
 # %% [markdown]
@@ -537,8 +535,13 @@ plain(crossover_table)
 #
 # Every model chapter 2 trained is timed on the first {glue:text}`regime_queries` DL19 queries with
 # {glue:text}`regime_count_list` candidates each (a query's BM25 candidates repeated when it has fewer): the
-# median over the queries of each query's median run, after one untimed warm-up; a run that takes
-# {glue:text}`regime_once_ms` ms or more is timed once, its first run the measurement. So is TK-BERT-6 with its
+# median over the queries of each query's median run, after one untimed warm-up. Every model is on **one clock**
+# (`lib.evaluation.clock`): the same repetitions, threads and harness, and one precision — bfloat16 for every model
+# where the device has native bfloat16 arithmetic (a GPU, or a CPU whose flags say so: run whole under bf16
+# autocast, stored with its encoders in bfloat16 and the kernels in float32), float32 for every model where it
+# has not. The clock of this run, above the table, is {glue:text}`clock_precision`; the models' nDCG@10 come
+# from their float32 runs (chapter 2), except the PQ TK's, scored as it is served (what bf16 does to a
+# ranking: the bf16 section above). So is TK-BERT-6 with its
 # vectors projected to 64 and 32 dimensions before the kernels, a compact index chapter 2 trains on its ladder
 # when the profile has it — stored only: run whole, a compact TK is TK-BERT-6 plus one small projection, whose
 # row is already there — and TK-BERT-6's own vectors product-quantised ("PQ", a compact index without training,
@@ -552,12 +555,15 @@ regime_models = [*curve_models, *ladder_tks]
 regime_counts = list(speed_settings.regime_counts)
 glue("regime_queries", speed_settings.regime_queries, display=False)
 glue("regime_count_list", " / ".join(f"{count:,}" for count in regime_counts), display=False)
+clock = regime_costs.clock(chapter.profile, running_on)
+write_json(out / "clock.json", clock)
+glue("clock_precision", clock["precision"], display=False)
 pq = regime_costs.pq_variant(chapter.profile, regime_models, running_on, out)
 if pq is not None:
-    LABELS[pq.name] = regime_costs.pq_label(LABELS[pq.source], speed_settings)
+    LABELS[pq.name] = regime_costs.pq_label(LABELS[pq.source], clock["precision"])
 regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out, pq)
 write_csv(out / "regimes.csv", regime_table)
-print(f"timed on {speed['device']}")
+display(plain(pd.DataFrame([clock]).rename(columns={"rule": "repetitions"})))
 plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precision=1)
 
 # %% [markdown]
@@ -734,9 +740,10 @@ plain(regimes_reading.tests_display(regime_tests))
 # The test years' candidates are then scored from the index,
 # so the table's nDCG@10 is what the compressed index ranks (fitting and scoring both years took
 # {glue:text}`pq_minutes` minutes). A stored query's largest cost is then encoding the query: MiniLM layers whose
-# weights are all read for a handful of pieces. The PQ TK is served with {glue:text}`pq_precision`
-# (`lib.models.bfloat16_encoders`; the kernels stay in float32), its codebooks are fitted on the vectors it indexes,
-# and its runs are scored that way too.
+# weights are all read for a handful of pieces. The PQ TK is served on the table's clock, in
+# {glue:text}`clock_precision` (`lib.models.bfloat16_encoders`: where that is bfloat16, its encoders run from a
+# bfloat16 copy of its weights and the kernels stay in float32), its codebooks are fitted on the vectors it
+# indexes, and its runs are scored as it is served.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
@@ -747,7 +754,6 @@ glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
 glue("pq_fit_count", f"{pq.fit_passages:,}" if pq is not None else "–", display=False)
 glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–", display=False)
-glue("pq_precision", regime_costs.pq_precision(speed_settings), display=False)
 
 # %%
 full_tk = pq.source if pq is not None else "tk-bert6"

@@ -145,10 +145,8 @@ class SpeedSettings(_Replaceable):
     The ``regime_*`` knobs time the book's trained models in the two regimes (:mod:`lib.evaluation.regimes`): the
     first ``regime_queries`` DL19 queries, ``regime_counts`` candidates each, ``regime_repetitions`` timed runs per
     query after an untimed warm-up, a count estimated instead when its timing would take more than
-    ``regime_max_seconds``, and the stored indexes in each of ``regime_dtypes``. Every latency the chapter times (the
-    benchmark's and the regimes') takes a run of ``once_above_ms`` or longer once, its warm-up the measurement
-    (BERT-cat run whole on 100 candidates, BERT-Large's latencies: any cold-start cost stays in the measurement and
-    can only slow that model; :func:`lib.evaluation.efficiency.median_ms`).
+    ``regime_max_seconds``, and the stored indexes in each of ``regime_dtypes``, every model on one clock (the same
+    repetition rule and precision, :mod:`lib.evaluation.clock`).
     """
 
     batch_sizes: Mapping[str, int] = field(default_factory=lambda: {"word": 256, "wordpiece": 32})
@@ -182,7 +180,6 @@ class SpeedSettings(_Replaceable):
     regime_repetitions: int = 3
     #: Half a minute: TK on MiniLM's first layer run whole on 1,000 candidates (10 queries × 3.4 s) is estimated too.
     regime_max_seconds: float = 30.0
-    once_above_ms: float = 500.0
     regime_dtypes: tuple[str, ...] = ("float16", "int8")
     #: The TK whose stored vectors chapter 3 also product-quantises (a compact index without training,
     #: :mod:`lib.experiments.compact_tk`; "" none, and none when chapter 2 did not train it), in
@@ -190,10 +187,6 @@ class SpeedSettings(_Replaceable):
     #: a passage of about 86 stored pieces within 8 kB; 96 would take about 8.3 kB).
     regime_pq_model: str = "tk-bert6"
     regime_pq_subspaces: int = 64
-    #: Serve it with its query side, and index its passages, in bfloat16 (:mod:`lib.models.bfloat16_encoders`; the
-    #: kernels stay float32, its codebooks are fitted on the vectors it indexes and its runs are scored as served).
-    regime_pq_query_bf16: bool = True
-    regime_pq_index_bf16: bool = True
 
     def __post_init__(self) -> None:
         for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries",
@@ -202,8 +195,6 @@ class SpeedSettings(_Replaceable):
                 raise ValueError(f"speed setting {name!r} must be >= 1, got {getattr(self, name)}")
         if self.min_documents > self.max_documents:
             raise ValueError(f"speed settings: min_documents {self.min_documents} > max_documents {self.max_documents}")
-        if not self.once_above_ms > 0:
-            raise ValueError(f"speed setting 'once_above_ms' must be > 0, got {self.once_above_ms}")
         if self.target_seconds <= 0 or self.max_latency_seconds < 0:
             raise ValueError("speed settings 'target_seconds' must be > 0 and 'max_latency_seconds' >= 0")
         if any(size < 1 for size in self.batch_sizes.values()):

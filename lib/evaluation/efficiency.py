@@ -12,7 +12,6 @@ of each batch, are those a re-ranker meets.
 from __future__ import annotations
 
 import itertools
-import math
 import platform
 import statistics
 import time
@@ -73,25 +72,13 @@ def _synchronise(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def median_ms(
-    work: Callable[[], Any], device: torch.device, repetitions: int, warmup: int, once_above_ms: float = math.inf
-) -> float:
-    """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs.
-
-    A run of ``once_above_ms`` or longer is timed once: the first warm-up run is timed, and when it takes that long
-    it is the measurement — any cold-start cost stays in it (it can only slow the model timed), and the
-    repetitions of a 2-second run are what a chapter's budget cannot afford."""
-    if repetitions < 1 or warmup < 0 or not once_above_ms > 0:
-        raise ValueError(
-            f"parameters 'repetitions' >= 1, 'warmup' >= 0 and 'once_above_ms' > 0 required, got {repetitions}, "
-            f"{warmup}, {once_above_ms}"
-        )
+def median_ms(work: Callable[[], Any], device: torch.device, repetitions: int, warmup: int) -> float:
+    """The median wall time of ``work()`` in ms over ``repetitions`` runs, after ``warmup`` untimed runs — the one
+    repetition rule of every latency the book compares (:mod:`lib.evaluation.clock`)."""
+    if repetitions < 1 or warmup < 0:
+        raise ValueError(f"parameters 'repetitions' >= 1 and 'warmup' >= 0 required, got {repetitions}, {warmup}")
     for _ in range(warmup):
-        start = time.perf_counter()
         work()
-        _synchronise(device)
-        if (elapsed := (time.perf_counter() - start) * 1000.0) >= once_above_ms:
-            return elapsed
     _synchronise(device)
     timings = []
     for _ in range(repetitions):
@@ -249,14 +236,12 @@ def measure_latency(
     dtype: torch.dtype | None = None,
     repeated: bool = False,
     bucketed: bool = True,
-    once_above_ms: float = math.inf,
 ) -> Latency:
     """Time re-ranking one query: score every row of ``tensors`` (one query's candidates), then sort the scores.
 
     The rows are scored in batches of ``batch_size`` (:func:`scoring_batches`, bucketed by passage
     length unless ``bucketed`` is False) and the scores, back in candidate order, are sorted on the
-    device, as a re-ranker answering one query does. A run of ``once_above_ms`` or longer is timed once
-    (:func:`median_ms`).
+    device, as a re-ranker answering one query does.
     """
     batches = scoring_batches(tensors, batch_size, bucketed)
     device = tensors[2].device
@@ -265,7 +250,7 @@ def measure_latency(
     def rerank_once() -> torch.Tensor:
         return torch.argsort(score_batches(model, batches, dtype), descending=True)
 
-    milliseconds = median_ms(rerank_once, device, repetitions, warmup, once_above_ms)
+    milliseconds = median_ms(rerank_once, device, repetitions, warmup)
     return Latency(
         candidates=int(tensors[2].shape[0]),
         milliseconds=milliseconds,

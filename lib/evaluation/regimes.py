@@ -158,27 +158,22 @@ class TimedQueries:
 @dataclass(frozen=True)
 class Timing:
     """How it is timed: the candidate ``counts``, the scoring ``batch_size``, the timed runs per query
-    (``repetitions``, after one untimed warm-up run; a run of ``once_above_ms`` or longer is timed once, its warm-up
-    the measurement, :func:`lib.evaluation.efficiency.median_ms`), the longest a count's timing may take
-    (``max_seconds``, projected from the count below it; a longer one is estimated, :func:`regime_latencies`) and the
-    candidates' token cap (``max_doc_length``: the paper's 200 for passages; chapter 9's documents are longer)."""
+    (``repetitions``, after one untimed warm-up run: :mod:`lib.evaluation.clock`'s rule), the longest a count's
+    timing may take (``max_seconds``, projected from the count below it; a longer one is estimated,
+    :func:`regime_latencies`) and the candidates' token cap (``max_doc_length``: the paper's 200 for passages;
+    chapter 9's documents are longer)."""
 
     counts: Sequence[int]
     batch_size: int = 256
     repetitions: int = 3
     max_seconds: float = math.inf
     max_doc_length: int = DOC_MAX_LENGTH
-    once_above_ms: float = math.inf
 
     def __post_init__(self) -> None:
         if not self.counts or min(self.counts) < 1 or min(self.batch_size, self.repetitions, self.max_doc_length) < 1:
             raise ValueError(f"timing needs positive counts, batch size, repetitions and token cap, got {self}")
-        if not self.max_seconds > 0 or not self.once_above_ms > 0:
-            raise ValueError(f"timing needs max_seconds > 0 and once_above_ms > 0, got {self}")
-
-    def runs(self, ms: float) -> int:
-        """The runs (warm-up included) one query's timing of a ``ms``-long re-ranking takes."""
-        return 1 if ms >= self.once_above_ms else self.repetitions + 1
+        if not self.max_seconds > 0:
+            raise ValueError(f"timing needs max_seconds > 0, got {self}")
 
 
 def _query_latency(
@@ -195,15 +190,12 @@ def _query_latency(
     if index is None:
         pairs, repeated = candidate_pairs(timed.first_stage, timed.queries, timed.texts, count, qid)
         tensors = encode_pairs(tokenizer, pairs, device, max_doc_length=timing.max_doc_length)
-        return measure_latency(
-            model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated,
-            once_above_ms=timing.once_above_ms,
-        ).milliseconds  # fmt: skip
+        return measure_latency(model, tensors, timing.batch_size, timing.repetitions, 1, repeated=repeated).milliseconds
     ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
     query = (ids.to(device), mask.to(device))
     pids = candidates_of(timed.first_stage, qid, count)
     work = functools.partial(stored_rerank, model, query, index, pids, timing.batch_size)
-    return median_ms(work, device, timing.repetitions, 1, timing.once_above_ms)
+    return median_ms(work, device, timing.repetitions, 1)
 
 
 def _estimate(measured: Mapping[int, float], count: int) -> float:
@@ -238,7 +230,7 @@ def regime_latencies(
         if measured:
             largest = max(measured)
             per_run = measured[largest] * count / largest
-            projected = per_run * timing.runs(per_run) * len(timed.qids) / 1000.0
+            projected = per_run * (timing.repetitions + 1) * len(timed.qids) / 1000.0
             if projected > timing.max_seconds:
                 ms = _estimate(measured, count)
                 results[count] = {"ms": ms, "spread": math.nan, "queries": len(timed.qids), "measured": False}

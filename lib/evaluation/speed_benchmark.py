@@ -181,7 +181,6 @@ def time_architecture(
             latency = measure_latency(
                 runnable, tensors, batch_size=batch_size, repetitions=settings.repetitions, warmup=settings.warmup,
                 dtype=autocast_dtype, repeated=repeated, bucketed=settings.bucketed,
-                once_above_ms=settings.once_above_ms,
             )  # fmt: skip
         else:
             latency = estimated_latency(count, result, repeated=repeated)

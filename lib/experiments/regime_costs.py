@@ -3,7 +3,9 @@
 :func:`regime_table` times every model chapter 2 trained (:func:`lib.experiments.artifacts.trained_model`) with
 :func:`lib.evaluation.regimes.cost_rows` on the first ``regime_queries`` DL19 queries (in query order) and their
 BM25 candidates, with the profile's ``regime_*`` speed settings (:class:`lib.core.profiles.SpeedSettings`), each
-model in its own scoring batch size, under the book's autocast (bf16 on a GPU, none on a CPU). Its stored indexes
+model in its own scoring batch size, on one clock (:mod:`lib.evaluation.clock`: the same repetition rule, and bfloat16
+for every model where the device has it natively, float32 for every model where it has not; :func:`clock` is the
+table's header). Its stored indexes
 are built into a temporary folder that is removed afterwards: the table keeps their sizes and build times.
 :func:`model_rows` times one model the same way (chapter 8 times the models it trains itself with it, so that its
 comparison and chapter 3's table share one clock).
@@ -15,10 +17,8 @@ when its design cannot store passages (BERT-cat, KNRM, Conv-KNRM) — as a fixed
 stored only (a compact TK) has no *whole* cost.
 
 :func:`pq_variant` is the profile's TK with its stored vectors product-quantised (``regime_pq_model``,
-:mod:`lib.experiments.compact_tk`) served as the profile says (with ``regime_pq_query_bf16`` its
-query side, with ``regime_pq_index_bf16`` its passage side in bfloat16,
-:func:`lib.models.bfloat16_encoders.served_in_bfloat16`): its quantiser fitted on the vectors the served model gives
-training passages, and every candidate of each test year scored from its index as it is served, written as
+:mod:`lib.experiments.compact_tk`) served in the clock's precision: its quantiser fitted on the vectors the served
+model gives training passages, and every candidate of each test year scored from its index as it is served, written as
 ``<set>__<model>-pq-all.trec`` in the runs folder; :func:`regime_table` times it stored only, under
 :func:`lib.reranking.product_quantisation.pq_name`.
 """
@@ -39,14 +39,14 @@ from tqdm import tqdm
 from lib.core import paths
 from lib.core.atomic import write_text
 from lib.core.device import autocast
-from lib.core.profiles import Profile, SpeedSettings
+from lib.core.profiles import Profile
 from lib.core.types import Run, query_order
 from lib.data import book_texts, load_queries
+from lib.evaluation.clock import clock_header, on_the_clock
 from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
 from lib.experiments.compact_tk import fit_pq, pq_runs, training_passages
-from lib.models.bfloat16_encoders import served_in_bfloat16
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
 from lib.reranking.product_quantisation import ProductQuantiser, pq_name
@@ -84,11 +84,12 @@ def model_rows(
     settings = profile.speed
     timing = Timing(
         settings.regime_counts, model_spec(name).eval_batch_size, settings.regime_repetitions,
-        settings.regime_max_seconds, once_above_ms=settings.once_above_ms,
+        settings.regime_max_seconds,
     )  # fmt: skip
     dtypes, shown = (settings.regime_dtypes, name) if quantiser is None else ((PQ,), pq_name(name))
     with tempfile.TemporaryDirectory(dir=folder) as indexes, autocast(device):
-        return cost_rows(shown, model.to(device), tokenizer, timed_queries(profile), timing, Path(indexes), dtypes,
+        timed = on_the_clock(model.to(device), device)
+        return cost_rows(shown, timed, tokenizer, timed_queries(profile), timing, Path(indexes), dtypes,
                          whole=whole and quantiser is None, quantiser=quantiser)  # fmt: skip
 
 
@@ -111,10 +112,10 @@ def regime_table(
 @dataclass(frozen=True)
 class PQVariant:
     """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
-    its fitted ``quantiser``, the ``model`` as it is served (its encoders in bfloat16 where the profile says so),
-    every candidate of each test year scored from the ``pq`` index (``runs``, by set), the seconds the fit and the
-    scoring took, how many passages the codebooks were fitted on and how many of those a test year also re-ranks
-    (their ids: :data:`PQ_FIT_PASSAGES` in the chapter's folder)."""
+    its fitted ``quantiser``, the ``model`` as it is served (in the clock's precision,
+    :func:`lib.evaluation.clock.on_the_clock`), every candidate of each test year scored from the ``pq`` index
+    (``runs``, by set), the seconds the fit and the scoring took, how many passages the codebooks were fitted on and
+    how many of those a test year also re-ranks (their ids: :data:`PQ_FIT_PASSAGES` in the chapter's folder)."""
 
     source: str
     quantiser: ProductQuantiser
@@ -129,25 +130,15 @@ class PQVariant:
         return pq_name(self.source)
 
 
-def _bf16_sides(settings: SpeedSettings) -> list[str]:
-    """The sides the PQ TK runs in bfloat16 under ``settings`` (:func:`pq_variant`)."""
-    return [side for side, on in (("query", settings.regime_pq_query_bf16), ("index", settings.regime_pq_index_bf16))
-            if on]  # fmt: skip
+def clock(profile: Profile, device: torch.device) -> dict[str, Any]:
+    """The header of the profile's cost table on ``device``: its clock (:func:`lib.evaluation.clock.clock_header`)."""
+    return clock_header(device, profile.speed.regime_repetitions)
 
 
-def pq_label(label: str, settings: SpeedSettings) -> str:
-    """The PQ row's label from its TK's ``label``: "TK-BERT-6 (PQ, bf16)" (both sides), "(PQ, bf16 query)", …"""
-    sides = _bf16_sides(settings)
-    return f"{label} (PQ{'' if not sides else ', bf16' if len(sides) == 2 else f', bf16 {sides[0]}'})"
-
-
-def pq_precision(settings: SpeedSettings) -> str:
-    """How the PQ TK runs its encoders under ``settings`` (:func:`pq_variant`), in words (chapter 3's prose)."""
-    sides = _bf16_sides(settings)
-    if not sides:
-        return "its encoders in float32"
-    where = {"query": "its query side (half the bytes to read)", "index": "its passages indexed"}
-    return " and ".join(where[side] for side in sides) + " in bfloat16"
+def pq_label(label: str, precision: str) -> str:
+    """The PQ row's label from its TK's ``label`` and the clock's ``precision``: "TK-BERT-6 (PQ, bf16)" or
+    "TK-BERT-6 (PQ)"."""
+    return f"{label} (PQ{', bf16' if precision == 'bfloat16' else ''})"
 
 
 def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.device, folder: Path,
@@ -162,8 +153,7 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
     start = time.perf_counter()
     trained = artifacts.trained_model(profile, source, device)
     _, _, protocol = artifacts.training_protocol(profile)
-    speed = profile.speed
-    served = served_in_bfloat16(trained.model, speed.regime_pq_query_bf16, speed.regime_pq_index_bf16)
+    served = on_the_clock(trained.model, device)
     quantiser = fit_pq(served, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
     fitted = training_passages(protocol)
     write_text(folder / PQ_FIT_PASSAGES, "".join(f"{pid}\n" for pid in fitted))
@@ -229,6 +219,6 @@ def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
 
 
 __all__ = [
-    "COMPACT_TKS", "PQ_FIT_PASSAGES", "REGIMES", "PQVariant", "RegimeCost", "model_rows", "pq_label", "pq_precision",
+    "COMPACT_TKS", "PQ_FIT_PASSAGES", "REGIMES", "PQVariant", "RegimeCost", "clock", "model_rows", "pq_label",
     "pq_variant", "query_time", "regime_costs", "regime_table", "timed_queries",
 ]  # fmt: skip

@@ -125,22 +125,21 @@ def test_a_model_timed_stored_only_has_no_whole_row_and_one_that_cannot_store_re
         cost_rows("knrm", KNRM(torch.randn(len(words), 8)), words, timed, Timing([2]), tmp_path, whole=False)
 
 
-def test_a_run_longer_than_the_threshold_is_timed_once_its_first_run_the_measurement(tmp_path: Path) -> None:
+def test_every_query_is_timed_by_one_rule_a_warm_up_then_the_repetitions_however_long_a_run(tmp_path: Path) -> None:
     model, words = tk_and_words(TEXTS)
     index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
     timed = TimedQueries(FIRST_STAGE, QUERIES, TEXTS, ["q1", "q2"])
-    for once_above_ms, runs in ((1e-9, 1), (math.inf, 4 + 1)):
-        counter = Counting(model)
-        regime_latencies(model, words, timed, Timing([3], repetitions=4, once_above_ms=once_above_ms), index)
-        assert counter.calls == 2 * runs, f"2 queries × {runs} runs with once_above_ms={once_above_ms}"
+    counter = Counting(model)
+    regime_latencies(model, words, timed, Timing([3], repetitions=4), index)
+    assert counter.calls == 2 * (4 + 1), "stored: 2 queries × (1 warm-up + 4 timed runs)"
+    forwards = []
+    model.register_forward_hook(lambda *_: forwards.append(1))
+    regime_latencies(model, words, timed, Timing([3], batch_size=8, repetitions=4))
+    assert len(forwards) == 2 * (4 + 1), "whole: 2 queries × (1 warm-up + 4 timed runs), one batch each"
     calls = []
-    assert median_ms(lambda: calls.append(1), torch.device("cpu"), 5, 1, once_above_ms=1e-9) >= 0 and len(calls) == 1
-    assert Timing([1], repetitions=3, once_above_ms=100.0).runs(99.0) == 4
-    assert Timing([1], repetitions=3, once_above_ms=100.0).runs(100.0) == 1
-    with pytest.raises(ValueError, match="once_above_ms > 0"):
-        Timing([1], once_above_ms=0)
-    with pytest.raises(ValueError, match="'once_above_ms' > 0"):
-        median_ms(lambda: None, torch.device("cpu"), 1, 1, once_above_ms=-1.0)
+    assert median_ms(lambda: calls.append(1), torch.device("cpu"), 5, 2) >= 0 and len(calls) == 2 + 5
+    with pytest.raises(ValueError, match="'repetitions' >= 1 and 'warmup' >= 0"):
+        median_ms(lambda: None, torch.device("cpu"), 0, 1)
 
 
 def test_the_token_cap_bounds_what_both_regimes_read(tmp_path: Path) -> None:

@@ -85,15 +85,9 @@ def test_query_time_takes_the_cheapest_index_or_the_whole_model_with_its_bytes()
     assert rows.loc[("bert-cat", 100), "mode"] == "whole at query time" and rows.loc[("bert-cat", 10), "ms"] == 100
 
 
-def test_the_pq_model_is_labelled_and_described_as_the_profile_says() -> None:
-    speed = get_profile("book").speed
-    assert regime_costs.pq_label("TK-BERT-6", speed) == "TK-BERT-6 (PQ, bf16)"
-    assert (
-        regime_costs.pq_precision(speed)
-        == "its query side (half the bytes to read) and its passages indexed in bfloat16"
-    )
-    query_only = dataclasses.replace(speed, regime_pq_index_bf16=False)
-    assert regime_costs.pq_label("TK-BERT-6", query_only) == "TK-BERT-6 (PQ, bf16 query)"
-    neither = dataclasses.replace(query_only, regime_pq_query_bf16=False)
-    assert regime_costs.pq_label("TK-BERT-6", neither) == "TK-BERT-6 (PQ)"
-    assert regime_costs.pq_precision(neither) == "its encoders in float32"
+def test_the_pq_model_is_labelled_with_the_clocks_precision_and_the_header_records_the_clock() -> None:
+    assert regime_costs.pq_label("TK-BERT-6", "bfloat16") == "TK-BERT-6 (PQ, bf16)"
+    assert regime_costs.pq_label("TK-BERT-6", "float32") == "TK-BERT-6 (PQ)"
+    header = regime_costs.clock(get_profile("smoke"), torch.device("cpu"))
+    assert header["torch"] == torch.__version__ and header["precision"] in ("bfloat16", "float32")
+    assert f"median of {get_profile('smoke').speed.regime_repetitions} timed runs" in header["rule"]
