@@ -85,11 +85,12 @@ from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
 from lib.core.profiles import limit_queries
 from lib.data import book_texts, load_qrels, load_queries
-from lib.evaluation import regimes, speed_benchmark, time_budget
+from lib.evaluation import regimes, speed_benchmark, speedup_steps, time_budget
 from lib.evaluation.precision_effect import precision_effect
 from lib.evaluation.roofline import roofline_table
 from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark
 from lib.experiments import artifacts, comparison_tables, first_stage_runs, regime_costs
+from lib.experiments.model_setup import CROSS_ENCODERS
 from lib.experiments.tk_choice import is_tk
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
@@ -781,6 +782,39 @@ if full_tk in regime_models and len(compact_names) > 1:
     display(Markdown(regimes_reading.compact_reading(compact_costs, LABELS[full_tk], LABELS["bert-cat"])))
 else:
     display(Markdown(f"*The `{chapter.profile.name}` profile has no compact TK (chapter 2's `ladder_models`).*"))
+
+# %% [markdown]
+# ### Where the speed-up comes from
+#
+# The PQ TK's factor over BERT-cat — here a MiniLM-6 cross-encoder, chapter 2's teacher-sized rival, not the
+# paper's BERT-Base — is several effects in one number. One step a row, on the table's clock: TK-BERT-6 run whole
+# (the architecture), then its passages stored at index time in float16, then int8, then product-quantised (the
+# index). Each row's nDCG@10 re-ranks every candidate — the stored rows' runs scored from their own index, encoded
+# as served — with paired t-tests against the step before and against the cross-encoder (Bonferroni over every
+# pair of steps; "above" / "below" read from the sign and the test together):
+
+# %%
+if pq is not None and "bert-cat" in regime_models:
+    rival = CROSS_ENCODERS[chapter.profile.training.bert_cat_start]
+    steps = speedup_steps.chain(rival, full_tk, pq.name, list(speed_settings.regime_dtypes), LABELS)
+    step_values = {}
+    for query_set in sets:
+        bm25, qrels = first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set)
+        step_runs = {"bert-cat": artifacts.candidate_scores(chapter.profile, query_set, "bert-cat"),
+                     full_tk: artifacts.candidate_scores(chapter.profile, query_set, full_tk),
+                     **{f"{full_tk}-{dtype}": runs[query_set] for dtype, runs in pq.index_runs.items()}}  # fmt: skip
+        step_values[query_set] = {
+            name: time_budget.per_query_at_depth({qid: bm25[qid] for qid in run}, run, qrels, max_depth, "nDCG@10")
+            for name, run in step_runs.items()
+        }
+    step_frame = speedup_steps.step_table(regime_table, steps, step_values, regime_counts[-2:])
+    write_csv(out / "speedup_steps.csv", step_frame)
+    display(plain(step_frame, precision=1, decimals={c: 3 for c in step_frame if "nDCG" in c}))
+    figure = speedup_steps.plot_steps(step_frame, regime_counts[-2], "From the cross-encoder run whole to the PQ TK")
+    save_figure(figure, out / "speedup_steps.png")
+    plt.show()
+else:
+    display(Markdown(f"*The `{chapter.profile.name}` profile has no PQ TK or no BERT-cat to decompose.*"))
 
 # %% [markdown]
 # ### The ladder's verdict in both regimes

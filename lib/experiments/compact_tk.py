@@ -17,7 +17,7 @@ Only training passages are read (the passages of the protocol's training triples
 passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did no better on validation
 (:data:`lib.core.decisions.DECISIONS`, ``compact_start``).
 
-A compact index *without* training (:func:`fit_pq`, :func:`pq_runs`): the trained full TK's own stored vectors,
+A compact index *without* training (:func:`fit_pq`, :func:`index_runs`): the trained full TK's own stored vectors,
 product-quantised (:mod:`lib.reranking.product_quantisation`) to one byte per sub-vector of ``384 / m`` numbers,
 the quantiser's codebooks fitted on the vectors of the same training passages — drawn from the book corpus, the pool
 of every query set's candidates, so some of them are candidates a test year re-ranks (no label is read: an index's
@@ -44,7 +44,7 @@ from lib.experiments.model_runs import RunVariant
 from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
 from lib.representations.text import DOC_MAX_LENGTH
-from lib.reranking.passage_index import PQ, build_index
+from lib.reranking.passage_index import PQ, build_indexes
 from lib.reranking.product_quantisation import ProductQuantiser, fit_quantiser
 
 #: The compact TKs, the width of their projection, and the full TK they may start from.
@@ -150,28 +150,35 @@ def fit_pq(
     return fit_quantiser(vectors, subspaces)
 
 
-def pq_runs(
+def index_runs(
     model: torch.nn.Module,
     tokenizer: Any,
     quantiser: ProductQuantiser,
     tests: Mapping[str, JudgedSet],
     texts: Mapping[str, str],
     folder: Path,
+    dtypes: Sequence[str] = (PQ,),
     batch_size: int = 32,
     progress: bool = True,
-) -> dict[str, Run]:
-    """Per test set, every candidate of its judged queries scored from one ``pq`` index of all the sets' candidates
-    (built in ``folder``, kept: its header holds the build's seconds) — what the product-quantised index ranks."""
+) -> dict[str, dict[str, Run]]:
+    """Per stored dtype of ``dtypes`` (``float16``, ``int8``, ``pq``) and per test set, every candidate of its judged
+    queries scored from one index of all the sets' candidates in that dtype — what each index ranks. The indexes come
+    from one encoding (:func:`lib.reranking.passage_index.build_indexes`), each built in ``folder/<dtype>`` and kept
+    (its header holds the build's seconds)."""
     candidates = {name: {qid: test.run[qid] for qid in test.queries if qid in test.run} for name, test in tests.items()}
     pids = sorted({pid for run in candidates.values() for ranked in run.values() for pid in ranked})
-    index = build_index(model, tokenizer, texts, pids, folder, PQ, batch_size, progress, quantiser=quantiser)
+    folders = {dtype: folder / dtype for dtype in dtypes}
+    indexes = build_indexes(model, tokenizer, texts, pids, folders, batch_size, progress, quantiser=quantiser)
     return {
-        name: stored_run(model, tokenizer, tests[name].queries, run, index, batch_size, progress)
-        for name, run in candidates.items()
+        dtype: {
+            name: stored_run(model, tokenizer, tests[name].queries, run, index, batch_size, progress)
+            for name, run in candidates.items()
+        }
+        for dtype, index in indexes.items()
     }
 
 
 __all__ = [
     "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "compact_variant", "fit_pq",
-    "passage_vectors", "pq_runs", "principal_projection", "training_passages",
+    "index_runs", "passage_vectors", "principal_projection", "training_passages",
 ]  # fmt: skip

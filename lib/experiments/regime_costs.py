@@ -46,7 +46,7 @@ from lib.evaluation.clock import clock_header, on_the_clock
 from lib.evaluation.measures import write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
-from lib.experiments.compact_tk import fit_pq, pq_runs, training_passages
+from lib.experiments.compact_tk import fit_pq, index_runs, training_passages
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
 from lib.reranking.product_quantisation import ProductQuantiser, pq_name
@@ -113,14 +113,15 @@ def regime_table(
 class PQVariant:
     """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
     its fitted ``quantiser``, the ``model`` as it is served (in the clock's precision,
-    :func:`lib.evaluation.clock.on_the_clock`), every candidate of each test year scored from the ``pq`` index
-    (``runs``, by set), the seconds the fit and the scoring took, how many passages the codebooks were fitted on and
+    :func:`lib.evaluation.clock.on_the_clock`), every candidate of each test year scored from its index in each of
+    the profile's ``regime_dtypes`` and ``pq`` (``index_runs``, by dtype then set; ``runs``: the ``pq`` index's), the
+    seconds the fit and the scoring took, how many passages the codebooks were fitted on and
     how many of those a test year also re-ranks (their ids: :data:`PQ_FIT_PASSAGES` in the chapter's folder)."""
 
     source: str
     quantiser: ProductQuantiser
     model: torch.nn.Module
-    runs: dict[str, Run]
+    index_runs: dict[str, dict[str, Run]]
     seconds: float
     fit_passages: int
     fit_in_test_pools: int
@@ -128,6 +129,11 @@ class PQVariant:
     @property
     def name(self) -> str:
         return pq_name(self.source)
+
+    @property
+    def runs(self) -> dict[str, Run]:
+        """Each test year's run scored from the ``pq`` index, by set."""
+        return self.index_runs[PQ]
 
 
 def clock(profile: Profile, device: torch.device) -> dict[str, Any]:
@@ -145,8 +151,10 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
                progress: bool = True) -> PQVariant | None:  # fmt: skip
     """The profile's ``regime_pq_model`` with its vectors product-quantised in ``regime_pq_subspaces`` codes (module
     docstring), or ``None`` when the profile names none or it is not among ``trained_models`` (chapter 2's). The
-    quantiser is fitted on chapter 2's training passages; the test years' candidates are indexed in a temporary
-    folder under ``folder`` and scored from it; each year's run of every candidate is written to the runs folder."""
+    quantiser is fitted on chapter 2's training passages; the test years' candidates are indexed, from one encoding,
+    in each of the profile's ``regime_dtypes`` and ``pq`` in a temporary folder under ``folder`` and scored from each
+    index (the steps of :mod:`lib.evaluation.speedup_steps`); each year's run from the ``pq`` index is written to the
+    runs folder."""
     source = profile.speed.regime_pq_model
     if not source or source not in trained_models:
         return None
@@ -159,11 +167,11 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
     write_text(folder / PQ_FIT_PASSAGES, "".join(f"{pid}\n" for pid in fitted))
     pools = {pid for test in protocol.tests.values() for ranked in test.run.values() for pid in ranked}
     with tempfile.TemporaryDirectory(dir=folder) as indexes:
-        runs = pq_runs(
-            served, trained.tokenizer, quantiser, protocol.tests, protocol.texts,
-            Path(indexes) / "pq", model_spec(source).eval_batch_size, progress,
+        runs = index_runs(
+            served, trained.tokenizer, quantiser, protocol.tests, protocol.texts, Path(indexes),
+            (*profile.speed.regime_dtypes, PQ), model_spec(source).eval_batch_size, progress,
         )  # fmt: skip
-    for query_set, run in runs.items():
+    for query_set, run in runs[PQ].items():
         write_trec_run(run, paths.run_path(profile.name, query_set, f"{pq_name(source)}-all"), tag=pq_name(source))
     in_pools = sum(pid in pools for pid in fitted)
     return PQVariant(source, quantiser, served, runs, time.perf_counter() - start, len(fitted), in_pools)

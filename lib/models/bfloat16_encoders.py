@@ -24,7 +24,8 @@ import copy
 import torch
 from torch import nn
 
-from lib.evaluation.stored_latency import is_precomputable
+#: What a storable model has: its passage and query sides apart, and the interaction over stored passages.
+STORABLE: tuple[str, ...] = ("encode_passages", "encode_query", "score_stored")
 
 
 class BFloat16Model(nn.Module):
@@ -50,7 +51,7 @@ class BFloat16Encoders(BFloat16Model):
     taken once, from ``model`` as it is now."""
 
     def __init__(self, model: nn.Module) -> None:
-        missing = [name for name in ("encode_passages", "encode_query", "score_stored") if not hasattr(model, name)]
+        missing = [name for name in STORABLE if not callable(getattr(model, name, None))]
         if missing:
             raise TypeError(f"{type(model).__name__} cannot store passages: it has no {', '.join(missing)}")
         super().__init__(model)
@@ -84,7 +85,8 @@ class BFloat16Encoders(BFloat16Model):
 def served_in_bfloat16(model: nn.Module) -> BFloat16Model:
     """``model`` served in bfloat16: :class:`BFloat16Encoders` for a storable model, :class:`BFloat16Model`
     otherwise."""
-    return BFloat16Encoders(model) if is_precomputable(model) else BFloat16Model(model)
+    storable = all(callable(getattr(model, name, None)) for name in STORABLE)
+    return BFloat16Encoders(model) if storable else BFloat16Model(model)
 
 
-__all__ = ["BFloat16Encoders", "BFloat16Model", "served_in_bfloat16"]
+__all__ = ["STORABLE", "BFloat16Encoders", "BFloat16Model", "served_in_bfloat16"]

@@ -14,7 +14,7 @@ from lib.data import book_texts
 from lib.experiments.compact_tk import (
     compact_variant,
     fit_pq,
-    pq_runs,
+    index_runs,
     principal_projection,
     training_passages,
 )
@@ -139,7 +139,9 @@ def test_the_pq_quantiser_is_fitted_on_training_passages_and_its_runs_score_the_
                                                                     "q9": {"p5": 1.0}}),
         "t2": JudgedSet("t2", {"q3": "number"}, {}, {"q3": {"p11": 1.0, "p0": 0.5}}),
     }  # fmt: skip
-    runs = pq_runs(full_tk, tokenizer, quantiser, tests, texts, tmp_path / "pq", batch_size=2, progress=False)
+    by_dtype = index_runs(full_tk, tokenizer, quantiser, tests, texts, tmp_path, ("int8", "pq"), 2, progress=False)
+    runs = by_dtype["pq"]
+    assert by_dtype["int8"].keys() == runs.keys() and by_dtype["int8"]["t2"]["q3"] != runs["t2"]["q3"]
     assert {name: {qid: sorted(run[qid]) for qid in run} for name, run in runs.items()} == {
         "t1": {"q1": ["held", "p0"], "q2": ["p4"]},
         "t2": {"q3": ["p0", "p11"]},
