@@ -729,7 +729,10 @@ plain(regimes_reading.tests_display(regime_tests))
 # the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors and stores, for
 # each, the number of the nearest of 256 centroids learned for its subspace by k-means — {glue:text}`pq_subspaces`
 # bytes per vector instead of 2 × {glue:text}`pq_width` in float16 (ColBERTv2 compresses ColBERT's vectors in the
-# same spirit {cite}`santhanam2022colbertv2`). At query time the codes are never decoded: TK reads a stored vector
+# same spirit {cite}`santhanam2022colbertv2`). How many sub-vectors is chosen on validation, never on a test year: a
+# quantiser is fitted for each of {glue:text}`pq_grid`, and the smallest whose nDCG@10 on the validation queries'
+# top BM25 candidates is within {glue:text}`pq_tolerance` of the unquantised (float16) index's is kept (the table
+# below the compact indexes). At query time the codes are never decoded: TK reads a stored vector
 # only through its cosine with each query vector (eq. 4), so the query's dot products with all 256 centroids of
 # every subspace are tabulated once, and a stored vector's cosine is a sum of {glue:text}`pq_subspaces` table
 # entries over the root of a sum of its centroids' squared lengths — the cosine of the decoded vector, computed
@@ -747,24 +750,31 @@ plain(regimes_reading.tests_display(regime_tests))
 # indexes, and its runs are scored as it is served.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
-# (Bonferroni over the year's pairs; `*`: significant) against BM25 and against the full TK:
+# (Bonferroni over the year's pairs; `*`: significant) against BM25, against the full TK and against BERT-cat, each
+# read with its sign ("above", "below" or "no difference"):
 
 # %% tags=["hide-input"]
-glue("pq_subspaces", str(speed_settings.regime_pq_subspaces), display=False)
+glue("pq_subspaces", str(pq.quantiser.subspaces if pq is not None else "m"), display=False)
+glue("pq_grid", ", ".join(map(str, speed_settings.regime_pq_subspaces)), display=False)
+glue("pq_tolerance", f"{speed_settings.regime_pq_tolerance:g}", display=False)
 glue("pq_width", str(pq.quantiser.dim if pq is not None else "d"), display=False)
 glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", display=False)
 glue("pq_fit_count", f"{pq.fit_passages:,}" if pq is not None else "–", display=False)
 glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–", display=False)
+glue("pq_fit_outside", f"{pq.fit_outside:,}" if pq is not None else "–", display=False)
 
 # %%
 full_tk = pq.source if pq is not None else "tk-bert6"
 compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
 compact_names = [full_tk, *compact, *([pq.name] if pq is not None else [])]
+rivals = ("bert-cat",) if "bert-cat" in regime_models else ()
 if full_tk in regime_models and len(compact_names) > 1:
     compact_values = {}
     for query_set in sets:
         bm25, qrels = first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set)
-        runs = {name: artifacts.candidate_scores(chapter.profile, query_set, name) for name in [full_tk, *compact]}
+        runs = {
+            name: artifacts.candidate_scores(chapter.profile, query_set, name) for name in [full_tk, *compact, *rivals]
+        }
         runs.update({pq.name: pq.runs[query_set]} if pq is not None else {})
         first_stage = {qid: bm25[qid] for qid in runs[full_tk]}
         by_model = {
@@ -773,27 +783,58 @@ if full_tk in regime_models and len(compact_names) > 1:
         }
         by_model["bm25"] = time_budget.per_query_at_depth(first_stage, runs[full_tk], qrels, 0, "nDCG@10")
         compact_values[query_set] = by_model
-    compact_frame = regimes.compact_table(regime_table, compact_values, compact_names, full_tk, LABELS)
+    compact_frame = regimes.compact_table(regime_table, compact_values, compact_names, full_tk, LABELS, rivals)
     write_csv(out / "compact_tk.csv", compact_frame)
     exact = {column: 3 if "nDCG" in column else 0 for column in compact_frame if "nDCG" in column or "bytes" in column}
     display(plain(compact_frame, precision=1, decimals=exact))
     rival_ms = float(regime_table.query("model == 'bert-cat' and regime == 'whole'")["ms_100"].iloc[0])
-    compact_costs = regimes.compact_costs(compact_frame, LABELS[full_tk], rival_ms, 100)
+    compact_costs = regimes.compact_costs(compact_frame, LABELS[full_tk], rival_ms, 100, LABELS["bert-cat"])
     display(Markdown(regimes_reading.compact_reading(compact_costs, LABELS[full_tk], LABELS["bert-cat"])))
 else:
     display(Markdown(f"*The `{chapter.profile.name}` profile has no compact TK (chapter 2's `ladder_models`).*"))
 
 # %% [markdown]
+# How many codes, chosen on validation — each number of sub-vectors tried, its validation nDCG@10 against the
+# unquantised index's, and the one kept (the smallest within {glue:text}`pq_tolerance`):
+
+# %%
+if pq is not None:
+    pq_choice = regimes_reading.pq_choice(pq.validation, pq.quantiser.subspaces, speed_settings.regime_pq_tolerance)
+    write_csv(out / "pq_choice.csv", pq_choice)
+    display(plain(pq_choice, decimals={"validation nDCG@10": 3, "difference": 3}))
+
+# %% [markdown]
+# Does the book's fit, {glue:text}`pq_fit_in_pools` of whose passages a test year re-ranks, flatter the index? The
+# same index read through codebooks of as many codes fitted on {glue:text}`pq_fit_outside` training passages that
+# no test year re-ranks (`lib.experiments.compact_tk.passages_outside`), each year's nDCG@10 beside the book's with a
+# paired t-test:
+
+# %%
+if pq is not None:
+    robustness_values = {}
+    for query_set in sets:
+        bm25, qrels = first_stage_runs.bm25_run(chapter.profile, query_set), load_qrels(query_set)
+        robustness_values[query_set] = {
+            key: time_budget.per_query_at_depth({qid: bm25[qid] for qid in by_set[query_set]}, by_set[query_set], qrels,
+                                                max_depth, "nDCG@10")
+            for key, by_set in pq.index_runs.items() if key in (regime_costs.PQ_OUTSIDE, "pq")
+        }  # fmt: skip
+    robustness = regimes_reading.fit_robustness(robustness_values, "pq", regime_costs.PQ_OUTSIDE)
+    write_csv(out / "pq_fit_robustness.csv", robustness)
+    display(plain(robustness, decimals={c: 3 for c in robustness.select_dtypes("number").columns}))
+
+# %% [markdown]
 # ### Where the speed-up comes from
 #
-# The PQ TK's factor over BERT-cat — here a MiniLM-6 cross-encoder, chapter 2's teacher-sized rival, not the
-# paper's BERT-Base — is several effects in one number. One step a row, on the table's clock: TK-BERT-6 run whole
+# The PQ TK's factor over BERT-cat — here a {glue:text}`rival_name`, not the paper's BERT-Base — is several
+# effects in one number. One step a row, on the table's clock: TK-BERT-6 run whole
 # (the architecture), then its passages stored at index time in float16, then int8, then product-quantised (the
 # index). Each row's nDCG@10 re-ranks every candidate — the stored rows' runs scored from their own index, encoded
 # as served — with paired t-tests against the step before and against the cross-encoder (Bonferroni over every
 # pair of steps; "above" / "below" read from the sign and the test together):
 
 # %%
+glue("rival_name", CROSS_ENCODERS[chapter.profile.training.bert_cat_start], display=False)
 if pq is not None and "bert-cat" in regime_models:
     rival = CROSS_ENCODERS[chapter.profile.training.bert_cat_start]
     steps = speedup_steps.chain(rival, full_tk, pq.name, list(speed_settings.regime_dtypes), LABELS)

@@ -24,6 +24,8 @@ import pandas as pd
 
 from lib.chapters.speed_report import budget_ms, leading_ranges
 from lib.evaluation import time_budget
+from lib.evaluation.comparison import pairwise_tests
+from lib.evaluation.speedup_steps import verdict
 
 
 def cost_display(table: pd.DataFrame, counts: Sequence[int], labels: Mapping[str, str]) -> pd.DataFrame:
@@ -180,13 +182,15 @@ def _budgets(rows: pd.DataFrame) -> str:
 
 
 def compact_reading(costs: pd.DataFrame, reference: str, rival: str) -> str:
-    """A bullet per compact index of :func:`lib.evaluation.regimes.compact_costs` (``reference``: the full TK)."""
+    """A bullet per compact index of :func:`lib.evaluation.regimes.compact_costs` (``reference``: the full TK;
+    ``rival``: what it is timed against, and tested against where the costs carry the test)."""
     years = [column.split()[0] for column in costs.columns if column.endswith(" delta")]
 
     def year(row: pd.Series, y: str) -> str:
+        against_rival = f", against {rival}: {row[f'{y} vs rival']}" if f"{y} vs rival" in row.index else ""
         return (f"{y} nDCG@10 {row[f'{y} nDCG@10']:.3f}, {row[f'{y} delta']:+.3f} against {reference} "
                 f"({'' if row[f'{y} differs'] else 'not '}significantly different, p = {row[f'{y} p']}), "
-                f"{'' if row[f'{y} above BM25'] else 'not '}significantly above BM25")  # fmt: skip
+                f"{'' if row[f'{y} above BM25'] else 'not '}significantly above BM25{against_rival}")  # fmt: skip
 
     return "\n".join(
         f"- **{row['model']}**: {row['bytes']:,} bytes per passage ({row['dtype']}; {reference} {row['full bytes']:,} "
@@ -197,4 +201,43 @@ def compact_reading(costs: pd.DataFrame, reference: str, rival: str) -> str:
     )
 
 
-__all__ = ["compact_reading", "cost_display", "regimes_reading", "stored_slower", "tests_display", "thesis_finding"]
+def pq_choice(validation: Mapping[str, float], chosen: int, tolerance: float) -> pd.DataFrame:
+    """The product quantiser's number of codes as chosen on validation (:func:`lib.experiments.regime_costs.pq_variant`
+    — ``validation`` maps ``"float16"`` and each number tried to its validation nDCG@10): a row each, its difference
+    from the unquantised index, whether that is within ``tolerance`` and which was ``chosen``."""
+    reference = validation["float16"]
+    rows = [{"index": "float16 (unquantised)", "validation nDCG@10": reference, "difference": 0.0, "within": "—",
+             "chosen": ""}]  # fmt: skip
+    for key in sorted((key for key in validation if key != "float16"), key=int):
+        value = validation[key]
+        rows.append({"index": f"PQ, {key} codes", "validation nDCG@10": value, "difference": value - reference,
+                     "within": "yes" if value >= reference - tolerance else "no",
+                     "chosen": "✓" if int(key) == chosen else ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def fit_robustness(values: Mapping[str, Mapping[str, pd.Series]], book: str, outside: str) -> pd.DataFrame:
+    """Per test year (``values``: per-query nDCG@10 by run), the PQ index with the book's codebooks (``book``: fitted
+    on training passages, some of them in the test pools) beside the same index with codebooks fitted on passages
+    outside every test pool (``outside``): both means, the difference and the paired t-test, read with its sign."""
+    rows = []
+    for year, by_run in values.items():
+        test = pairwise_tests({book: by_run[book], outside: by_run[outside]}).iloc[0]
+        delta = float(by_run[outside].mean() - by_run[book].mean())
+        rows.append(
+            {
+                "set": year.upper(),
+                "the book's fit": float(by_run[book].mean()),
+                "fitted outside the test pools": float(by_run[outside].mean()),
+                "difference": delta,
+                "p": float(test["p_bonferroni"]),
+                "outside vs the book's": verdict(delta, bool(test["significant"])),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "compact_reading", "cost_display", "fit_robustness", "pq_choice", "regimes_reading", "stored_slower",
+    "tests_display", "thesis_finding",
+]  # fmt: skip

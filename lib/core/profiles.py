@@ -182,17 +182,21 @@ class SpeedSettings(_Replaceable):
     regime_max_seconds: float = 30.0
     regime_dtypes: tuple[str, ...] = ("float16", "int8")
     #: The TK whose stored vectors chapter 3 also product-quantises (a compact index without training,
-    #: :mod:`lib.experiments.compact_tk`; "" none, and none when chapter 2 did not train it), in
-    #: ``regime_pq_subspaces`` one-byte codes per stored vector (64: the most that divide MiniLM's 384 numbers and keep
-    #: a passage of about 86 stored pieces within 8 kB; 96 would take about 8.3 kB).
+    #: :mod:`lib.experiments.compact_tk`; "" none, and none when chapter 2 did not train it) into one-byte codes per
+    #: stored vector: as many as the smallest of ``regime_pq_subspaces`` (each must divide the TK's width, MiniLM's
+    #: 384) whose validation nDCG@10 is within ``regime_pq_tolerance`` of the unquantised index's (96 codes keep a
+    #: passage of about 86 stored pieces at about 8.3 kB, 64 at 5.5 kB, 32 at 2.8 kB).
     regime_pq_model: str = "tk-bert6"
-    regime_pq_subspaces: int = 64
+    regime_pq_subspaces: tuple[int, ...] = (32, 48, 64, 96)
+    regime_pq_tolerance: float = 0.005
 
     def __post_init__(self) -> None:
-        for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries",
-                     "regime_pq_subspaces"):  # fmt: skip
+        for name in ("probe_documents", "min_documents", "max_documents", "repetitions", "regime_queries"):
             if getattr(self, name) < 1:
                 raise ValueError(f"speed setting {name!r} must be >= 1, got {getattr(self, name)}")
+        if not self.regime_pq_subspaces or min(self.regime_pq_subspaces) < 1 or not self.regime_pq_tolerance >= 0:
+            raise ValueError(f"speed settings 'regime_pq_subspaces' must be positive numbers and 'regime_pq_tolerance' "
+                             f">= 0, got {self.regime_pq_subspaces}, {self.regime_pq_tolerance}")  # fmt: skip
         if self.min_documents > self.max_documents:
             raise ValueError(f"speed settings: min_documents {self.min_documents} > max_documents {self.max_documents}")
         if self.target_seconds <= 0 or self.max_latency_seconds < 0:
@@ -463,7 +467,7 @@ PROFILES: dict[str, Profile] = {
             latency_counts=(100, 1000), max_latency_seconds=2.0,
             architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-base"),
             regime_queries=2, regime_counts=(10, 100), regime_repetitions=1, regime_max_seconds=5.0,
-            regime_pq_model="tk-bert1",
+            regime_pq_model="tk-bert1", regime_pq_subspaces=(32, 64),
         ),
         clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
         tilde=TildeSettings(

@@ -383,18 +383,22 @@ def compact_table(
     names: Sequence[str],
     reference: str,
     labels: Mapping[str, str],
+    rivals: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One row per model of ``names``: its index's bytes per passage in each precision, its stored latency (cheapest
     index) at the two largest counts, and per test year its nDCG@10 re-ranking every candidate with paired tests
-    against BM25 and against ``reference`` (the full TK; Bonferroni over the pairs of the year).
+    against BM25, against ``reference`` (the full TK) and against each of ``rivals`` (BERT-cat; Bonferroni over the
+    pairs of the year): ``<YEAR> p vs <label>`` (``*``: significant) and ``<YEAR> vs <label>``, the test read with
+    its sign (:func:`lib.evaluation.speedup_steps.verdict`: "above", "below" or "no difference").
 
-    ``table`` is the cost table; ``values`` maps a test year to per-query nDCG@10 series by model, ``"bm25"``
-    included."""
+    ``table`` is the cost table; ``values`` maps a test year to per-query nDCG@10 series by model, ``"bm25"`` and the
+    ``rivals`` included."""
     from lib.evaluation import comparison  # here: the cost table's measurement runs where ir_measures is not (a GPU)
+    from lib.evaluation.speedup_steps import verdict
 
     counts = sorted(int(column.split("_")[1]) for column in table.columns if column.startswith("ms_"))[-2:]
     tests = {
-        year: comparison.pairwise_tests({name: by_model[name] for name in ["bm25", *names]})
+        year: comparison.pairwise_tests({name: by_model[name] for name in ["bm25", *rivals, *names]})
         for year, by_model in values.items()
     }
     rows = []
@@ -407,17 +411,18 @@ def compact_table(
             row[f"stored ms for {count:,}"] = round(float(stored.iloc[0][f"ms_{count}"]), 1)
         for year, by_model in values.items():
             row[f"{year.upper()} nDCG@10"] = round(float(by_model[name].mean()), 4)
-            for against in ("bm25", reference):
+            for against in ("bm25", reference, *rivals):
                 if against == name:
                     continue
                 pair = tests[year][
                     ((tests[year]["run"] == against) & (tests[year]["against"] == name))
                     | ((tests[year]["run"] == name) & (tests[year]["against"] == against))
                 ]
-                star = "*" if bool(pair["significant"].iloc[0]) else ""
-                row[f"{year.upper()} p vs {labels.get(against, against)}"] = (
-                    f"{float(pair['p_bonferroni'].iloc[0]):.3f}{star}"
-                )
+                significant = bool(pair["significant"].iloc[0])
+                shown = labels.get(against, against)
+                row[f"{year.upper()} p vs {shown}"] = f"{float(pair['p_bonferroni'].iloc[0]):.3f}{'*' * significant}"
+                delta = float(by_model[name].mean() - by_model[against].mean())
+                row[f"{year.upper()} vs {shown}"] = verdict(delta, significant)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -430,12 +435,16 @@ def _smallest_index(row: pd.Series) -> tuple[int, str]:
     return int(sizes[dtype]), dtype
 
 
-def compact_costs(frame: pd.DataFrame, reference: str, rival_ms: float, count: int) -> pd.DataFrame:
+def compact_costs(
+    frame: pd.DataFrame, reference: str, rival_ms: float, count: int, rival: str | None = None
+) -> pd.DataFrame:
     """What each compact index of a :func:`compact_table` frame costs against its full TK (the row labelled
     ``reference``), a row each: its smallest index (``bytes``, ``dtype``) and the full TK's (``full bytes``, ``full
     dtype``), its stored latency for ``count`` candidates (``ms``) and how many times ``rival_ms`` (a rival run whole)
     that is (``× rival``); per year its nDCG@10, the difference from the full TK's (``<YEAR> delta``), the paired
-    test's p (``<YEAR> p``) and verdict (``<YEAR> differs``) and whether it is significantly above BM25."""
+    test's p (``<YEAR> p``) and verdict (``<YEAR> differs``), whether it is significantly above BM25 (the test read
+    with its sign) and, with a ``rival`` (a label :func:`compact_table` tested against), how it compares to it
+    (``<YEAR> vs rival``: "above", "below" or "no difference", with the p)."""
     rows = frame.set_index("model")
     full_bytes, full_dtype = _smallest_index(rows.loc[reference])
     years = [column.split()[0] for column in frame.columns if column.endswith(" nDCG@10")]
@@ -451,8 +460,10 @@ def compact_costs(frame: pd.DataFrame, reference: str, rival_ms: float, count: i
                 f"{year} nDCG@10": float(row[f"{year} nDCG@10"]),
                 f"{year} delta": float(row[f"{year} nDCG@10"]) - float(rows.loc[reference, f"{year} nDCG@10"]),
                 f"{year} p": against.rstrip("*"), f"{year} differs": against.endswith("*"),
-                f"{year} above BM25": str(row[f"{year} p vs BM25"]).endswith("*"),
+                f"{year} above BM25": row[f"{year} vs BM25"] == "above",
             }  # fmt: skip
+            if rival is not None:
+                item[f"{year} vs rival"] = f"{row[f'{year} vs {rival}']} (p {row[f'{year} p vs {rival}']})"
         costs.append(item)
     return pd.DataFrame(costs)
 

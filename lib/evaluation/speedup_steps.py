@@ -5,7 +5,8 @@ effects: a cheaper architecture (TK's kernels instead of attention over query an
 passage side moved to index time (the *stored* regime), a smaller index (float16 → int8 → product-quantised codes,
 Jégou et al. 2011). :func:`step_table` reads them one :class:`Step` a row from chapter 3's cost table
 (:mod:`lib.evaluation.regimes`, every row on one clock, :mod:`lib.evaluation.clock`): each step's latency at each
-count, its factor over the step before and over the first (the rival), its index's bytes per passage, and per test
+count (``estimated``: the counts whose latency the table estimated rather than measured), its factor over the step
+before and over the first (the rival), its index's bytes per passage, and per test
 year its nDCG@10 with paired t-tests against the step before and against the rival (Bonferroni over every pair of
 steps of the year, :func:`lib.evaluation.comparison.pairwise_tests`), "above" / "below" read from the sign of the
 difference and the test together. :func:`plot_steps` draws the latencies on a log scale, each step's factor beside it.
@@ -90,6 +91,7 @@ def step_table(
         row["× step before"] = float(before[f"ms_{first}"]) / float(cost[f"ms_{first}"]) if i else float("nan")
         row["× rival"] = float(rows_of[0][f"ms_{first}"]) / float(cost[f"ms_{first}"])
         row["bytes / passage"] = int(round(float(cost["bytes_per_passage"])))
+        row["estimated"] = ", ".join(f"{count:,}" for count in counts if not bool(cost.get(f"measured_{count}", True)))
         for year, by_run in values.items():
             name = year.upper()
             row[f"{name} nDCG@10"] = float(by_run[step.run].mean())

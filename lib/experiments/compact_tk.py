@@ -17,14 +17,17 @@ Only training passages are read (the passages of the protocol's training triples
 passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did no better on validation
 (:data:`lib.core.decisions.DECISIONS`, ``compact_start``).
 
-A compact index *without* training (:func:`fit_pq`, :func:`index_runs`): the trained full TK's own stored vectors,
+A compact index *without* training (:func:`fit_vectors`, :func:`index_runs`): the trained full TK's own stored vectors,
 product-quantised (:mod:`lib.reranking.product_quantisation`) to one byte per sub-vector of ``384 / m`` numbers,
 the quantiser's codebooks fitted on the vectors of the same training passages — drawn from the book corpus, the pool
 of every query set's candidates, so some of them are candidates a test year re-ranks (no label is read: an index's
-codebooks are fitted on the collection it indexes, as ColBERTv2 fits its centroids). Its scores are what the stored
-index ranks (:func:`lib.evaluation.regimes.stored_run`): the model reads each candidate's centroids instead of its own
-vectors. The variant is called :func:`lib.reranking.product_quantisation.pq_name` (``tk-bert6-pq``) in the cost table
-and the runs folder.
+codebooks are fitted on the collection it indexes, as ColBERTv2 fits its centroids); :func:`passages_outside` draws
+as many that no test year re-ranks, for a robustness check. ``m`` is chosen on validation (:func:`smallest_within`:
+the smallest whose validation nDCG@10 is within a tolerance of the unquantised index's). Its scores are what the
+stored index ranks (:func:`lib.evaluation.regimes.stored_run`): the model reads each candidate's centroids instead of
+its own vectors; another quantiser's ranking is read from the float16 index without encoding again
+(:class:`Requantised`). The variant is called :func:`lib.reranking.product_quantisation.pq_name` (``tk-bert6-pq``)
+in the cost table and the runs folder.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ from lib.experiments.model_runs import RunVariant
 from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
 from lib.representations.text import DOC_MAX_LENGTH
-from lib.reranking.passage_index import PQ, build_indexes
-from lib.reranking.product_quantisation import ProductQuantiser, fit_quantiser
+from lib.reranking.passage_index import PQ, PassageIndex, build_indexes
+from lib.reranking.product_quantisation import ProductQuantiser
 
 #: The compact TKs, the width of their projection, and the full TK they may start from.
 COMPACT_WIDTHS: dict[str, int] = {"tk-bert6-d64": 64, "tk-bert6-d32": 32}
@@ -140,45 +143,98 @@ def compact_variant(
     return RunVariant(start=(full.compacted(projection.to(next(full.parameters()).device)), what))
 
 
-def fit_pq(
-    model: torch.nn.Module, tokenizer: Any, protocol: Protocol, subspaces: int, progress: bool = True
-) -> ProductQuantiser:
-    """The product quantiser of ``model``'s stored vectors (module docstring): ``subspaces`` codebooks fitted on the
-    vectors of :func:`training_passages` (no label read; some may also be test candidates, module docstring)."""
-    texts = [protocol.texts[pid] for pid in training_passages(protocol)]
-    vectors = np.concatenate(list(passage_vectors(model, tokenizer, texts, progress=progress, what="pq vectors")))
-    return fit_quantiser(vectors, subspaces)
+def fit_vectors(
+    model: torch.nn.Module, tokenizer: Any, protocol: Protocol, pids: Sequence[str], progress: bool = True
+) -> np.ndarray:
+    """``model``'s stored vectors of the passages ``pids`` (no label read), ``[pieces, d]`` float32: what a product
+    quantiser is fitted on (:func:`lib.reranking.product_quantisation.fit_quantiser`)."""
+    texts = [protocol.texts[pid] for pid in pids]
+    return np.concatenate(list(passage_vectors(model, tokenizer, texts, progress=progress, what="pq vectors")))
+
+
+def passages_outside(protocol: Protocol, pools: set[str], count: int = PROJECTION_PASSAGES, seed: int = 0) -> list[str]:
+    """``count`` passages (all, where fewer) of the protocol's training triples none of which is in ``pools`` (the
+    test years' candidates): :func:`training_passages`' draw among the others — the robustness check of a quantiser
+    fitted on passages no test year re-ranks."""
+    pids = sorted({pid for _, positive, negative in protocol.triples for pid in (positive, negative)} - pools)
+    if not pids:
+        raise ValueError("the training triples hold no passage outside the test pools")
+    chosen = np.random.default_rng(seed).permutation(len(pids))[:count]
+    return [pids[i] for i in sorted(chosen)]
+
+
+class Requantised:
+    """A ``float16`` :class:`lib.reranking.passage_index.PassageIndex` read as if its vectors were product-quantised by
+    ``quantiser``: each gathered vector replaced by its decoded codes' unit-length direction — what a ``pq`` index of
+    the same passages ranks for a model that reads only cosines (a TK; the ``pq`` index's asymmetric distance
+    computation gives the decoded vectors' cosines to float rounding), without encoding the passages again."""
+
+    def __init__(self, index: PassageIndex, quantiser: ProductQuantiser) -> None:
+        if index.dtype != "float16":
+            raise ValueError(f"a requantised index reads a float16 index, got {index.dtype!r}")
+        self.index = index
+        self.quantiser = quantiser
+        self.dtype = "float16"
+
+    def lengths(self, pids: Sequence[str]) -> np.ndarray:
+        """Each passage's stored vectors (the index's)."""
+        return self.index.lengths(pids)
+
+    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The candidates' decoded vectors, padded ``[n, L, d]``, and their mask."""
+        vectors, mask = self.index.gather(pids)
+        kept = vectors[mask].numpy()
+        vectors[mask] = self.quantiser.decode(self.quantiser.encode(kept))
+        return vectors, mask
 
 
 def index_runs(
     model: torch.nn.Module,
     tokenizer: Any,
-    quantiser: ProductQuantiser,
     tests: Mapping[str, JudgedSet],
     texts: Mapping[str, str],
     folder: Path,
     dtypes: Sequence[str] = (PQ,),
+    quantiser: ProductQuantiser | None = None,
+    requantised: Mapping[str, ProductQuantiser] | None = None,
     batch_size: int = 32,
     progress: bool = True,
 ) -> dict[str, dict[str, Run]]:
-    """Per stored dtype of ``dtypes`` (``float16``, ``int8``, ``pq``) and per test set, every candidate of its judged
-    queries scored from one index of all the sets' candidates in that dtype — what each index ranks. The indexes come
-    from one encoding (:func:`lib.reranking.passage_index.build_indexes`), each built in ``folder/<dtype>`` and kept
-    (its header holds the build's seconds)."""
+    """Per stored dtype of ``dtypes`` (``float16``, ``int8``, ``pq``: with its ``quantiser``) and per test set, every
+    candidate of its judged queries scored from one index of all the sets' candidates in that dtype — what each index
+    ranks; and per name of ``requantised`` (``float16`` among ``dtypes``), the ``float16`` index read through that
+    quantiser (:class:`Requantised`). The indexes come from one encoding
+    (:func:`lib.reranking.passage_index.build_indexes`), each built in ``folder/<dtype>`` and kept (its header holds
+    the build's seconds)."""
+    requantised = dict(requantised or {})
+    if requantised and "float16" not in dtypes:
+        raise ValueError("parameter 'requantised' reads the float16 index: list 'float16' among 'dtypes'")
     candidates = {name: {qid: test.run[qid] for qid in test.queries if qid in test.run} for name, test in tests.items()}
     pids = sorted({pid for run in candidates.values() for ranked in run.values() for pid in ranked})
     folders = {dtype: folder / dtype for dtype in dtypes}
-    indexes = build_indexes(model, tokenizer, texts, pids, folders, batch_size, progress, quantiser=quantiser)
+    indexes: dict[str, Any] = build_indexes(model, tokenizer, texts, pids, folders, batch_size, progress,
+                                            quantiser=quantiser)  # fmt: skip
+    indexes |= {name: Requantised(indexes["float16"], other) for name, other in requantised.items()}
     return {
-        dtype: {
+        key: {
             name: stored_run(model, tokenizer, tests[name].queries, run, index, batch_size, progress)
             for name, run in candidates.items()
         }
-        for dtype, index in indexes.items()
+        for key, index in indexes.items()
     }
 
 
+def smallest_within(values: Mapping[int, float], reference: float, tolerance: float) -> int:
+    """The smallest key of ``values`` (subspaces) whose value (validation nDCG@10) is within ``tolerance`` of
+    ``reference`` (the unquantised index's); the best when none is."""
+    if not values:
+        raise ValueError("parameter 'values' is empty: no number of subspaces to choose from")
+    close = [m for m, value in values.items() if value >= reference - tolerance]
+    return min(close) if close else max(values, key=values.get)
+
+
 __all__ = [
-    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "compact_variant", "fit_pq",
-    "index_runs", "passage_vectors", "principal_projection", "training_passages",
+    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "Requantised", "compact_variant",
+    "fit_vectors", "index_runs", "passage_vectors", "passages_outside", "principal_projection", "smallest_within",
+    "training_passages",
 ]  # fmt: skip

@@ -40,16 +40,16 @@ from lib.core import paths
 from lib.core.atomic import write_text
 from lib.core.device import autocast
 from lib.core.profiles import Profile
-from lib.core.types import Run, query_order
+from lib.core.types import JudgedSet, Run, query_order
 from lib.data import book_texts, load_queries
 from lib.evaluation.clock import clock_header, on_the_clock
-from lib.evaluation.measures import write_trec_run
+from lib.evaluation.measures import evaluate, write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
-from lib.experiments.compact_tk import fit_pq, index_runs, training_passages
+from lib.experiments.compact_tk import fit_vectors, index_runs, passages_outside, smallest_within, training_passages
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
-from lib.reranking.product_quantisation import ProductQuantiser, pq_name
+from lib.reranking.product_quantisation import ProductQuantiser, fit_quantiser, pq_name
 
 #: The ids of the passages the product quantiser is fitted on, one a line, in the chapter's folder (:func:`pq_variant`).
 PQ_FIT_PASSAGES = "pq_fit_passages.txt"
@@ -112,11 +112,14 @@ def regime_table(
 @dataclass(frozen=True)
 class PQVariant:
     """The profile's TK with its stored vectors product-quantised (:func:`pq_variant`): the registry TK ``source``,
-    its fitted ``quantiser``, the ``model`` as it is served (in the clock's precision,
-    :func:`lib.evaluation.clock.on_the_clock`), every candidate of each test year scored from its index in each of
-    the profile's ``regime_dtypes`` and ``pq`` (``index_runs``, by dtype then set; ``runs``: the ``pq`` index's), the
-    seconds the fit and the scoring took, how many passages the codebooks were fitted on and
-    how many of those a test year also re-ranks (their ids: :data:`PQ_FIT_PASSAGES` in the chapter's folder)."""
+    its fitted ``quantiser`` (``quantiser.subspaces`` codes, chosen on validation: ``validation`` maps each number of
+    subspaces tried, and ``"float16"`` the unquantised index, to its validation nDCG@10), the ``model`` as it is served
+    (in the clock's precision, :func:`lib.evaluation.clock.on_the_clock`), every candidate of each test year scored
+    from its index in each of the profile's ``regime_dtypes``, ``pq`` and ``pq-outside`` (``index_runs``, by index
+    then set; ``runs``: the ``pq`` index's; ``pq-outside``: the same number of codes fitted on passages no test year
+    re-ranks), the seconds the fit and the scoring took, how many passages the codebooks were fitted on and how many of
+    those a test year also re-ranks (their ids: :data:`PQ_FIT_PASSAGES` in the chapter's folder), and how many the
+    robustness check's codebooks were fitted on (``fit_outside``)."""
 
     source: str
     quantiser: ProductQuantiser
@@ -125,6 +128,8 @@ class PQVariant:
     seconds: float
     fit_passages: int
     fit_in_test_pools: int
+    validation: dict[str, float]
+    fit_outside: int
 
     @property
     def name(self) -> str:
@@ -134,6 +139,10 @@ class PQVariant:
     def runs(self) -> dict[str, Run]:
         """Each test year's run scored from the ``pq`` index, by set."""
         return self.index_runs[PQ]
+
+
+#: The robustness index's key in :attr:`PQVariant.index_runs`: codebooks fitted outside every test pool.
+PQ_OUTSIDE = "pq-outside"
 
 
 def clock(profile: Profile, device: torch.device) -> dict[str, Any]:
@@ -149,32 +158,70 @@ def pq_label(label: str, precision: str) -> str:
 
 def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.device, folder: Path,
                progress: bool = True) -> PQVariant | None:  # fmt: skip
-    """The profile's ``regime_pq_model`` with its vectors product-quantised in ``regime_pq_subspaces`` codes (module
-    docstring), or ``None`` when the profile names none or it is not among ``trained_models`` (chapter 2's). The
-    quantiser is fitted on chapter 2's training passages; the test years' candidates are indexed, from one encoding,
-    in each of the profile's ``regime_dtypes`` and ``pq`` in a temporary folder under ``folder`` and scored from each
-    index (the steps of :mod:`lib.evaluation.speedup_steps`); each year's run from the ``pq`` index is written to the
-    runs folder."""
+    """The profile's ``regime_pq_model`` with its vectors product-quantised (module docstring), or ``None`` when the
+    profile names none or it is not among ``trained_models`` (chapter 2's). A quantiser is fitted on chapter 2's
+    training passages for each of ``regime_pq_subspaces``, and the number chosen on validation: the smallest whose
+    nDCG@10 on the validation set's top ``validation_depth`` BM25 candidates is within ``regime_pq_tolerance`` of the
+    unquantised (float16) index's (:func:`lib.experiments.compact_tk.smallest_within`). The test years' candidates
+    are then indexed, from one encoding, in each of the profile's ``regime_dtypes`` and ``pq`` in a temporary folder
+    under ``folder`` and scored from each index (the steps of :mod:`lib.evaluation.speedup_steps`), and from the
+    float16 index read through a quantiser of as many codes fitted on training passages outside every test pool
+    (:data:`PQ_OUTSIDE`); each year's run from the ``pq`` index is written to the runs folder."""
     source = profile.speed.regime_pq_model
     if not source or source not in trained_models:
         return None
     start = time.perf_counter()
     trained = artifacts.trained_model(profile, source, device)
     _, _, protocol = artifacts.training_protocol(profile)
+    speed, batch = profile.speed, model_spec(source).eval_batch_size
     served = on_the_clock(trained.model, device)
-    quantiser = fit_pq(served, trained.tokenizer, protocol, profile.speed.regime_pq_subspaces, progress)
     fitted = training_passages(protocol)
     write_text(folder / PQ_FIT_PASSAGES, "".join(f"{pid}\n" for pid in fitted))
     pools = {pid for test in protocol.tests.values() for ranked in test.run.values() for pid in ranked}
+    vectors = fit_vectors(served, trained.tokenizer, protocol, fitted, progress)
+    quantisers = {m: fit_quantiser(vectors, m) for m in tqdm(speed.regime_pq_subspaces, desc="pq codebooks",
+                                                            disable=not progress)}  # fmt: skip
+    validation = _validation_values(profile, protocol, served, trained.tokenizer, quantisers, folder, batch, progress)
+    chosen = quantisers[smallest_within({m: validation[str(m)] for m in quantisers}, validation["float16"],
+                                        speed.regime_pq_tolerance)]  # fmt: skip
+    outside = passages_outside(protocol, pools)
+    outside_quantiser = fit_quantiser(fit_vectors(served, trained.tokenizer, protocol, outside, progress),
+                                      chosen.subspaces)  # fmt: skip
     with tempfile.TemporaryDirectory(dir=folder) as indexes:
-        runs = index_runs(
-            served, trained.tokenizer, quantiser, protocol.tests, protocol.texts, Path(indexes),
-            (*profile.speed.regime_dtypes, PQ), model_spec(source).eval_batch_size, progress,
-        )  # fmt: skip
+        dtypes = (*speed.regime_dtypes, PQ)
+        runs = index_runs(served, trained.tokenizer, protocol.tests, protocol.texts, Path(indexes), dtypes, chosen,
+                          {PQ_OUTSIDE: outside_quantiser}, batch, progress)  # fmt: skip
     for query_set, run in runs[PQ].items():
         write_trec_run(run, paths.run_path(profile.name, query_set, f"{pq_name(source)}-all"), tag=pq_name(source))
     in_pools = sum(pid in pools for pid in fitted)
-    return PQVariant(source, quantiser, served, runs, time.perf_counter() - start, len(fitted), in_pools)
+    seconds = time.perf_counter() - start
+    return PQVariant(source, chosen, served, runs, seconds, len(fitted), in_pools, validation, len(outside))
+
+
+def _validation_values(
+    profile: Profile,
+    protocol: Any,
+    served: torch.nn.Module,
+    tokenizer: Any,
+    quantisers: dict[int, ProductQuantiser],
+    folder: Path,
+    batch_size: int,
+    progress: bool,
+) -> dict[str, float]:
+    """Validation nDCG@10 of the float16 index and of it read through each of ``quantisers`` (:func:`pq_variant`),
+    keyed ``"float16"`` and ``str(m)``, re-ranking each validation query's top ``validation_depth`` BM25 candidates."""
+    depth = profile.training.validation_depth
+    validation = protocol.validation
+    top = {
+        qid: dict(sorted(ranked.items(), key=lambda item: -item[1])[:depth]) for qid, ranked in validation.run.items()
+    }
+    judged = {validation.name: JudgedSet(validation.name, validation.queries, validation.qrels, top)}
+    with tempfile.TemporaryDirectory(dir=folder) as indexes:
+        runs = index_runs(served, tokenizer, judged, protocol.texts, Path(indexes), ("float16",),
+                          requantised={str(m): q for m, q in quantisers.items()}, batch_size=batch_size,
+                          progress=progress)  # fmt: skip
+    return {key: evaluate(by_set[validation.name], validation.qrels, ["nDCG@10"])["nDCG@10"] for key, by_set in
+            runs.items()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -227,6 +274,6 @@ def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
 
 
 __all__ = [
-    "COMPACT_TKS", "PQ_FIT_PASSAGES", "REGIMES", "PQVariant", "RegimeCost", "clock", "model_rows", "pq_label",
-    "pq_variant", "query_time", "regime_costs", "regime_table", "timed_queries",
+    "COMPACT_TKS", "PQ_FIT_PASSAGES", "PQ_OUTSIDE", "REGIMES", "PQVariant", "RegimeCost", "clock", "model_rows",
+    "pq_label", "pq_variant", "query_time", "regime_costs", "regime_table", "timed_queries",
 ]  # fmt: skip

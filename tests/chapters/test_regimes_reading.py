@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from lib.chapters import regimes_reading
 from lib.evaluation import time_budget
@@ -138,3 +139,26 @@ def test_the_compact_reading_gives_each_index_its_size_speed_and_tested_cost() -
     assert "DL19 nDCG@10 0.662, -0.013 against TK (not significantly different, p = " in text
     assert text.endswith("significantly above BM25.") and "not significantly above" not in text
     assert len(text.splitlines()) == 1, "one bullet: the full TK is the reference, not a row of its own"
+    values["dl19"]["bert"] = values["dl19"]["full"] + 0.1
+    tested = compact_table(table, values, ["full", "full-pq"], "full", labels | {"bert": "BERT-cat"}, ("bert",))
+    text = regimes_reading.compact_reading(compact_costs(tested, "TK", 1500.0, 100, "BERT-cat"), "TK", "BERT-cat")
+    assert text.endswith("significantly above BM25, against BERT-cat: below (p 0.000*).")
+
+
+def test_the_pq_choice_marks_the_smallest_number_of_codes_within_the_tolerance() -> None:
+    frame = regimes_reading.pq_choice({"float16": 0.62, "96": 0.619, "32": 0.60, "64": 0.616}, 64, 0.005)
+    assert frame["index"].tolist() == ["float16 (unquantised)", "PQ, 32 codes", "PQ, 64 codes", "PQ, 96 codes"]
+    assert frame["within"].tolist() == ["—", "no", "yes", "yes"] and frame["chosen"].tolist() == ["", "", "✓", ""]
+    assert frame["difference"].iloc[1] == pytest.approx(-0.02)
+
+
+def test_the_fit_robustness_compares_the_two_fits_per_year_with_a_signed_test() -> None:
+    qids = [f"q{i}" for i in range(8)]
+    book = pd.Series([0.5, 0.6, 0.4, 0.7, 0.6, 0.5, 0.5, 0.8], index=qids)
+    noise = pd.Series([0.01, -0.02, 0.01, 0.0, -0.01, 0.02, 0.0, -0.01], index=qids)
+    values = {"dl19": {"pq": book, "out": book + noise},
+              "dl20": {"pq": book, "out": book - 0.2 - 0.01 * pd.Series(range(8), index=qids)}}  # fmt: skip
+    frame = regimes_reading.fit_robustness(values, "pq", "out").set_index("set")
+    assert frame.loc["DL19", "outside vs the book's"] == "no difference"
+    assert frame.loc["DL20", "outside vs the book's"] == "below" and frame.loc["DL20", "p"] < 0.05
+    assert frame.loc["DL20", "difference"] == pytest.approx(-0.235)

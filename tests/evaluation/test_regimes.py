@@ -220,6 +220,27 @@ def test_the_compact_table_tests_each_index_against_bm25_and_the_full_tk() -> No
     assert costs["DL19 delta"] == pytest.approx(-0.0125) and costs["DL19 above BM25"] and not costs["DL19 differs"]
 
 
+def test_the_compact_table_tests_against_a_rival_and_reads_each_test_with_its_sign() -> None:
+    table = pd.DataFrame(
+        [{"model": name, "regime": "stored", "dtype": "int8", "bytes_per_passage": 1000, "ms_100": 5.0, "ms_1000": 50.0}
+         for name in ("full", "worse")]
+    )  # fmt: skip
+    qids = [f"q{i}" for i in range(8)]
+    base = pd.Series([0.5, 0.6, 0.4, 0.7, 0.6, 0.5, 0.5, 0.8], index=qids)
+    values = {"dl19": {"bm25": base, "bert": base + 0.2 + 0.01 * pd.Series(range(8), index=qids),
+                       "full": base + 0.001 * pd.Series(range(8), index=qids),
+                       "worse": base - 0.3 - 0.01 * pd.Series(range(8), index=qids)}}  # fmt: skip
+    labels = {"full": "TK", "worse": "TK small", "bm25": "BM25", "bert": "BERT-cat"}
+    shown = compact_table(table, values, ["full", "worse"], "full", labels, rivals=("bert",)).set_index("model")
+    worse = shown.loc["TK small"]
+    assert worse["DL19 p vs BM25"].endswith("*") and worse["DL19 vs BM25"] == "below", "significant, but below"
+    assert worse["DL19 vs BERT-cat"] == "below" and worse["DL19 p vs BERT-cat"].endswith("*")
+    assert shown.loc["TK", "DL19 vs BM25"] in ("above", "no difference")
+    costs = compact_costs(shown.reset_index(), "TK", 1000.0, 100, rival="BERT-cat").iloc[0]
+    assert not costs["DL19 above BM25"], "a significant difference below BM25 is not 'above'"
+    assert costs["DL19 vs rival"].startswith("below (p 0.0") and costs["DL19 vs rival"].endswith("*)")
+
+
 def test_the_ladder_verdict_measures_each_tk_against_bert_cat_in_both_regimes() -> None:
     table = pd.DataFrame(
         [{"model": "bert", "regime": "whole", "ms_100": 1000.0},

@@ -16,6 +16,8 @@ TABLE = pd.DataFrame({
     "bytes_per_passage": [0.0, 0.0, 65000.0, 33000.0, 5400.4],
     "ms_100": [1000.0, 400.0, 20.0, 16.0, 8.0],
     "ms_1000": [10000.0, 4000.0, 150.0, 120.0, 60.0],
+    "measured_100": [True] * 5,
+    "measured_1000": [False, True, True, True, True],
 })  # fmt: skip
 STEPS = [
     Step("MiniLM-6 cross-encoder run whole", "bert-cat", "whole", "—", "bert-cat"),

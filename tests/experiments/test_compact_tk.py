@@ -12,10 +12,13 @@ from transformers import BertForMaskedLM
 from lib.core.types import JudgedSet
 from lib.data import book_texts
 from lib.experiments.compact_tk import (
+    Requantised,
     compact_variant,
-    fit_pq,
+    fit_vectors,
     index_runs,
+    passages_outside,
     principal_projection,
+    smallest_within,
     training_passages,
 )
 from lib.experiments.score_cache import weights_digest
@@ -23,7 +26,7 @@ from lib.models.tk_bert import TKBert
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.representations.pretrained import minilm_folder
 from lib.reranking.passage_index import load_index
-from lib.reranking.product_quantisation import pq_name
+from lib.reranking.product_quantisation import fit_quantiser, pq_name
 from tests.models.helpers import pad
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -130,7 +133,8 @@ def test_the_pq_quantiser_is_fitted_on_training_passages_and_its_runs_score_the_
     tokenizer = CharTokenizer()
     encode = tokenizer.encode
     tokenizer.encode = lambda texts, max_length: seen.extend(texts) or encode(texts, max_length)
-    quantiser = fit_pq(full_tk, tokenizer, protocol(), subspaces=4, progress=False)
+    vectors = fit_vectors(full_tk, tokenizer, protocol(), training_passages(protocol()), False)
+    quantiser = fit_quantiser(vectors, 4)
     assert quantiser.subspaces == 4 and quantiser.dim == 32
     assert set(seen) == {protocol().texts[f"p{i}"] for i in range(9)}, "training passages only, never 'held'"
     texts = protocol().texts
@@ -139,13 +143,20 @@ def test_the_pq_quantiser_is_fitted_on_training_passages_and_its_runs_score_the_
                                                                     "q9": {"p5": 1.0}}),
         "t2": JudgedSet("t2", {"q3": "number"}, {}, {"q3": {"p11": 1.0, "p0": 0.5}}),
     }  # fmt: skip
-    by_dtype = index_runs(full_tk, tokenizer, quantiser, tests, texts, tmp_path, ("int8", "pq"), 2, progress=False)
-    runs = by_dtype["pq"]
-    assert by_dtype["int8"].keys() == runs.keys() and by_dtype["int8"]["t2"]["q3"] != runs["t2"]["q3"]
+    other = fit_quantiser(vectors, 4, iterations=1, seed=7)
+    by_index = index_runs(full_tk, tokenizer, tests, texts, tmp_path, ("float16", "int8", "pq"), quantiser,
+                          {"pq-again": quantiser, "other": other}, batch_size=2, progress=False)  # fmt: skip
+    runs = by_index["pq"]
+    assert set(by_index) == {"float16", "int8", "pq", "pq-again", "other"}
+    assert by_index["int8"].keys() == runs.keys() and by_index["int8"]["t2"]["q3"] != runs["t2"]["q3"]
     assert {name: {qid: sorted(run[qid]) for qid in run} for name, run in runs.items()} == {
         "t1": {"q1": ["held", "p0"], "q2": ["p4"]},
         "t2": {"q3": ["p0", "p11"]},
     }, "every candidate of the judged queries (q9 has no text: not judged)"
+    for qid, scores in runs["t1"].items():  # the float16 index read through the same quantiser ranks as the pq index
+        for pid, score in scores.items():
+            assert by_index["pq-again"]["t1"][qid][pid] == pytest.approx(score, abs=1e-2)
+    assert by_index["other"]["t2"]["q3"] != runs["t2"]["q3"], "another quantiser, other scores"
     index = load_index(tmp_path / "pq")
     assert index.pids == ["held", "p0", "p11", "p4"] and index.quantiser is not None
     with torch.no_grad():
@@ -156,3 +167,23 @@ def test_the_pq_quantiser_is_fitted_on_training_passages_and_its_runs_score_the_
         expected = full_tk.score_stored(*query, centroids, mask)
     torch.testing.assert_close(torch.tensor([runs["t2"]["q3"]["p11"], runs["t2"]["q3"]["p0"]]), expected)
     assert pq_name("tk-bert6") == "tk-bert6-pq"
+    with pytest.raises(ValueError, match="list 'float16' among 'dtypes'"):
+        index_runs(
+            full_tk, tokenizer, tests, texts, tmp_path / "x", ("int8",), requantised={"o": other}, progress=False
+        )
+    with pytest.raises(ValueError, match="reads a float16 index, got 'int8'"):
+        Requantised(load_index(tmp_path / "int8"), other)
+
+
+def test_passages_outside_the_test_pools_and_the_smallest_number_of_codes_within_the_tolerance() -> None:
+    outside = passages_outside(protocol(), {"p0", "p3", "p5"}, count=4)
+    assert len(outside) == 4 and not {"p0", "p3", "p5"} & set(outside)
+    assert set(outside) <= {f"p{i}" for i in range(9)}
+    assert len(passages_outside(protocol(), {"p0", "p3", "p5"}, count=7)) == 6, "all where fewer"
+    with pytest.raises(ValueError, match="no passage outside the test pools"):
+        passages_outside(protocol(), {f"p{i}" for i in range(9)})
+    assert smallest_within({32: 0.60, 48: 0.614, 64: 0.618, 96: 0.62}, 0.62, 0.005) == 64
+    assert smallest_within({32: 0.63, 64: 0.61}, 0.62, 0.005) == 32, "above the reference is within"
+    assert smallest_within({32: 0.50, 64: 0.55}, 0.62, 0.005) == 64, "none within: the best"
+    with pytest.raises(ValueError, match="no number of subspaces"):
+        smallest_within({}, 0.6, 0.005)

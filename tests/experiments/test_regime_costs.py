@@ -66,7 +66,8 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     assert (table["queries"] == 1).all() and (table["ms_5"] > 0).all() and table["measured_5"].all()
     assert list(folder.iterdir()) == []
     vectors = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)  # the saved TK-2's width
-    pq = regime_costs.PQVariant("tk2", fit_quantiser(vectors, 4, iterations=2), BFloat16Encoders(saved), {}, 0.0, 0, 0)
+    quantiser = fit_quantiser(vectors, 4, iterations=2)
+    pq = regime_costs.PQVariant("tk2", quantiser, BFloat16Encoders(saved), {}, 0.0, 0, 0, {}, 0)
     with_pq = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder, pq)
     assert [(row.model, row.regime, row.dtype) for row in with_pq.itertuples()][2:] == [
         ("tk2", "stored", "int8"), ("tk2-pq", "stored", "pq")
