@@ -1,7 +1,9 @@
 """The Figure 2 analogue of the TK paper (§5.2): effectiveness over the time budget, one curve per model.
 
-As in the paper's figure, a marker shows each model's best result (annotated with the number of
-documents it re-ranks there) and the curve continues dotted where more time brings nothing better;
+As in the paper's figure, a filled marker shows each model's best result (annotated with the number of
+documents it re-ranks there) and the curve continues dotted where more time brings nothing better — on the test year
+that is hindsight (the paper draws its figure so), so beside it a hollow diamond shows the operating point validation
+chooses (the re-ranking depth chapter 2 tuned on validation, at the budget that first reaches it);
 the first stage (BM25) is the flat grey line. Curves are step functions, drawn as such, over a
 logarithmic budget axis (the models' speeds differ by orders of magnitude).
 """
@@ -34,9 +36,11 @@ def _draw_curves(
     labels: Mapping[str, str],
     limits: tuple[float, float],
     references: Sequence[str] = (),
+    chosen_depths: Mapping[str, int] | None = None,
 ) -> None:
     """Each model's step curve of ``measure`` on ``ax``, solid to its best (marked, annotated with its depth) and
-    dotted after; a model of ``references`` (the teacher) is drawn dashed and grey-toned, without a marker."""
+    dotted after, and a hollow diamond where it first reaches its depth of ``chosen_depths`` (validation's); a model of
+    ``references`` (the teacher) is drawn dashed and grey-toned, without a marker."""
     left, right = limits
     for model in dict.fromkeys(frame["model"]):
         group = frame[frame["model"] == model].sort_values("budget_ms")
@@ -54,6 +58,10 @@ def _draw_curves(
         ax.plot([max(budget, left)], [value], marker="o", color=colour, markersize=6)
         ax.annotate(str(depth), (max(budget, left), value), textcoords="offset points", xytext=(3, 4), fontsize=8,
                     color=colour)  # fmt: skip
+        if chosen_depths and model in chosen_depths:
+            reached = group[group["depth"] >= min(chosen_depths[model], int(group["depth"].max()))].iloc[0]
+            ax.plot([max(float(reached["budget_ms"]), left)], [float(reached[measure])], marker="D", markersize=7,
+                    markerfacecolor="none", markeredgecolor=colour, linestyle="")  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlim(left, right)
     ax.set_xlabel("time budget per query (ms, log scale)")
@@ -74,11 +82,13 @@ def plot_budget_curves(
     labels: Mapping[str, str] | None = None,
     title: str | None = None,
     first_stage_label: str = "BM25 (first stage)",
+    chosen_depths: Mapping[str, int] | None = None,
 ) -> Figure:
     """One panel per measure of a :func:`lib.evaluation.time_budget.budget_curves` frame evaluated at its breakpoints.
 
     ``first_stage`` gives the first stage's value of each measure (the flat line); ``labels`` the
-    legend name of each model.
+    legend name of each model; ``chosen_depths`` each model's re-ranking depth chosen on validation (its hollow
+    diamond; the legend then names both markers).
     """
     models = list(dict.fromkeys(frame["model"]))
     colours = dict(zip(models, sns.color_palette(PALETTE, len(models)), strict=True))
@@ -86,8 +96,15 @@ def plot_budget_curves(
     figure, axes = plt.subplots(1, len(measures), figsize=(5.2 * len(measures), 4.2), squeeze=False)
     for ax, measure in zip(axes[0], measures, strict=True):
         ax.axhline(first_stage[measure], color="0.45", linestyle="--", linewidth=1.2, label=first_stage_label)
-        _draw_curves(ax, frame, measure, colours, labels or {}, limits)
-    axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+        _draw_curves(ax, frame, measure, colours, labels or {}, limits, chosen_depths=chosen_depths)
+    handles, names = axes[0][-1].get_legend_handles_labels()
+    if chosen_depths:
+        handles += [
+            plt.Line2D([], [], marker="o", color="0.3", linestyle=""),
+            plt.Line2D([], [], marker="D", markerfacecolor="none", markeredgecolor="0.3", linestyle=""),
+        ]
+        names += ["best on this test year (hindsight)", "depth chosen on validation"]  # fmt: skip
+    axes[0][-1].legend(handles, names, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     if title:
         figure.suptitle(title)
     figure.tight_layout()

@@ -169,6 +169,18 @@ def test_figure_has_one_panel_per_measure(frame: pd.DataFrame) -> None:
         plot_budget_curves(frame[frame["budget_ms"] == 0], ["nDCG@10"], {"nDCG@10": 0.5})
 
 
+def test_the_figure_marks_the_depth_validation_chose_beside_the_hindsight_best(frame: pd.DataFrame) -> None:
+    figure = plot_budget_curves(frame, ["nDCG@10"], {"nDCG@10": 0.5}, chosen_depths={"slow": 1})
+    (ax,) = figure.axes
+    diamonds = [line for line in ax.get_lines() if line.get_marker() == "D"]
+    slow = frame[(frame["model"] == "slow") & (frame["depth"] >= 1)].iloc[0]
+    assert len(diamonds) == 1 and diamonds[0].get_xydata().tolist() == [[slow["budget_ms"], slow["nDCG@10"]]]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert legend[-2:] == ["best on this test year (hindsight)", "depth chosen on validation"]
+    plain = plot_budget_curves(frame, ["nDCG@10"], {"nDCG@10": 0.5})
+    assert not [line for line in plain.axes[0].get_lines() if line.get_marker() == "D"]
+
+
 def test_regimes_figure_has_one_panel_per_regime_and_draws_the_teacher_dashed(frame: pd.DataFrame) -> None:
     labels = {"slow": "Slow model", "fast": "Fast (teacher)", "bm25": "BM25"}
     figure = plot_regimes({"whole": frame, "stored": frame}, "nDCG@10", 0.5, labels, teacher="fast")
