@@ -73,15 +73,15 @@ from lib.analyses import stopword_gate
 from lib.chapters import lecture_comparison, slide_claims
 from lib.chapters.prologue import start_chapter
 from lib.chapters.tables import plain
+from lib.chapters.time_budget_figure import plot_regimes
 from lib.core import paths
 from lib.core.atomic import write_csv
 from lib.core.plotting import save_figure
 from lib.data import read_run
 from lib.data.registry import sha256_of
-from lib.evaluation import comparison, query_latency, regimes, split_sweep
-from lib.evaluation.clock import precision
+from lib.evaluation import comparison, query_latency, regimes, split_sweep, time_budget
 from lib.evaluation.efficiency import device_name
-from lib.experiments import artifacts, model_runs, model_setup, mono_duo, regime_costs, sparsity_sweep
+from lib.experiments import artifacts, model_runs, model_setup, mono_duo, regime_costs, sparsity_sweep, stored_rivals
 from lib.models.prettr import PreTTR
 from lib.models.registry import label, model_spec
 from lib.representations.text import DOC_MAX_LENGTH
@@ -569,7 +569,7 @@ display(Markdown("\n\n".join(
 glue("timed_queries", f"{chapter.profile.speed.regime_queries}", display=False)
 glue("latency_device", device_name(chapter.device), display=False)
 glue("timed_repetitions", f"{chapter.profile.speed.regime_repetitions}", display=False)
-glue("timed_precision", precision(chapter.device), display=False)
+glue("timed_precision", regime_costs.clock(chapter.profile, chapter.device)["precision"], display=False)
 budgets = artifacts.budget_leaders(chapter.profile, "dl19")["budget (ms)"].tolist()
 figure = lecture_comparison.plot_tradeoff(
     table, "DL19 nDCG@10", f"ms for {largest}", [b for b in budgets if b <= 10 * table[f"ms for {largest}"].max()],
@@ -580,6 +580,51 @@ plt.show()
 
 # %% tags=["hide-input"]
 display(Markdown(lecture_comparison.tradeoff_reading(table, largest, labels["bi-encoder"])))
+
+# %% [markdown]
+# ### The stored regime's budget curves, with the stored rivals
+#
+# {doc}`03_time_budget` tests the TK paper's thesis in the stored regime with chapter 2's models alone. Slide 27's
+# stored rivals are here: every model of the table at its cheapest stored index's cost on the same clock (BERT-cat
+# runs whole), nDCG@10 under a time budget per query on each test year (the teacher dashed, a reference):
+
+# %%
+stored_runs = {query_set: {name: read_run(chapter.run_path(query_set, f)) for name, f in files.items()
+                           if name in set(regime_rows["model"])} for query_set in protocol.tests}  # fmt: skip
+stored_frames = {
+    query_set: stored_rivals.stored_frame(regime_rows, stored_runs[query_set], qs.run, qs.qrels,
+                                          chapter.profile.speed.regime_counts)
+    for query_set, qs in protocol.tests.items()
+}  # fmt: skip
+for query_set, frame in stored_frames.items():
+    write_csv(out / f"stored_budget_curves_{query_set}.csv", frame)
+    bm25_value = float(frame.loc[frame["model"] == "bm25", "nDCG@10"].iloc[0])
+    figure = plot_regimes(
+        {"passages stored": frame.query("model != 'bm25'")},
+        "nDCG@10",
+        bm25_value,
+        labels,
+        teacher="bi-encoder",
+        title=f"{query_set.upper()}: the stored regime, every stored rival",
+    )
+    save_figure(figure, out / f"stored_budget_curves_{query_set}.png")
+    plt.show()
+
+# %% [markdown]
+# The best student under each budget, and {glue:text}`chosen_tk_label` against ColBERT where it matters — a paired
+# t-test at every budget, Bonferroni over the budgets (`*`: significant):
+
+# %% tags=["hide-input"]
+for query_set, frame in stored_frames.items():
+    grid = stored_rivals.budget_grid(frame)
+    leaders = time_budget.student_leaders({"stored": frame}, "bi-encoder", grid, labels, "nDCG@10")
+    crossings = stored_rivals.crossing_tests(regime_rows, stored_runs[query_set], protocol.tests[query_set].run,
+                                             protocol.tests[query_set].qrels, chapter.profile.speed.regime_counts,
+                                             (artifacts.chosen_tk(chapter.profile), "colbert"), grid)  # fmt: skip
+    write_csv(out / f"stored_crossings_{query_set}.csv", crossings)
+    display(Markdown(f"**{query_set.upper()}**"))
+    display(plain(leaders.drop(columns=["stored: teacher"])))
+    display(Markdown(stored_rivals.crossing_reading(crossings, labels)))
 
 # %% [markdown]
 # PreTTR's dial: chapter 2's BERT-cat weights split at every *k* (untrained, the table of its section) on

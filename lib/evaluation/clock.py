@@ -75,7 +75,8 @@ def clock_header(device: torch.device, repetitions: int, cpuinfo: Path = CPUINFO
         "bf16 flags": " ".join(sorted(cpu_flags(cpuinfo) & set(BF16_FLAGS))) or "none",
         "torch": torch.__version__,
         "precision": precision(device, cpuinfo),
-        "rule": f"per query 1 untimed warm-up, then the median of {repetitions} timed runs; the median over queries",
+        "rule": f"per query 1 untimed warm-up, then the median of {repetitions} timed run{'s' * (repetitions > 1)}; "
+        "the median over queries",
     }
 
 

@@ -51,6 +51,7 @@ def test_the_header_records_device_threads_flags_torch_precision_and_rule(tmp_pa
         "torch": torch.__version__, "precision": "bfloat16",
         "rule": "per query 1 untimed warm-up, then the median of 3 timed runs; the median over queries",
     }  # fmt: skip
-    assert clock_header(CPU, 1, cpuinfo(tmp_path, "fpu"))["bf16 flags"] == "none"
+    one = clock_header(CPU, 1, cpuinfo(tmp_path, "fpu"))
+    assert one["bf16 flags"] == "none" and one["precision"] == "float32" and "median of 1 timed run;" in one["rule"]
     with pytest.raises(ValueError, match="'repetitions' must be >= 1"):
         clock_header(CPU, 0)

@@ -91,4 +91,4 @@ def test_the_pq_model_is_labelled_with_the_clocks_precision_and_the_header_recor
     assert regime_costs.pq_label("TK-BERT-6", "float32") == "TK-BERT-6 (PQ)"
     header = regime_costs.clock(get_profile("smoke"), torch.device("cpu"))
     assert header["torch"] == torch.__version__ and header["precision"] in ("bfloat16", "float32")
-    assert f"median of {get_profile('smoke').speed.regime_repetitions} timed runs" in header["rule"]
+    assert f"median of {get_profile('smoke').speed.regime_repetitions} timed run" in header["rule"]
