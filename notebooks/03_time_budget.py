@@ -85,7 +85,7 @@ from lib.core.atomic import write_csv, write_json
 from lib.core.plotting import save_figure
 from lib.core.profiles import limit_queries
 from lib.data import book_texts, load_qrels, load_queries
-from lib.evaluation import regimes, speed_benchmark, speedup_steps, time_budget
+from lib.evaluation import cold_reads, regimes, speed_benchmark, speedup_steps, time_budget
 from lib.evaluation.precision_effect import precision_effect
 from lib.evaluation.roofline import roofline_table
 from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark
@@ -607,6 +607,25 @@ if resident.empty:
     display(Markdown("*No committed GPU cost table timed the resident regime yet.*"))
 else:
     display(plain(resident, precision=1))
+
+# %% [markdown]
+# ### When the index no longer sits in memory
+#
+# The stored rows above read an index of the timed candidates alone, written just before and warmed by the warm-up
+# run: its pages are in memory. At MS MARCO's 8.8 million passages an index is tens to hundreds of gigabytes, and a
+# query's candidates are scattered over it. `python -m benchmarks.cold_reads` asks what a cold read costs: the book's
+# passages encoded for real and the index padded with copies of them to a million passages (for timing only), each
+# query's candidates mapped to random copies, timed warm and with the index's pages evicted before every run
+# (`posix_fadvise(POSIX_FADV_DONTNEED)`, checked with `mincore`) — read through the library's memory map, whose page
+# faults read the kernel's read-ahead window, and mapped for random access, which reads one page a fault. Untrained
+# weights of the same architectures on this chapter's clock; the committed results:
+
+# %% tags=["hide-input"]
+cold = cold_reads.committed_cold_reads(paths.REPO_ROOT / "benchmarks" / "results" / "cold", labels=LABELS
+                                       | {"tk-bert6-pq": f"{LABELS.get('tk-bert6', 'TK-BERT-6')} (PQ)"})  # fmt: skip
+if not cold.empty:
+    display(plain(cold.drop(columns=["device", "date"]), precision=1))
+display(Markdown(regimes_reading.cold_reading(cold, 100)))
 
 # %% [markdown]
 # Each model's cost in each regime, read off the table as a fixed cost per query (what a query costs before its

@@ -61,7 +61,11 @@ TOTAL_BUDGET_MINUTES = 60.0
 #: Committed files a chapter reads besides its data and ``lib/`` (repository-relative globs), part of its
 #: fingerprint: chapter 3 tabulates every benchmark result committed under ``benchmarks/results/``.
 COMMITTED_INPUTS: dict[str, tuple[str, ...]] = {
-    "03_time_budget": ("benchmarks/results/*.json", "benchmarks/results/regimes/*.json"),
+    "03_time_budget": (
+        "benchmarks/results/*.json",
+        "benchmarks/results/regimes/*.json",
+        "benchmarks/results/cold/*.json",
+    ),
     "08_lecture_models": ("benchmarks/results/regimes/*.json",),
     "09_long_documents": ("benchmarks/results/long/*.json",),
 }

@@ -237,7 +237,37 @@ def fit_robustness(values: Mapping[str, Mapping[str, pd.Series]], book: str, out
     return pd.DataFrame(rows)
 
 
+def cold_reading(frame: pd.DataFrame, count: int, bound: float = 2.0) -> str:
+    """A bullet per model of :func:`lib.evaluation.cold_reads.committed_cold_reads`' latest result on each device:
+    its warm and cold latencies at ``count`` candidates (cold with the kernel's read-around and with random-access
+    reads), each cold one as a multiple of warm and whether it is within ``bound`` × warm, and its index's size
+    projected to MS MARCO beside ColBERTv2's published one."""
+    from lib.evaluation.cold_reads import COLBERTV2_MSMARCO, PROJECTED
+
+    if frame.empty:
+        return "*No cold-read benchmark is committed under `benchmarks/results/cold/` yet.*"
+    column = f"ms for {count:,}"
+    bullets = []
+    for (device, date, model), rows in frame.groupby(["device", "date", "model"], sort=False):
+        by_state = rows.set_index("state")
+        warm = float(by_state.loc["warm", column])
+        colds = []
+        for state, words in (("cold", "cold"), ("cold-random", "cold, read at random")):
+            if state in by_state.index:
+                ms = float(by_state.loc[state, column])
+                within = "within" if ms <= bound * warm else "beyond"
+                colds.append(f"{words} {ms:,.1f} ms ({ms / warm:.1f}× warm, {within} {bound:g}×)")
+        bullets.append(
+            f"- **{model}** ({by_state['index'].iloc[0]}, {int(by_state['passages'].iloc[0]):,} passages; {device}, "
+            f"{date}): warm {warm:,.1f} ms, " + ", ".join(colds) + f" for {count:,} candidates; its index at MS "
+            f"MARCO's size {float(by_state[PROJECTED].iloc[0]):,.1f} GiB (ColBERTv2's: {COLBERTV2_MSMARCO['gib']:g} "
+            "GiB)."
+        )
+    return "\n".join(bullets)
+
+
 __all__ = [
+    "cold_reading",
     "compact_reading", "cost_display", "fit_robustness", "pq_choice", "regimes_reading", "stored_slower",
     "tests_display", "thesis_finding",
 ]  # fmt: skip

@@ -20,6 +20,8 @@ index; :func:`load_index` checks every file's size against the header (a truncat
 mask — what ``model.score_stored`` takes. :meth:`PassageIndex.resident` copies the index once into a device's memory
 (:class:`ResidentIndex`, what ColBERT and PreTTR serve from on a GPU, lecture 8, slides 17–21): its ``gather`` is one
 indexed read and the dequantisation on that device, with no copy from the host at query time.
+:func:`repeat_index` pads an index to a collection's size with copies of its stored passages under new ids, nothing
+encoded again: an index as large as a collection's on disk, for timing reads from it (``benchmarks.cold_reads``).
 """
 
 from __future__ import annotations
@@ -303,9 +305,7 @@ def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: s
            quantiser: ProductQuantiser | None) -> PassageIndex:  # fmt: skip
     """Write one index of ``blocks`` (passage ``i``'s float32 vectors) into ``folder`` under a temporary name."""
     start = time.perf_counter()
-    partial = folder.with_name(f".{folder.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    partial = _partial_folder(folder)
     offsets = np.concatenate([[0], np.cumsum([len(block) for block in blocks])]).astype(np.int64)
     dim = blocks[0].shape[1] if blocks else 0
     if dtype == PQ and dim and dim != quantiser.dim:
@@ -325,18 +325,80 @@ def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: s
     if dtype == PQ:
         quantiser.codebooks.astype(np.float32).tofile(partial / "codebooks.bin")
     offsets.tofile(partial / "offsets.bin")
-    files = {path.name: path.stat().st_size for path in partial.iterdir()}
     seconds = round(encoding + time.perf_counter() - start, 3)
     header = {
         "format": INDEX_FORMAT, "dtype": dtype, "dim": int(dim), "passages": len(pids), "vectors": int(offsets[-1]),
-        "pids": list(pids), "files": files, "seconds": seconds, "model": name,
+        "pids": list(pids), "seconds": seconds, "model": name,
         **({"subspaces": quantiser.subspaces} if dtype == PQ else {}),
     }  # fmt: skip
+    return _publish(partial, folder, header)
+
+
+def _partial_folder(folder: Path) -> Path:
+    """The empty temporary folder an index of ``folder`` is written into (an interrupted build's leftover removed)."""
+    partial = folder.with_name(f".{folder.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    return partial
+
+
+def _publish(partial: Path, folder: Path, header: dict[str, Any]) -> PassageIndex:
+    """Write ``header`` with the size of every file written into ``partial``, then rename ``partial`` to ``folder``
+    (replacing an older index there) and load it."""
+    header["files"] = {path.name: path.stat().st_size for path in partial.iterdir()}
     write_json(partial / HEADER_NAME, header)
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(partial, folder)
     return load_index(folder)
+
+
+def repeat_index(source: PassageIndex, folder: str | os.PathLike, passages: int) -> PassageIndex:
+    """An index of exactly ``passages`` passages written into ``folder`` from ``source``'s stored files repeated,
+    nothing encoded again: copy ``k`` of ``source``'s passage ``pid`` is named ``<pid>#copy<k>`` (copy 0 keeps
+    ``pid``), its vectors (and scales) are ``source``'s bytes written again, streamed copy after copy, its offsets
+    shifted by the vectors before it, and a ``pq`` index keeps ``source``'s codebooks; the last copy is cut short.
+
+    What it is for: an index of a collection's size on disk, to time reads from it (``benchmarks.cold_reads``) —
+    the copies are the same passages, so it measures bytes and time, not effectiveness. The header adds ``copies``
+    and ``repeats`` (``source``'s folder); its ``seconds`` are the writing's alone. ``passages`` must be at least
+    ``source``'s passages (a ``ValueError`` naming the parameter)."""
+    if not len(source) or passages < len(source):
+        raise ValueError(f"parameter 'passages' must be >= the {len(source)} passages of {source.folder} (and the "
+                         f"index must hold one), got {passages}")  # fmt: skip
+    start = time.perf_counter()
+    folder = Path(folder)
+    partial = _partial_folder(folder)
+    copies = -(-passages // len(source))
+    last = passages - (copies - 1) * len(source)
+    total = int(source.offsets[-1])
+    offsets = np.concatenate(
+        [source.offsets[:-1] + copy * total for copy in range(copies - 1)]
+        + [source.offsets[: last + 1] + (copies - 1) * total]
+    )
+    for name in ("vectors.bin", "scales.bin"):
+        if (source.folder / name).is_file():
+            _write_repeated(
+                (source.folder / name).read_bytes(), partial / name, copies, int(source.offsets[last]), total
+            )
+    if (source.folder / "codebooks.bin").is_file():
+        shutil.copyfile(source.folder / "codebooks.bin", partial / "codebooks.bin")
+    offsets.tofile(partial / "offsets.bin")
+    pids = [pid if copy == 0 else f"{pid}#copy{copy}" for copy in range(copies) for pid in source.pids][:passages]
+    header = {key: value for key, value in source.header.items() if key != "files"}
+    header.update({"passages": passages, "vectors": int(offsets[-1]), "pids": pids, "copies": copies,
+                   "repeats": str(source.folder), "seconds": round(time.perf_counter() - start, 3)})  # fmt: skip
+    return _publish(partial, folder, header)
+
+
+def _write_repeated(data: bytes, path: Path, copies: int, last_rows: int, rows: int) -> None:
+    """``data`` (a stored array of ``rows`` rows) written ``copies`` times into ``path``, the last time only its
+    first ``last_rows`` rows."""
+    row_bytes = len(data) // rows if rows else 0
+    with open(path, "wb") as handle:
+        for _ in range(copies - 1):
+            handle.write(data)
+        handle.write(data[: last_rows * row_bytes])
 
 
 def load_index(folder: str | os.PathLike) -> PassageIndex:
@@ -379,4 +441,5 @@ __all__ = [
     "build_indexes",
     "load_index",
     "quantise",
+    "repeat_index",
 ]

@@ -56,7 +56,7 @@ def test_every_device_benchmark_imports_without_ir_measures() -> None:
     """The lent GPU machine has torch, transformers, numpy, pandas and scipy, not ir_measures
     (benchmarks/device_checks.sh): a benchmark that imports it there fails before timing anything."""
     modules = ", ".join(f"benchmarks.{name}" for name in ("regimes", "throughput", "gpu_check", "long_documents",
-                                                           "op_profile"))  # fmt: skip
+                                                           "op_profile", "cold_reads"))  # fmt: skip
     code = f"import sys; sys.modules['ir_measures'] = None; import {modules}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -162,3 +162,18 @@ def test_the_fit_robustness_compares_the_two_fits_per_year_with_a_signed_test() 
     assert frame.loc["DL19", "outside vs the book's"] == "no difference"
     assert frame.loc["DL20", "outside vs the book's"] == "below" and frame.loc["DL20", "p"] < 0.05
     assert frame.loc["DL20", "difference"] == pytest.approx(-0.235)
+
+
+def test_the_cold_reading_gives_each_models_cold_latency_as_a_multiple_of_warm_and_its_projected_size() -> None:
+    from lib.evaluation.cold_reads import PROJECTED
+
+    frame = pd.DataFrame([
+        {"device": "CPU", "date": "2026-11-28", "model": "TK (PQ)", "index": "pq", "passages": 1_000_000,
+         "state": state, "ms for 100": ms, PROJECTED: 45.5}
+        for state, ms in (("warm", 8.0), ("cold", 40.0), ("cold-random", 12.0))
+    ])  # fmt: skip
+    text = regimes_reading.cold_reading(frame, 100)
+    assert text.startswith("- **TK (PQ)** (pq, 1,000,000 passages; CPU, 2026-11-28): warm 8.0 ms, cold 40.0 ms")
+    assert "(5.0× warm, beyond 2×)" in text and "read at random 12.0 ms (1.5× warm, within 2×)" in text
+    assert text.endswith("its index at MS MARCO's size 45.5 GiB (ColBERTv2's: 25 GiB).")
+    assert regimes_reading.cold_reading(frame.iloc[0:0], 100).startswith("*No cold-read benchmark")

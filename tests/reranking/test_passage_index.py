@@ -12,7 +12,7 @@ from lib import data
 from lib.core.types import query_order, ranking_from_run
 from lib.models.tk import TK, TKConfig
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
-from lib.reranking.passage_index import PQ, build_index, build_indexes, load_index, quantise
+from lib.reranking.passage_index import PQ, build_index, build_indexes, load_index, quantise, repeat_index
 from lib.reranking.product_quantisation import fit_quantiser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -207,3 +207,25 @@ def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path) 
     codebooks.write_bytes(codebooks.read_bytes()[:100])
     with pytest.raises(ValueError, match=r"codebooks\.bin: 100 bytes"):
         load_index(tmp_path / "pq")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8", PQ])
+def test_a_repeated_index_holds_copies_of_the_stored_passages_under_new_ids(tmp_path: Path, dtype: str) -> None:
+    model, words = tk_and_words(TEXTS)
+    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=1)
+    source = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "real", dtype, progress=False,
+                         quantiser=quantiser if dtype == PQ else None)  # fmt: skip
+    padded = repeat_index(source, tmp_path / "padded", 10)  # 4 passages: two whole copies more, then half of one
+    assert len(padded) == 10 and padded.header["copies"] == 3 and padded.dtype == dtype
+    assert padded.pids == [*TEXTS, *(f"{pid}#copy1" for pid in TEXTS), "p1#copy2", "p2#copy2"]
+    for pid, copy in [("p3", "p3#copy1"), ("p4", "p4#copy1"), ("p1", "p1#copy2"), ("p2", "p2#copy2")]:
+        assert all(torch.equal(a, b) for a, b in zip(padded.gather([copy]), source.gather([pid]), strict=True))
+    stored = sum(len(TEXTS[pid].split()) for pid in TEXTS)
+    assert padded.header["vectors"] == 2 * stored + len(TEXTS["p1"].split()) + len(TEXTS["p2"].split())
+    assert padded.offsets[-1] == padded.header["vectors"] and np.all(np.diff(padded.offsets) >= 0)
+    assert load_index(tmp_path / "padded").pids == padded.pids and not (tmp_path / ".padded.partial").exists()
+    assert padded.codebook_bytes == source.codebook_bytes
+    same = repeat_index(source, tmp_path / "same", 4)
+    assert same.pids == source.pids and np.array_equal(np.asarray(same.vectors), np.asarray(source.vectors))
+    with pytest.raises(ValueError, match="parameter 'passages' must be >= the 4 passages"):
+        repeat_index(source, tmp_path / "small", 3)
