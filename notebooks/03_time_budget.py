@@ -614,11 +614,11 @@ else:
 # The stored rows above read an index of the timed candidates alone, written just before and warmed by the warm-up
 # run: its pages are in memory. At MS MARCO's 8.8 million passages an index is tens to hundreds of gigabytes, and a
 # query's candidates are scattered over it. `python -m benchmarks.cold_reads` asks what a cold read costs: the book's
-# passages encoded for real and the index padded with copies of them to a million passages (for timing only), each
-# query's candidates mapped to random copies, timed warm and with the index's pages evicted before every run
-# (`posix_fadvise(POSIX_FADV_DONTNEED)`, checked with `mincore`) — read through the library's memory map, whose page
-# faults read the kernel's read-ahead window, and mapped for random access, which reads one page a fault. Untrained
-# weights of the same architectures on this chapter's clock; the committed results:
+# passages encoded for real and the index padded with copies of them to a collection's size (`--passages`, a million
+# by default; for timing only), each query's candidates mapped to random copies, timed warm and with the index's
+# pages evicted before every run (`posix_fadvise(POSIX_FADV_DONTNEED)`, checked with `mincore`) — read through the
+# library's memory map, whose page faults read the kernel's read-ahead window, and mapped for random access, which
+# reads one page a fault. Untrained weights of the same architectures on this chapter's clock; the committed results:
 
 # %% tags=["hide-input"]
 cold = cold_reads.committed_cold_reads(paths.REPO_ROOT / "benchmarks" / "results" / "cold", labels=LABELS
@@ -854,7 +854,7 @@ if pq is not None:
 # ### Where the speed-up comes from
 #
 # The PQ TK's factor over BERT-cat — here a {glue:text}`rival_name`, not the paper's BERT-Base — is several
-# effects in one number. One step a row, on the table's clock: TK-BERT-6 run whole
+# effects in one number. One step a row, on the table's clock: the PQ TK's own full TK run whole
 # (the architecture), then its passages stored at index time in float16, then int8, then product-quantised (the
 # index). Each row's nDCG@10 re-ranks every candidate — the stored rows' runs scored from their own index, encoded
 # as served — with paired t-tests against the step before and against the cross-encoder (Bonferroni over every
