@@ -94,6 +94,7 @@ from lib.experiments.model_setup import CROSS_ENCODERS
 from lib.experiments.tk_choice import is_tk
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
+from lib.models.tk_bert_sparse import BERT_RAMP_STEPS, BERT_SPARSITY_WEIGHT
 
 # %% tags=["hide-input"]
 speed_overrides = {
@@ -328,9 +329,9 @@ display(Markdown(speed_report.bf16_reading(bf16_table)))
 # on the test years, because nothing is tuned on them here (the curves only report).
 
 # %%
-#: Chapter 2's Table 2 models, and the compact TKs of its ladder (timed stored below: run whole, each is TK-BERT-6).
+#: Chapter 2's Table 2 models, and the compact TKs of its ladder (timed stored below: run whole, each is its full TK).
 curve_models = list(dict.fromkeys(
-    [*models, *(name for name in regime_costs.COMPACT_TKS if name in chapter.profile.training.ladder_models)]
+    [*models, *(name for name in chapter.profile.training.ladder_models if regime_costs.is_compact(name))]
 ))  # fmt: skip
 curves: dict[str, dict[str, pd.DataFrame]] = {}
 first_stage_values: dict[str, dict[str, float]] = {}
@@ -567,10 +568,13 @@ glue("regime_count_list", " / ".join(f"{count:,}" for count in regime_counts), d
 clock = regime_costs.clock(chapter.profile, running_on)
 write_json(out / "clock.json", clock)
 glue("clock_precision", clock["precision"], display=False)
-pq = regime_costs.pq_variant(chapter.profile, regime_models, running_on, out)
-if pq is not None:
-    LABELS[pq.name] = regime_costs.pq_label(LABELS[pq.source], clock["precision"])
-regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out, pq)
+pq = regime_costs.pq_variant(chapter.profile, speed_settings.regime_pq_model, regime_models, running_on, out)
+sparse_pq = regime_costs.pq_variant(chapter.profile, regime_costs.sparse_of(speed_settings.regime_pq_model),
+                                    regime_models, running_on, out, robustness=False)  # fmt: skip
+pqs = [variant for variant in (pq, sparse_pq) if variant is not None]
+for variant in pqs:
+    LABELS[variant.name] = regime_costs.pq_label(LABELS[variant.source], clock["precision"])
+regime_table = regime_costs.regime_table(chapter.profile, regime_models, running_on, out, pqs)
 write_csv(out / "regimes.csv", regime_table)
 display(plain(pd.DataFrame([clock]).rename(columns={"rule": "repetitions"})))
 plain(regimes_reading.cost_display(regime_table, regime_counts, LABELS), precision=1)
@@ -776,6 +780,16 @@ plain(regimes_reading.tests_display(regime_tests))
 # bfloat16 copy of its weights and the kernels stay in float32), its codebooks are fitted on the vectors it
 # indexes, and its runs are scored as it is served.
 #
+# A third way stores **fewer vectors**: contextualised stopwords (TK-Sparse, slides 30–33; chapter 8 sweeps its
+# weight on TK-2). {glue:text}`sparse_label` is the same TK with TK-Sparse's gate after the contextualisation,
+# trained in chapter 2 on the same protocol (its L1 weight {glue:text}`sparse_lambda`, the one chapter 8's sweep
+# chose for TK-2 on validation, ramped in over its first {glue:text}`sparse_ramp` steps): a piece whose gate is 0
+# adds nothing to the score and is not stored, and a kept vector's length is its gate, the weight of its kernels. In
+# float16 and int8 that length travels with the vector; product-quantised, the direction is coded as above and the
+# length stored beside the codes as one float16 number, and TK's sums are taken from the codes as before, each
+# weighted by its length ({glue:text}`sparse_pq_subspaces` codes, chosen on validation by the same rule). The
+# table's *vectors / passage* counts what each index stores for a timed passage.
+#
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25, against the full TK and against BERT-cat, each
 # read with its sign ("above", "below" or "no difference"):
@@ -789,11 +803,15 @@ glue("pq_minutes", f"{pq.seconds / 60:.1f}" if pq is not None else "–", displa
 glue("pq_fit_count", f"{pq.fit_passages:,}" if pq is not None else "–", display=False)
 glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–", display=False)
 glue("pq_fit_outside", f"{pq.fit_outside:,}" if pq is not None else "–", display=False)
+glue("sparse_label", LABELS[regime_costs.sparse_of(speed_settings.regime_pq_model)], display=False)
+glue("sparse_lambda", f"{BERT_SPARSITY_WEIGHT:g}", display=False)
+glue("sparse_ramp", f"{BERT_RAMP_STEPS:,}", display=False)
+glue("sparse_pq_subspaces", str(sparse_pq.quantiser.subspaces) if sparse_pq is not None else "–", display=False)
 
 # %%
 full_tk = pq.source if pq is not None else "tk-bert6"
-compact = [name for name in regime_costs.COMPACT_TKS if name in regime_models]
-compact_names = [full_tk, *compact, *([pq.name] if pq is not None else [])]
+compact = [name for name in regime_models if regime_costs.is_compact(name)]
+compact_names = [full_tk, *compact, *(variant.name for variant in pqs)]
 rivals = ("bert-cat",) if "bert-cat" in regime_models else ()
 if full_tk in regime_models and len(compact_names) > 1:
     compact_values = {}
@@ -802,7 +820,7 @@ if full_tk in regime_models and len(compact_names) > 1:
         runs = {
             name: artifacts.candidate_scores(chapter.profile, query_set, name) for name in [full_tk, *compact, *rivals]
         }
-        runs.update({pq.name: pq.runs[query_set]} if pq is not None else {})
+        runs.update({variant.name: variant.runs[query_set] for variant in pqs})
         first_stage = {qid: bm25[qid] for qid in runs[full_tk]}
         by_model = {
             name: time_budget.per_query_at_depth(first_stage, scores, qrels, max_depth, "nDCG@10")
@@ -821,12 +839,17 @@ else:
     display(Markdown(f"*The `{chapter.profile.name}` profile has no compact TK (chapter 2's `ladder_models`).*"))
 
 # %% [markdown]
-# How many codes, chosen on validation — each number of sub-vectors tried, its validation nDCG@10 against the
-# unquantised index's, and the one kept (the smallest within {glue:text}`pq_tolerance`):
+# How many codes, chosen on validation — for each product-quantised TK, each number of sub-vectors tried, its
+# validation nDCG@10 against the unquantised index's, and the one kept (the smallest within
+# {glue:text}`pq_tolerance`):
 
 # %%
-if pq is not None:
-    pq_choice = regimes_reading.pq_choice(pq.validation, pq.quantiser.subspaces, speed_settings.regime_pq_tolerance)
+if pqs:
+    pq_choice = pd.concat([
+        regimes_reading.pq_choice(variant.validation, variant.quantiser.subspaces, speed_settings.regime_pq_tolerance)
+        .assign(model=LABELS[variant.source]).set_index("model").reset_index()
+        for variant in pqs
+    ])  # fmt: skip
     write_csv(out / "pq_choice.csv", pq_choice)
     display(plain(pq_choice, decimals={"validation nDCG@10": 3, "difference": 3}))
 

@@ -192,9 +192,16 @@ def compact_reading(costs: pd.DataFrame, reference: str, rival: str) -> str:
                 f"({'' if row[f'{y} differs'] else 'not '}significantly different, p = {row[f'{y} p']}), "
                 f"{'' if row[f'{y} above BM25'] else 'not '}significantly above BM25{against_rival}")  # fmt: skip
 
+    def stored(row: pd.Series) -> str:
+        share = row.get("vectors share", 1.0)
+        if pd.isna(share) or abs(share - 1.0) < 0.005:
+            return ""
+        return f", storing {share:.0%} of {reference}'s vectors"
+
     return "\n".join(
         f"- **{row['model']}**: {row['bytes']:,} bytes per passage ({row['dtype']}; {reference} {row['full bytes']:,} "
-        f"in {row['full dtype']}, {row['full bytes'] / max(row['bytes'], 1):.1f}× as many), {row['ms']:.1f} ms for "
+        f"in {row['full dtype']}, {row['full bytes'] / max(row['bytes'], 1):.1f}× as many{stored(row)}), "
+        f"{row['ms']:.1f} ms for "
         f"{row['count']:,} stored candidates — {row['× rival']:.0f}× faster than {rival} run whole "
         f"({row['rival ms']:,.0f} ms); " + "; ".join(year(row, y) for y in years) + "."
         for _, row in costs.iterrows()

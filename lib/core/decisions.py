@@ -166,7 +166,8 @@ BOOK: tuple[Decision, ...] = (
         "2026-11-26",
     ),
     Decision(
-        "book", "training", "bert_lr_by_model", {"tk-bert6": 3e-5, "tk-bert6-d64": 3e-5, "tk-bert6-d32": 3e-5},
+        "book", "training", "bert_lr_by_model",
+        {"tk-bert6": 3e-5, "tk-bert6-d64": 3e-5, "tk-bert6-d32": 3e-5, "tk-bert6-sparse": 3e-5},
         "validation",
         f"{_TOP20}: TK-BERT-6's best validation at each rate (BERT-cat's schedule)",
         (
@@ -175,8 +176,9 @@ BOOK: tuple[Decision, ...] = (
             ("3e-5 for TK-BERT-1, TK-BERT-2", "below their 1e-4 runs (0.437 at step 40; 0.453 at step 220)"),
         ),
         "2026-11-26",
-        "The compact TK-BERT-6 (a projection to d = 64 / 32 before the kernels) takes TK-BERT-6's validated rate "
-        "without a probe of its own (budget: a probe is two MiniLM fine-tunings per rate).",
+        "The compact TK-BERT-6 (a projection to d = 64 / 32 before the kernels) and TK-BERT-6 with TK-Sparse's gate "
+        "take TK-BERT-6's validated rate without a probe of their own (budget: a probe is two MiniLM fine-tunings per "
+        "rate).",
     ),
     Decision(
         "book", "training", "compact_start", "minilm", "validation",
@@ -228,12 +230,16 @@ BOOK: tuple[Decision, ...] = (
     ),
     Decision(
         "book", "training", "ladder_models",
-        ("knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32"),
+        (
+            "knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32",
+            "tk-bert6-sparse",
+        ),
         "budget",
         "the rungs that fit chapter 2's budget: the kernel models on pieces, TK on MiniLM's first layer and on "
-        f"all six ({_TOP20}: TK-BERT-6 0.538, the best TK on validation; TK-BERT-2 0.478, TK-BERT-1 0.474), and "
-        "TK-BERT-6 projected to 64 and 32 dimensions for a compact stored index (chapter 3's stored regime)",
-        date="2026-11-26",
+        f"all six ({_TOP20}: TK-BERT-6 0.538, the best TK on validation; TK-BERT-2 0.478, TK-BERT-1 0.474), "
+        "TK-BERT-6 projected to 64 and 32 dimensions, and TK-BERT-6 with TK-Sparse's stopword gate, for compact "
+        "stored indexes (chapter 3's stored regime)",
+        date="2026-11-29",
         note="TK-1/3 on pieces, TK-BERT-2/3 and ColBERT are the full ladder (the section's default), a chapter "
         "parameter; ColBERT is trained in chapter 8.",
     ),

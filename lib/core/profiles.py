@@ -185,9 +185,10 @@ class SpeedSettings(_Replaceable):
     #: :mod:`lib.experiments.compact_tk`; "" none, and none when chapter 2 did not train it) into one-byte codes per
     #: stored vector: as many as the smallest of ``regime_pq_subspaces`` (each must divide the TK's width, MiniLM's
     #: 384) whose validation nDCG@10 is within ``regime_pq_tolerance`` of the unquantised index's (96 codes keep a
-    #: passage of about 86 stored pieces at about 8.3 kB, 64 at 5.5 kB, 32 at 2.8 kB).
+    #: passage of about 86 stored pieces at about 8.3 kB, 64 at 5.5 kB, 32 at 2.8 kB, 16 at 1.4 kB). Its sparse twin
+    #: (``<model>-sparse``, TK-Sparse's gate) is quantised the same way when chapter 2 trained it.
     regime_pq_model: str = "tk-bert6"
-    regime_pq_subspaces: tuple[int, ...] = (32, 48, 64, 96)
+    regime_pq_subspaces: tuple[int, ...] = (16, 24, 32, 48, 64, 96)
     regime_pq_tolerance: float = 0.005
 
     def __post_init__(self) -> None:
@@ -460,14 +461,14 @@ PROFILES: dict[str, Profile] = {
             bert_cat_batch_size=4, bert_cat_max_steps=6, bert_cat_validate_every=3, bert_cat_layers=1,
             validation_depth=20, candidate_depth=30, throughput_documents=64, distill_teacher_depth=0,
             distill_triples_per_query=4, distill_pseudo_queries=8, distill_random_negatives=0.5,
-            piece_vector_dim=64, ladder_models=("tk1-pieces", "tk-bert1"),
+            piece_vector_dim=64, ladder_models=("tk1-pieces", "tk-bert1", "tk-bert1-sparse"),
         ),
         speed=SpeedSettings(
             probe_documents=2, min_documents=2, max_documents=32, target_seconds=0.2, repetitions=1,
             latency_counts=(100, 1000), max_latency_seconds=2.0,
             architectures=("knrm", "conv-knrm", "tk1", "tk2", "tk3", "bert-base"),
             regime_queries=2, regime_counts=(10, 100), regime_repetitions=1, regime_max_seconds=5.0,
-            regime_pq_model="tk-bert1", regime_pq_subspaces=(32, 64),
+            regime_pq_model="tk-bert1", regime_pq_subspaces=(16, 64),
         ),
         clusters=ClusterSettings(dev_queries=1000, ks=tuple(range(2, 21, 2)), n_init=1),
         tilde=TildeSettings(
@@ -495,17 +496,19 @@ PROFILES: dict[str, Profile] = {
         # (the "Build times and decisions" page's table; tests/core/test_decisions.py keeps the record complete).
         # Word models: 1,000 steps of 32 triples at one Adam rate for every parameter; BERT-cat (and every MiniLM
         # model) all 6 layers at 1e-4 with a 30-step warm-up and a linear decay to step 500, patience 2, TK-BERT-6
-        # and its compact d=64 / d=32 variants at 3e-5; half of the negatives random book passages; dev-small
+        # and its compact d=64 / d=32 / sparse variants at 3e-5; half of the negatives random book passages; dev-small
         # questions and 7,000 pseudo-queries; 64-d piece vectors; the ladder's rungs that fit chapter 2's budget on
         # 2 CPU cores.
         training=TrainingSettings(
             batch_size=32, max_steps=1000, validate_every=200, patience=4, word_learning_rate=1e-3,
-            bert_cat_lr=1e-4, bert_lr_by_model={"tk-bert6": 3e-5, "tk-bert6-d64": 3e-5, "tk-bert6-d32": 3e-5},
+            bert_cat_lr=1e-4,
+            bert_lr_by_model={"tk-bert6": 3e-5, "tk-bert6-d64": 3e-5, "tk-bert6-d32": 3e-5, "tk-bert6-sparse": 3e-5},
             bert_cat_warmup=30, bert_cat_max_steps=500,
             bert_cat_patience=2,
             distill_pseudo_queries=7000, distill_random_negatives=0.5, piece_vector_dim=64,
             ladder_models=(
-                "knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32"
+                "knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32",
+                "tk-bert6-sparse",
             ),
         ),
         speed=SpeedSettings(target_seconds=2.0, repetitions=3, max_latency_seconds=15.0),

@@ -55,7 +55,9 @@ from lib.reranking.passage_index import PQ, PassageIndex, ResidentIndex, build_i
 from lib.reranking.product_quantisation import ProductQuantiser, cosine_match_codes, cosine_table
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
-COLUMNS: tuple[str, ...] = ("model", "regime", "dtype", "bytes_per_passage", "index_seconds", "queries")
+COLUMNS: tuple[str, ...] = (
+    "model", "regime", "dtype", "bytes_per_passage", "vectors_per_passage", "index_seconds", "queries"
+)  # fmt: skip
 
 
 def candidates_of(first_stage: Mapping[str, Mapping[str, float]], qid: str, count: int) -> list[str]:
@@ -80,11 +82,15 @@ def stored_scores(
     read, padded and matched is padding. A ``pq`` index read by a model that scores from eq. 4's cosines alone (a
     TK: ``scores_from_match``) is never decoded: the query's table of dot products with every centroid is computed
     once, and each chunk's match matrix summed from its codes (Jégou et al.'s asymmetric distance computation,
-    :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float rounding."""
+    :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float rounding; so is one
+    read by a model that weighs each stored term by its vector's length (TK-Sparse: ``stored_weights``), which reads
+    the lengths the index stores beside the codes (``score_weighted_match``)."""
     device = next(model.parameters()).device
+    weighted = bool(getattr(model, "stored_weights", False))
+    from_codes = getattr(model, "scores_from_match", False) or weighted
     with torch.inference_mode():
         query_vectors, query_mask = model.encode_query(query[0], query[1])
-        codebooks = None if index.dtype != PQ or not getattr(model, "scores_from_match", False) else _codebooks(index)
+        codebooks = None if index.dtype != PQ or not from_codes else _codebooks(index)
         table = None if codebooks is None else cosine_table(query_vectors, codebooks.to(device))
         order = torch.argsort(torch.as_tensor(index.lengths(pids)), stable=True)
         scores = torch.empty(len(pids), dtype=torch.float32, device=device)
@@ -96,7 +102,12 @@ def stored_scores(
             else:
                 codes, chunk_mask = (part.to(device) for part in index.gather_codes(chunk_pids))
                 match = cosine_match_codes(table, codes, query_mask, chunk_mask)
-                scored = model.score_match(match, query_mask.expand(len(chunk_pids), -1), chunk_mask)
+                query_masks = query_mask.expand(len(chunk_pids), -1)
+                if weighted:
+                    weights = index.gather_weights(chunk_pids).to(device)
+                    scored = model.score_weighted_match(match, query_masks, chunk_mask, weights)
+                else:
+                    scored = model.score_match(match, query_masks, chunk_mask)
             scores[order[start : start + batch_size].to(device)] = scored.float()
         return scores
 
@@ -271,11 +282,12 @@ def cost_rows(
 ) -> list[dict[str, Any]]:
     """``name``'s rows of the cost table: *whole*, and for a storable model *stored* in each of ``dtypes`` (and, if
     ``resident``, that index held in the model's device memory: regime *resident*), its index of the timed queries'
-    candidates built into ``folder/<name>-<dtype>`` (one encoding for every precision): its bytes per passage, and
-    its build time scaled to the whole collection (``index_seconds``: seconds per indexed passage × the passages of
-    ``timed.texts``), and on a GPU the peak memory torch held while the regime was timed (``peak_memory_mb``: the
-    weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns :data:`COLUMNS`, then
-    ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count. ``whole=False`` leaves the *whole* row
+    candidates built into ``folder/<name>-<dtype>`` (one encoding for every precision): its bytes and vectors per
+    passage, its build time scaled to the whole collection (``index_seconds``: seconds per indexed passage × the
+    passages of ``timed.texts``), and on a GPU the peak memory torch held while the regime was timed
+    (``peak_memory_mb``: the weights, the activations of a batch and the stored vectors read; NaN on a CPU). Columns
+    :data:`COLUMNS`, then ``ms_<count>``, ``spread_<count>`` and ``measured_<count>`` per count. ``whole=False``
+    leaves the *whole* row
     out (a storable model whose run-whole cost another row already measures: a compact TK is its full TK run whole
     plus one projection). A ``pq`` index among ``dtypes`` needs the fitted ``quantiser``."""
     if not whole and not is_precomputable(model):
@@ -303,6 +315,7 @@ def cost_rows(
             "regime": regime,
             "dtype": dtype or "—",
             "bytes_per_passage": index.bytes_per_passage if index is not None else 0.0,
+            "vectors_per_passage": index.header["vectors"] / max(len(index), 1) if index is not None else 0.0,
             "index_seconds": index.header["seconds"] / max(len(index), 1) * len(timed.texts) if index else 0.0,
             "queries": len(timed.qids),
         }
@@ -385,8 +398,9 @@ def compact_table(
     labels: Mapping[str, str],
     rivals: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """One row per model of ``names``: its index's bytes per passage in each precision, its stored latency (cheapest
-    index) at the two largest counts, and per test year its nDCG@10 re-ranking every candidate with paired tests
+    """One row per model of ``names``: its index's bytes per passage in each precision, the vectors it stores per
+    passage (``vectors / passage``: a sparse TK's kept terms), its stored latency (cheapest index) at the two largest
+    counts, and per test year its nDCG@10 re-ranking every candidate with paired tests
     against BM25, against ``reference`` (the full TK) and against each of ``rivals`` (BERT-cat; Bonferroni over the
     pairs of the year): ``<YEAR> p vs <label>`` (``*``: significant) and ``<YEAR> vs <label>``, the test read with
     its sign (:func:`lib.evaluation.speedup_steps.verdict`: "above", "below" or "no difference").
@@ -407,6 +421,8 @@ def compact_table(
         row: dict[str, object] = {"model": labels.get(name, name)}
         for _, index in stored.sort_values("dtype").iterrows():
             row[f"bytes / passage ({index['dtype']})"] = int(round(index["bytes_per_passage"]))
+        if "vectors_per_passage" in stored:
+            row["vectors / passage"] = round(float(stored["vectors_per_passage"].iloc[0]), 1)
         for count in counts:
             row[f"stored ms for {count:,}"] = round(float(stored.iloc[0][f"ms_{count}"]), 1)
         for year, by_model in values.items():
@@ -454,6 +470,8 @@ def compact_costs(
         ms = float(row[f"stored ms for {count:,}"])
         item = {"model": label, "bytes": size, "dtype": dtype, "full bytes": full_bytes, "full dtype": full_dtype,
                 "count": count, "ms": ms, "rival ms": rival_ms, "× rival": rival_ms / ms}  # fmt: skip
+        if "vectors / passage" in row.index and rows.loc[reference, "vectors / passage"] > 0:
+            item["vectors share"] = float(row["vectors / passage"]) / float(rows.loc[reference, "vectors / passage"])
         for year in years:
             against = str(row[f"{year} p vs {reference}"])
             item |= {

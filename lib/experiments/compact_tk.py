@@ -48,7 +48,7 @@ from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
 from lib.representations.text import DOC_MAX_LENGTH
 from lib.reranking.passage_index import PQ, PassageIndex, build_indexes
-from lib.reranking.product_quantisation import ProductQuantiser
+from lib.reranking.product_quantisation import ProductQuantiser, unit
 
 #: The compact TKs, the width of their projection, and the full TK they may start from.
 COMPACT_WIDTHS: dict[str, int] = {"tk-bert6-d64": 64, "tk-bert6-d32": 32}
@@ -165,9 +165,10 @@ def passages_outside(protocol: Protocol, pools: set[str], count: int = PROJECTIO
 
 class Requantised:
     """A ``float16`` :class:`lib.reranking.passage_index.PassageIndex` read as if its vectors were product-quantised by
-    ``quantiser``: each gathered vector replaced by its decoded codes' unit-length direction — what a ``pq`` index of
-    the same passages ranks for a model that reads only cosines (a TK; the ``pq`` index's asymmetric distance
-    computation gives the decoded vectors' cosines to float rounding), without encoding the passages again."""
+    ``quantiser``: each gathered vector replaced by its decoded codes' unit-length direction times its own length —
+    what a ``pq`` index of the same passages ranks for a model that reads only cosines (a TK; the ``pq`` index's
+    asymmetric distance computation gives the decoded vectors' cosines to float rounding) or cosines and lengths
+    (TK-Sparse, whose weighted ``pq`` index stores the lengths), without encoding the passages again."""
 
     def __init__(self, index: PassageIndex, quantiser: ProductQuantiser) -> None:
         if index.dtype != "float16":
@@ -184,7 +185,8 @@ class Requantised:
         """The candidates' decoded vectors, padded ``[n, L, d]``, and their mask."""
         vectors, mask = self.index.gather(pids)
         kept = vectors[mask].numpy()
-        vectors[mask] = self.quantiser.decode(self.quantiser.encode(kept))
+        lengths = np.linalg.norm(kept, axis=1, keepdims=True).astype(np.float16).astype(np.float32)
+        vectors[mask] = torch.from_numpy(unit(self.quantiser.decode(self.quantiser.encode(kept)).numpy()) * lengths)
         return vectors, mask
 
 

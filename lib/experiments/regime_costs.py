@@ -16,8 +16,9 @@ when its design cannot store passages (BERT-cat, KNRM, Conv-KNRM) — as a fixed
 (:func:`lib.evaluation.regimes.query_cost`), the form :mod:`lib.evaluation.time_budget` takes; a model timed
 stored only (a compact TK) has no *whole* cost.
 
-:func:`pq_variant` is the profile's TK with its stored vectors product-quantised (``regime_pq_model``,
-:mod:`lib.experiments.compact_tk`) served in the clock's precision: its quantiser fitted on the vectors the served
+:func:`pq_variant` is a TK with its stored vectors product-quantised (the profile's ``regime_pq_model``, and its
+sparse twin with TK-Sparse's gate, :func:`sparse_of`, when chapter 2 trained it; :mod:`lib.experiments.compact_tk`)
+served in the clock's precision: its quantiser fitted on the vectors the served
 model gives training passages, and every candidate of each test year scored from its index as it is served, written as
 ``<set>__<model>-pq-all.trec`` in the runs folder; :func:`regime_table` times it stored only, under
 :func:`lib.reranking.product_quantisation.pq_name`.
@@ -47,6 +48,7 @@ from lib.evaluation.measures import evaluate, write_trec_run
 from lib.evaluation.regimes import TimedQueries, Timing, cost_rows, query_cost
 from lib.experiments import artifacts, first_stage_runs
 from lib.experiments.compact_tk import fit_vectors, index_runs, passages_outside, smallest_within, training_passages
+from lib.experiments.tk_choice import is_sparse
 from lib.models.registry import model_spec
 from lib.reranking.passage_index import PQ
 from lib.reranking.product_quantisation import ProductQuantiser, fit_quantiser, pq_name
@@ -58,6 +60,18 @@ PQ_FIT_PASSAGES = "pq_fit_passages.txt"
 REGIMES: tuple[str, ...] = ("whole", "stored")
 #: TK-BERT-6 with its vectors projected to 64 and 32 dimensions before the kernels: a compact stored index.
 COMPACT_TKS: tuple[str, ...] = ("tk-bert6-d64", "tk-bert6-d32")
+
+
+def is_compact(name: str) -> bool:
+    """Whether registry model ``name`` is a compact TK, timed stored only: a projected TK (:data:`COMPACT_TKS`) or a
+    TK with TK-Sparse's stopword gate (:func:`lib.experiments.tk_choice.is_sparse`) — run whole, each is its full TK
+    plus one projection or one small gate."""
+    return name in COMPACT_TKS or is_sparse(name)
+
+
+def sparse_of(name: str) -> str:
+    """The registry name of TK ``name`` with TK-Sparse's stopword gate (``tk-bert6`` → ``tk-bert6-sparse``)."""
+    return f"{name}-sparse"
 
 
 def timed_queries(profile: Profile) -> TimedQueries:
@@ -94,17 +108,17 @@ def model_rows(
 
 
 def regime_table(
-    profile: Profile, models: Sequence[str], device: torch.device, folder: Path, pq: PQVariant | None = None
+    profile: Profile, models: Sequence[str], device: torch.device, folder: Path, pqs: Sequence[PQVariant] = ()
 ) -> pd.DataFrame:
     """Every model of ``models``, as chapter 2 trained it, timed in both regimes (:func:`model_rows`), one frame —
-    the compact TKs (:data:`COMPACT_TKS`) stored only: run whole, each is its full TK plus one small projection,
-    and timing it whole (about a minute each on 2 CPU cores) measured TK-BERT-6 again. With ``pq``
-    (:func:`pq_variant`): its TK's ``pq`` index too, stored only, right after that TK's rows."""
+    the compact TKs (:func:`is_compact`) stored only: run whole, each is its full TK plus one small projection or
+    gate, and timing it whole (about a minute each on 2 CPU cores) measured TK-BERT-6 again. With ``pqs``
+    (:func:`pq_variant`): each one's TK's ``pq`` index too, stored only, right after that TK's rows."""
     rows = []
     for name in tqdm(models, desc="two regimes", unit="model"):
         trained = artifacts.trained_model(profile, name, device)
-        rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder, name not in COMPACT_TKS)
-        if pq is not None and name == pq.source:
+        rows += model_rows(profile, name, trained.model, trained.tokenizer, device, folder, not is_compact(name))
+        for pq in (pq for pq in pqs if pq.source == name):
             rows += model_rows(profile, name, pq.model, trained.tokenizer, device, folder, False, pq.quantiser)
     return pd.DataFrame(rows)
 
@@ -156,18 +170,20 @@ def pq_label(label: str, precision: str) -> str:
     return f"{label} (PQ{', bf16' if precision == 'bfloat16' else ''})"
 
 
-def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.device, folder: Path,
-               progress: bool = True) -> PQVariant | None:  # fmt: skip
-    """The profile's ``regime_pq_model`` with its vectors product-quantised (module docstring), or ``None`` when the
-    profile names none or it is not among ``trained_models`` (chapter 2's). A quantiser is fitted on chapter 2's
+def pq_variant(profile: Profile, source: str, trained_models: Sequence[str], device: torch.device, folder: Path,
+               progress: bool = True, robustness: bool = True) -> PQVariant | None:  # fmt: skip
+    """Registry TK ``source`` (the profile's ``regime_pq_model``, or its :func:`sparse_of`) with its vectors
+    product-quantised (module docstring), or ``None`` when ``source`` is empty or not among ``trained_models``
+    (chapter 2's). A quantiser is fitted on chapter 2's
     training passages for each of ``regime_pq_subspaces``, and the number chosen on validation: the smallest whose
     nDCG@10 on the validation set's top ``validation_depth`` BM25 candidates is within ``regime_pq_tolerance`` of the
     unquantised (float16) index's (:func:`lib.experiments.compact_tk.smallest_within`). The test years' candidates
     are then indexed, from one encoding, in each of the profile's ``regime_dtypes`` and ``pq`` in a temporary folder
     under ``folder`` and scored from each index (the steps of :mod:`lib.evaluation.speedup_steps`), and from the
     float16 index read through a quantiser of as many codes fitted on training passages outside every test pool
-    (:data:`PQ_OUTSIDE`); each year's run from the ``pq`` index is written to the runs folder."""
-    source = profile.speed.regime_pq_model
+    (:data:`PQ_OUTSIDE`, where ``robustness``); each year's run from the ``pq`` index is written to the runs
+    folder. A sparse TK's ``pq`` index stores each kept vector's length (its gate) beside the codes of its direction
+    (:mod:`lib.reranking.passage_index`)."""
     if not source or source not in trained_models:
         return None
     start = time.perf_counter()
@@ -184,13 +200,15 @@ def pq_variant(profile: Profile, trained_models: Sequence[str], device: torch.de
     validation = _validation_values(profile, protocol, served, trained.tokenizer, quantisers, folder, batch, progress)
     chosen = quantisers[smallest_within({m: validation[str(m)] for m in quantisers}, validation["float16"],
                                         speed.regime_pq_tolerance)]  # fmt: skip
-    outside = passages_outside(protocol, pools)
-    outside_quantiser = fit_quantiser(fit_vectors(served, trained.tokenizer, protocol, outside, progress),
-                                      chosen.subspaces)  # fmt: skip
+    outside = passages_outside(protocol, pools) if robustness else []
+    requantised = {}
+    if outside:
+        requantised[PQ_OUTSIDE] = fit_quantiser(fit_vectors(served, trained.tokenizer, protocol, outside, progress),
+                                                chosen.subspaces)  # fmt: skip
     with tempfile.TemporaryDirectory(dir=folder) as indexes:
         dtypes = (*speed.regime_dtypes, PQ)
         runs = index_runs(served, trained.tokenizer, protocol.tests, protocol.texts, Path(indexes), dtypes, chosen,
-                          {PQ_OUTSIDE: outside_quantiser}, batch, progress)  # fmt: skip
+                          requantised, batch, progress)  # fmt: skip
     for query_set, run in runs[PQ].items():
         write_trec_run(run, paths.run_path(profile.name, query_set, f"{pq_name(source)}-all"), tag=pq_name(source))
     in_pools = sum(pid in pools for pid in fitted)
@@ -274,6 +292,7 @@ def query_time(table: pd.DataFrame, counts: Sequence[int]) -> pd.DataFrame:
 
 
 __all__ = [
-    "COMPACT_TKS", "PQ_FIT_PASSAGES", "PQ_OUTSIDE", "REGIMES", "PQVariant", "RegimeCost", "clock", "model_rows",
-    "pq_label", "pq_variant", "query_time", "regime_costs", "regime_table", "timed_queries",
+    "COMPACT_TKS", "PQ_FIT_PASSAGES", "PQ_OUTSIDE", "REGIMES", "PQVariant", "RegimeCost", "clock", "is_compact",
+    "model_rows", "pq_label", "pq_variant", "query_time", "regime_costs", "regime_table", "sparse_of",
+    "timed_queries",
 ]  # fmt: skip

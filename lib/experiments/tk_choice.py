@@ -23,10 +23,21 @@ def is_tk(name: str) -> bool:
     return name.startswith("tk") and not model_spec(name).zero_shot
 
 
+def is_sparse(name: str) -> bool:
+    """Whether registry model ``name`` is a TK with TK-Sparse's stopword gate: the registry names each ``…-sparse``."""
+    return is_tk(name) and name.endswith("-sparse")
+
+
 def choose_tk(validation: Mapping[str, float]) -> str:
     """The TK that later chapters study: the TK of ``validation`` (model → best validation measure) with the
-    highest value, by validation alone (no test year). No TK with a finite value is a ``ValueError``."""
-    candidates = {name: value for name, value in validation.items() if is_tk(name) and not math.isnan(value)}
+    highest value, by validation alone (no test year). A TK with a stopword gate (:func:`is_sparse`) is not a
+    candidate: it is a compact index of its TK, studied as one (chapters 3 and 8), and later chapters read every
+    term's kernels. No TK with a finite value is a ``ValueError``."""
+    candidates = {
+        name: value
+        for name, value in validation.items()
+        if is_tk(name) and not is_sparse(name) and not math.isnan(value)
+    }
     if not candidates:
         raise ValueError(f"no trained TK among {sorted(validation)}: chapter 2 trains at least one to choose from")
     return max(candidates, key=lambda name: (candidates[name], name))

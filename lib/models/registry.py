@@ -36,6 +36,7 @@ from lib.models.knrm import KNRM
 from lib.models.prettr import PreTTR
 from lib.models.tk import TK, TKConfig, width_for
 from lib.models.tk_bert import TKBert
+from lib.models.tk_bert_sparse import TKBertSparse
 from lib.models.tk_sparse import TKSparse
 from lib.representations.pretrained import minilm_folder
 
@@ -84,6 +85,12 @@ def _tk_bert(depth: int, projection_dim: int | None = None) -> Callable[..., TKB
     return lambda folder, num_layers=None: TKBert(folder, depth, projection_dim=projection_dim)
 
 
+def _tk_bert_sparse(depth: int) -> Callable[..., TKBertSparse]:
+    """TK-BERT on the starting BERT's first ``depth`` layers with TK-Sparse's stopword gate
+    (:mod:`lib.models.tk_bert_sparse`), λ and its ramp the module's."""
+    return lambda folder, num_layers=None: TKBertSparse(folder, depth)
+
+
 def _tk_sparse(embeddings: torch.Tensor) -> TKSparse:
     """TK-Sparse on TK-2 (two layers, the width following the embedding matrix), λ its module default."""
     return TKSparse(embeddings, config=TKConfig(num_layers=2, **width_for(embeddings.shape[1])))
@@ -126,6 +133,8 @@ MODELS: dict[str, ModelSpec] = {
     "tk-bert6": ModelSpec("tk-bert6", "TK-BERT-6", "wordpiece", _tk_bert(6), 32, 32, None),
     "tk-bert6-d64": ModelSpec("tk-bert6-d64", "TK-BERT-6 (d=64)", "wordpiece", _tk_bert(6, 64), 32, 32, None),
     "tk-bert6-d32": ModelSpec("tk-bert6-d32", "TK-BERT-6 (d=32)", "wordpiece", _tk_bert(6, 32), 32, 32, None),
+    "tk-bert1-sparse": ModelSpec("tk-bert1-sparse", "TK-BERT-1-Sparse", "wordpiece", _tk_bert_sparse(1), 64, 64, None),
+    "tk-bert6-sparse": ModelSpec("tk-bert6-sparse", "TK-BERT-6-Sparse", "wordpiece", _tk_bert_sparse(6), 32, 32, None),
     "bert-cat": ModelSpec("bert-cat", "BERT-cat", "wordpiece", BertCat, 32, 32, "bert-base"),
     "prettr": ModelSpec("prettr", "PreTTR", "wordpiece", PreTTR, 32, 32, None),
     "colbert": ModelSpec("colbert", "ColBERT", "wordpiece", ColBERT, 32, 32, None),

@@ -268,13 +268,16 @@ def training_fingerprint(
     margins: Sequence[float] | None,
     teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> dict:
-    """What must not change between an interrupted run and its resumption."""
+    """What must not change between an interrupted run and its resumption (with a model's own training settings,
+    where it has them: ``training_settings()``, TK-Sparse's λ and ramp)."""
     settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
     for optional in ("start", "stop_at"):  # checkpoints written before these fields existed stay resumable
         if settings[optional] is None:
             del settings[optional]
     settings["learning_rates"] = dict(sorted(settings["learning_rates"].items()))
     listwise = {} if teacher_scores is None else {"teacher_scores": _digest(repr(row) for row in teacher_scores)}
+    own = getattr(model, "training_settings", None)
+    listwise |= {"model_settings": own()} if callable(own) else {}
     return {
         "config": settings,
         "model": type(model).__qualname__,
@@ -489,7 +492,7 @@ class Validator:
         if improved:
             extra.update(best_step=state.step, best_metric=value, best_model=_cpu_state(self.model), bad_validations=0)
             _save(extra["best_model"], self.folder / BEST_NAME)
-        else:
+        elif eligible or "best_step" in extra:  # before a first eligible checkpoint, nothing is lost: not counted
             extra["bad_validations"] = extra.get("bad_validations", 0) + 1
         since = extra["history"][-1]["step"] if extra["history"] else 0
         losses = state.losses[since : state.step]
@@ -505,7 +508,7 @@ class Validator:
                 "seconds": state.elapsed,
             }
         )
-        if config.patience is not None and extra["bad_validations"] >= config.patience:
+        if config.patience is not None and extra.get("bad_validations", 0) >= config.patience:
             state.finished, extra["stop_reason"] = True, "early_stopping"
         elif config.stop_at is not None and state.step >= config.stop_at:
             state.finished, extra["stop_reason"] = True, "stop_at"
@@ -590,6 +593,9 @@ def train(
     amp_enabled(device, config.amp)  # validates the value
     checkpoint_dir = Path(checkpoint_dir)
     _check_inputs(pairs, queries, texts, margins, teacher_scores)
+    fit_schedule = getattr(model, "fit_schedule", None)
+    if callable(fit_schedule):  # a model whose training depends on its schedule's length (TK-Sparse's λ ramp)
+        fit_schedule(config.max_steps)
     fingerprint = training_fingerprint(model, pairs, validation, config, margins, teacher_scores)
     model.to(device)
     optimizer = torch.optim.Adam(model.optimizer_groups(**config.learning_rates))

@@ -177,3 +177,22 @@ def test_the_cold_reading_gives_each_models_cold_latency_as_a_multiple_of_warm_a
     assert "(5.0× warm, beyond 2×)" in text and "read at random 12.0 ms (1.5× warm, within 2×)" in text
     assert text.endswith("its index at MS MARCO's size 45.5 GiB (ColBERTv2's: 25 GiB).")
     assert regimes_reading.cold_reading(frame.iloc[0:0], 100).startswith("*No cold-read benchmark")
+
+
+def test_a_sparse_index_is_read_with_the_share_of_the_full_tks_vectors_it_stores() -> None:
+    table = pd.DataFrame(
+        [{"model": name, "regime": "stored", "dtype": dtype, "bytes_per_passage": size, "vectors_per_passage": kept,
+          "ms_100": ms, "ms_1000": 9 * ms}
+         for name, dtype, size, kept, ms in [("full", "float16", 61448, 80.0, 30.0), ("full-pq", "pq", 5128, 80.0, 9.0),
+                                             ("sparse", "float16", 46088, 60.0, 25.0)]]
+    )  # fmt: skip
+    qids = [f"q{i}" for i in range(8)]
+    base = pd.Series([0.6, 0.7, 0.5, 0.8, 0.7, 0.6, 0.6, 0.9], index=qids)
+    values = {"dl19": {"bm25": base - 0.4, "full": base, "full-pq": base - 0.01, "sparse": base - 0.005}}
+    labels = {"full": "TK", "full-pq": "TK (PQ)", "sparse": "TK-Sparse", "bm25": "BM25"}
+    shown = compact_table(table, values, ["full", "full-pq", "sparse"], "full", labels)
+    assert shown.set_index("model")["vectors / passage"].tolist() == [80.0, 80.0, 60.0]
+    costs = compact_costs(shown, "TK", 1500.0, 100).set_index("model")
+    assert costs.loc["TK-Sparse", "vectors share"] == pytest.approx(0.75)
+    text = regimes_reading.compact_reading(costs.reset_index(), "TK", "BERT-cat").splitlines()
+    assert "storing 75% of TK's vectors" in text[1] and "storing" not in text[0], "said only where it differs"

@@ -358,5 +358,45 @@ def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as
     assert [(row["regime"], row["dtype"]) for row in rows] == [("stored", PQ)]
     pieces = sum(len(TEXTS[pid].split()) for pid in FIRST_STAGE["q1"])  # q1's three candidates are indexed
     assert rows[0]["bytes_per_passage"] == pytest.approx((pieces * 4 + 4 * 8) / 3)
+    assert rows[0]["vectors_per_passage"] == pytest.approx(pieces / 3), "every piece of a TK's passage is stored"
     with pytest.raises(KeyError, match="'q9' of the first-stage run has no text"):
         stored_run(model, words, QUERIES, {"q9": {"p1": 1.0}}, index, batch_size=2, progress=False)
+
+
+def test_a_sparse_tk_reads_a_weighted_pq_index_from_its_codes_and_stored_lengths(tmp_path: Path) -> None:
+    """TK-Sparse weighs each stored term by its vector's length (its gate): from a weighted ``pq`` index it scores
+    from the codes' match matrix and the stored lengths, never decoding, as it would from the decoded vectors; the
+    float16 index read through the same quantiser (``Requantised``) ranks the same."""
+    from lib.experiments.compact_tk import Requantised
+    from lib.models.tk import TKConfig
+    from lib.models.tk_sparse import TKSparse
+
+    _, words = tk_and_words(TEXTS)
+    torch.manual_seed(0)
+    model = TKSparse(torch.randn(len(words), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8))
+    model.eval()
+    with torch.no_grad():
+        model.gate_out.bias.fill_(0.1)
+    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
+    codes = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
+    quantised = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
+
+    def never_decoded(pids: object) -> None:
+        raise AssertionError("a sparse TK reading a weighted pq index must score from its codes")
+
+    codes.gather = never_decoded
+    assert stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False) == quantised
+    del codes.gather
+    model.stored_weights = False  # the same index read decoded: direction × stored length, scored as stored vectors
+    decoded = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
+    del model.stored_weights
+    plain = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "f16", progress=False)
+    again = stored_run(model, words, QUERIES, FIRST_STAGE, Requantised(plain, quantiser), batch_size=3,
+                       progress=False)  # fmt: skip
+    exact = stored_run(model, words, QUERIES, FIRST_STAGE, plain, batch_size=3, progress=False)
+    for qid, scores in quantised.items():
+        values = torch.tensor([scores[pid] for pid in sorted(scores)])
+        for other in (decoded, again):
+            torch.testing.assert_close(values, torch.tensor([other[qid][pid] for pid in sorted(scores)]),
+                                       atol=2e-3, rtol=2e-3)  # fmt: skip
+    assert quantised != exact, "the centroids are not the model's own directions"

@@ -68,7 +68,7 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     vectors = np.random.default_rng(0).normal(size=(300, 8)).astype(np.float32)  # the saved TK-2's width
     quantiser = fit_quantiser(vectors, 4, iterations=2)
     pq = regime_costs.PQVariant("tk2", quantiser, BFloat16Encoders(saved), {}, 0.0, 0, 0, {}, 0)
-    with_pq = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder, pq)
+    with_pq = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder, [pq])
     assert [(row.model, row.regime, row.dtype) for row in with_pq.itertuples()][2:] == [
         ("tk2", "stored", "int8"), ("tk2-pq", "stored", "pq")
     ]  # fmt: skip
@@ -76,6 +76,8 @@ def test_the_table_times_a_trained_model_in_both_regimes_and_leaves_no_index(
     monkeypatch.setattr(regime_costs, "COMPACT_TKS", ("tk2",))  # a compact TK is timed stored only
     stored_only = regime_costs.regime_table(profile, ["tk2"], torch.device("cpu"), folder)
     assert list(stored_only["regime"]) == ["stored", "stored"]
+    assert regime_costs.is_compact("tk-bert6-sparse") and regime_costs.sparse_of("tk-bert6") == "tk-bert6-sparse"
+    assert not regime_costs.is_compact("tk-bert6") and not regime_costs.is_compact("tk-bert1")
 
 
 def test_query_time_takes_the_cheapest_index_or_the_whole_model_with_its_bytes() -> None:

@@ -20,6 +20,9 @@ def test_the_chosen_tk_is_the_best_tk_on_validation_never_another_model() -> Non
     validation = {"bert-cat": 0.9, "tk2": 0.44, "tk2-pieces": 0.49, "tk-bert2": 0.47, "knrm": 0.6, "bi-encoder": 0.7}
     assert tk_choice.choose_tk(validation) == "tk2-pieces"
     assert tk_choice.choose_tk({**validation, "tk2-pieces": math.nan}) == "tk-bert2"
+    assert tk_choice.choose_tk({**validation, "tk-bert6-sparse": 0.55}) == "tk2-pieces", "a gated TK is not chosen"
+    assert tk_choice.is_sparse("tk-bert6-sparse") and tk_choice.is_sparse("tk2-sparse")
+    assert not tk_choice.is_sparse("tk-bert6") and not tk_choice.is_sparse("bert-cat")
     with pytest.raises(ValueError, match="no trained TK among"):
         tk_choice.choose_tk({"bert-cat": 0.9})
 

@@ -7,7 +7,7 @@ import torch
 
 from lib.models.kernels import kernel_mus, kernel_sigmas, kernel_sums
 from lib.models.tk import TK, TKConfig
-from lib.models.tk_sparse import GATE_LR, MAX_REMOVED, SPARSITY_WEIGHT, TKSparse
+from lib.models.tk_sparse import GATE_LR, MAX_REMOVED, SPARSITY_RAMP_STEPS, SPARSITY_WEIGHT, TKSparse
 from lib.training.pairwise import regularisation
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -147,15 +147,45 @@ def test_a_gate_at_zero_still_learns_from_the_ranking_but_the_penalty_never_push
     assert torch.allclose(scores, empty(q_ids, q_mask, d_ids, d_mask))  # scoring: a dead gate still removes
 
 
-def test_the_validation_record_gives_the_removed_share_and_refuses_a_gate_that_removes_everything() -> None:
+def test_the_validation_record_gives_the_removed_share_and_refuses_an_unramped_or_collapsed_gate() -> None:
     from lib.representations.text import Vocabulary
 
     vocabulary = Vocabulary(["[PAD]", "[UNK]", *(f"w{i}" for i in range(198))])
     texts = ["w1 w2 w3 w4", "w5 w6"]
-    model = TKSparse(embeddings(), config=TINY).eval()
+    model = TKSparse(embeddings(), config=TINY, ramp_steps=5).eval()
     with torch.no_grad():
         model.gate_out.weight.zero_()
+        assert model.validation_records(vocabulary, texts, 200) == {"removed": 0.0, "eligible": False}, "ramp not over"
+        model.steps_seen.fill_(5)
         assert model.validation_records(vocabulary, texts, 200) == {"removed": 0.0, "eligible": True}
         model.gate_out.bias.fill_(-1.0)
         assert model.validation_records(vocabulary, texts, 200) == {"removed": 1.0, "eligible": False}
     assert MAX_REMOVED == 0.99
+
+
+def test_the_ramp_takes_at_most_a_share_of_the_training_schedule() -> None:
+    model = TKSparse(embeddings(), config=TINY)
+    model.fit_schedule(1000)
+    assert model.ramp_steps == SPARSITY_RAMP_STEPS == 300, "TK-2's schedule keeps the full ramp"
+    model.fit_schedule(6)
+    assert model.ramp_steps == 2, "a short schedule reaches its λ (and an eligible checkpoint) within 30 % of it"
+
+
+def test_a_checkpoint_of_another_lambda_or_ramp_is_not_resumed() -> None:
+    from lib.core.types import JudgedSet
+    from lib.training.pairwise import TrainingConfig, training_fingerprint
+
+    validation = JudgedSet("v", {"q": "x"}, {}, {"q": {"p": 1.0}})
+    config = TrainingConfig(batch_size=2, max_steps=4, validate_every=2, device="cpu")
+    prints = [
+        training_fingerprint(
+            TKSparse(embeddings(), config=TINY, sparsity_weight=w, ramp_steps=r),
+            [("q", "p", "n")],
+            validation,
+            config,
+            None,
+        )  # fmt: skip
+        for w, r in ((1.0, 3), (2.0, 3), (1.0, 4), (1.0, 3))
+    ]
+    assert prints[0] != prints[1] and prints[0] != prints[2] and prints[0] == prints[3]
+    assert prints[0]["model_settings"] == {"sparsity_weight": 1.0, "ramp_steps": 3}

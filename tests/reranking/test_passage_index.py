@@ -11,6 +11,7 @@ import torch
 from lib import data
 from lib.core.types import query_order, ranking_from_run
 from lib.models.tk import TK, TKConfig
+from lib.models.tk_sparse import TKSparse
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
 from lib.reranking.passage_index import PQ, build_index, build_indexes, load_index, quantise, repeat_index
 from lib.reranking.product_quantisation import fit_quantiser
@@ -229,3 +230,43 @@ def test_a_repeated_index_holds_copies_of_the_stored_passages_under_new_ids(tmp_
     assert same.pids == source.pids and np.array_equal(np.asarray(same.vectors), np.asarray(source.vectors))
     with pytest.raises(ValueError, match="parameter 'passages' must be >= the 4 passages"):
         repeat_index(source, tmp_path / "small", 3)
+
+
+def test_a_weighted_pq_index_stores_each_vectors_length_beside_its_codes(tmp_path: Path) -> None:
+    """TK-Sparse's stored vector is its gate times a unit direction: its ``pq`` index keeps the kept terms only, the
+    codes of each direction and its length (a float16 scale), and reads them back as direction × length."""
+    _, words = tk_and_words(TEXTS)
+    torch.manual_seed(0)
+    model = TKSparse(torch.randn(len(words), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8))
+    model.eval()
+    with torch.no_grad():
+        model.gate_out.bias.fill_(0.1)  # some gates at 0: those terms are not stored
+    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
+    order = ["p3", "p1", "p3"]
+    doc_ids, doc_mask = words.encode([TEXTS[pid] for pid in order], DOC_MAX_LENGTH)
+    with torch.no_grad():
+        full, kept = model.encode_passages(doc_ids, doc_mask)
+    assert index.weighted and index.header["weighted"] and 0 < int(kept.sum()) < int(doc_mask.sum())
+    stored = int(index.offsets[-1])
+    assert index.bytes_per_passage == pytest.approx((stored * (4 + 2) + 5 * 8) / 4), "codes + a float16 length each"
+    vectors, mask = index.gather(order)
+    lengths = full[kept].norm(dim=-1)
+    assert torch.equal(mask.sum(dim=1), kept.sum(dim=1)), "only the kept terms, packed"
+    torch.testing.assert_close(vectors[mask].norm(dim=-1), lengths, atol=2e-3, rtol=2e-3)
+    directions = torch.nn.functional.normalize(quantiser.decode(quantiser.encode(full[kept].numpy())), dim=-1)
+    torch.testing.assert_close(torch.nn.functional.normalize(vectors[mask], dim=-1), directions, atol=1e-5, rtol=1e-5)
+    weights = index.gather_weights(order)
+    torch.testing.assert_close(weights[mask], lengths, atol=2e-3, rtol=2e-3)
+    assert (weights[~mask] == 0).all()
+    resident = index.resident("cpu")
+    torch.testing.assert_close(resident.gather(order)[0], vectors, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(resident.gather_weights(order), weights)
+    again = load_index(tmp_path / "pq")
+    assert again.weighted and torch.equal(again.gather_weights(order), weights)
+    plain_model, _ = tk_and_words(TEXTS)
+    plain = build_index(plain_model, words, TEXTS, list(TEXTS), tmp_path / "tk", PQ, progress=False,
+                        quantiser=quantiser)  # fmt: skip
+    assert not plain.weighted and plain.scales is None
+    with pytest.raises(ValueError, match="stores no weights beside its codes"):
+        plain.gather_weights(order)

@@ -532,6 +532,26 @@ def test_a_checkpoint_the_model_calls_ineligible_is_never_chosen(
     assert model.seen == [len(passages)] * 4  # the validation candidates' passages at the re-ranking depth
 
 
+def test_validations_before_a_first_eligible_checkpoint_do_not_count_against_patience(
+    dl19: dict, pairs: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gate still ramping in (ineligible) loses nothing to wait for; after an eligible best, an ineligible
+    validation counts as one without improvement."""
+    scripted = iter([0.50, 0.50, 0.30, 0.20, 0.20, 0.20])
+
+    def fake_evaluate(run, qrels, measures):
+        value = next(scripted)
+        return {name: value for name in measures}
+
+    monkeypatch.setattr(training, "evaluate", fake_evaluate)
+    model = RecordingBagModel([1.0, 1.0, 0.3, 1.0, 0.3, 0.3])
+    result = train(model, HashTokenizer(), pairs, dl19["queries"], dl19["texts"], dl19["validation"],
+                   small_config(max_steps=12, validate_every=2, patience=2), tmp_path / "patience")  # fmt: skip
+    assert list(result.history["eligible"]) == [False, False, True, False, True]
+    assert list(result.history["step"]) == [2, 4, 6, 8, 10], "two ineligible validations first, then patience 2"
+    assert (result.best_step, result.best_metric) == (6, 0.30)
+
+
 def test_a_run_without_an_eligible_checkpoint_is_an_error_naming_the_folder(
     dl19: dict, pairs: list, tmp_path: Path
 ) -> None:
