@@ -457,8 +457,7 @@ for query_set in sets:
 # how many candidates TK-2 and BERT-cat re-rank in that time.
 
 # %% tags=["hide-input"]
-largest = max(frame["budget_ms"].max() for frame in frames.values())
-budget_grid = [m * 10**e for e in range(0, int(math.log10(largest)) + 2) for m in (1, 2, 5) if m * 10**e <= largest * 2]
+budget_grid = time_budget.budget_grid(max(frame["budget_ms"].max() for frame in frames.values()))
 
 
 def leader_table(query_set: str, view: str, measure: str) -> pd.DataFrame:
@@ -705,9 +704,7 @@ for query_set in sets:
 # the first stage there), with the teacher's value beside them:
 
 # %% tags=["hide-input"]
-regime_largest = max(frame["budget_ms"].max() for frame in regime_frames.values())
-regime_grid = [m * 10**e for e in range(0, int(math.log10(regime_largest)) + 2) for m in (1, 2, 5)
-               if m * 10**e <= regime_largest * 2]  # fmt: skip
+regime_grid = time_budget.budget_grid(max(frame["budget_ms"].max() for frame in regime_frames.values()))
 student_tables = {
     s: time_budget.student_leaders(
         {regime: regime_frames[s, regime] for regime in regime_costs.REGIMES}, TEACHER, regime_grid, LABELS, "nDCG@10"

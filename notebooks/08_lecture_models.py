@@ -616,7 +616,7 @@ for query_set, frame in stored_frames.items():
 
 # %% tags=["hide-input"]
 for query_set, frame in stored_frames.items():
-    grid = stored_rivals.budget_grid(frame)
+    grid = time_budget.budget_grid(frame["budget_ms"].max())
     leaders = time_budget.student_leaders({"stored": frame}, "bi-encoder", grid, labels, "nDCG@10")
     crossings = stored_rivals.crossing_tests(regime_rows, stored_runs[query_set], protocol.tests[query_set].run,
                                              protocol.tests[query_set].qrels, chapter.profile.speed.regime_counts,

@@ -138,6 +138,13 @@ def leaders(frame: pd.DataFrame, measure: str, min_depth: int = 2, tolerance: fl
     return pd.DataFrame(rows)
 
 
+def budget_grid(largest_ms: float) -> list[float]:
+    """Budgets 1, 2, 5 × 10^k ms from 1 ms up to twice ``largest_ms`` (a budget table's rows: the breakpoints give
+    every curve exactly, a table reads it at round budgets)."""
+    top = max(float(largest_ms), 1.0)
+    return [m * 10.0**e for e in range(0, int(math.log10(top)) + 2) for m in (1, 2, 5) if m * 10.0**e <= top * 2]
+
+
 def best_per_budget(frame: pd.DataFrame, measure: str, budgets: Sequence[float]) -> pd.DataFrame:
     """The best model(s) under each of ``budgets``: ``budget_ms, best, leaders, <model…>`` (each model's value).
 

@@ -6,14 +6,13 @@ year's stored-regime curves for every model of one cost table on one clock (chap
 :func:`lib.experiments.regime_costs.model_rows`): each model at its cheapest stored index's fixed cost per query and
 speed (a model that cannot store runs whole, :func:`lib.experiments.regime_costs.regime_costs`), its effectiveness at
 every depth from its run over every candidate. :func:`crossing_tests` tests two models (a TK against ColBERT) at each
-budget of a grid (:func:`budget_grid`) by a paired t-test over the year's judged queries, Bonferroni over the budgets
-(:func:`lib.evaluation.time_budget.paired_at_budgets`), and :func:`crossing_reading` says per budget range which is
-ahead, and whether the test shows it.
+budget of a grid (:func:`lib.evaluation.time_budget.budget_grid`) by a paired t-test over the year's judged queries,
+Bonferroni over the budgets (:func:`lib.evaluation.time_budget.paired_at_budgets`), and :func:`crossing_reading` says
+per budget range which is ahead, and whether the test shows it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -42,13 +41,6 @@ def stored_frame(table: pd.DataFrame, runs: Mapping[str, Run], first_stage: Run,
     budgets = time_budget.breakpoints(speeds, {name: int(curve.index.max()) for name, curve in curves.items()}, fixed)
     curves["bm25"] = time_budget.first_stage_curve(next(iter(curves.values())))
     return time_budget.budget_curves(curves, speeds, budgets, fixed)
-
-
-def budget_grid(frame: pd.DataFrame) -> list[float]:
-    """Budgets 1, 2, 5 × 10^k ms from 1 ms up to twice the largest breakpoint of ``frame``."""
-    largest = float(frame["budget_ms"].max())
-    return [m * 10.0**e for e in range(0, int(math.log10(max(largest, 1.0))) + 2) for m in (1, 2, 5)
-            if m * 10.0**e <= largest * 2]  # fmt: skip
 
 
 def crossing_tests(table: pd.DataFrame, runs: Mapping[str, Run], first_stage: Run, qrels: Qrels,
@@ -90,4 +82,4 @@ def crossing_reading(tests: pd.DataFrame, labels: Mapping[str, str]) -> str:
     return f"{model} against {rival}, stored, by budget — " + "; ".join(clauses) + "."
 
 
-__all__ = ["MEASURE", "budget_grid", "crossing_reading", "crossing_tests", "stored_frame"]
+__all__ = ["MEASURE", "crossing_reading", "crossing_tests", "stored_frame"]

@@ -15,6 +15,7 @@ from lib.evaluation.time_budget import (
     best_per_budget,
     breakpoints,
     budget_curves,
+    budget_grid,
     crossover,
     depth_at_budget,
     depth_curve,
@@ -229,3 +230,8 @@ def test_the_best_student_leaves_the_teacher_out_and_shows_its_value() -> None:
     assert table["whole: best student(s)"].to_list() == ["TK", "BERT-cat"]
     assert table["whole: nDCG@10"].to_list() == [0.6, 0.8]
     assert table["whole: teacher"].to_list() == [0.5, 0.9]  # better than every student: still not listed
+
+
+def test_the_budget_grid_runs_one_two_five_from_one_ms_to_twice_the_largest() -> None:
+    assert budget_grid(30.0) == [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+    assert budget_grid(0.3) == [1.0, 2.0], "never below 1 ms"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from lib.experiments.stored_rivals import budget_grid, crossing_reading, crossing_tests, stored_frame
+from lib.evaluation.time_budget import budget_grid
+from lib.experiments.stored_rivals import crossing_reading, crossing_tests, stored_frame
 
 #: TK stored: 1 ms a query and 10 candidates a ms; ColBERT stored: 2 ms and 5 a ms; BERT-cat runs whole, 1 a ms.
 TABLE = pd.DataFrame([
@@ -41,7 +42,7 @@ def test_each_model_is_drawn_at_its_stored_cost_and_bm25_never_reranks() -> None
 
 def test_the_crossings_are_tested_by_budget_and_read_with_their_significance() -> None:
     frame = stored_frame(TABLE, runs(), FIRST_STAGE, QRELS, [10, 100])
-    grid = budget_grid(frame)
+    grid = budget_grid(frame["budget_ms"].max())
     assert grid[:3] == [1.0, 2.0, 5.0] and grid[-1] <= 2 * frame["budget_ms"].max()
     tests = crossing_tests(TABLE, runs(), FIRST_STAGE, QRELS, [10, 100], ("tk", "colbert"), grid)
     assert tests["budget_ms"].tolist() == grid and (tests["model"] == "tk").all()
