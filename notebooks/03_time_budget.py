@@ -50,6 +50,8 @@
 # - **Run whole, stored, resident**: the three regimes of a re-ranker's passage side — computed at query time;
 #   read from an index on disk (float16, int8, or product-quantised: each vector replaced by a few bytes of codes);
 #   held in the GPU's memory.
+# - **Sparse TK**: a TK with TK-Sparse's stopword gate (slides 30–33), whose index stores only the pieces the gate
+#   keeps.
 # - **p, `*`**: a paired two-tailed t-test over the year's judged queries, corrected for the comparisons made;
 #   `*` marks p < 0.05. An order between two models is claimed only where it is significant.
 # ```

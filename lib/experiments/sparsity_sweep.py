@@ -16,7 +16,8 @@ the sweep's settings on validation alone (:func:`probe`): TK-Sparse trained unde
 protocol and TK-2's schedule, stopped where chapter 8 stops it, **no test year scored**; each run's best validation
 value, its step, the share of the validation passages' terms removed at that checkpoint and at every validation go
 to ``artifacts/<profile>/setting-probe/sparsity/results.csv`` (each run's history beside it), the evidence
-:mod:`lib.core.decisions` cites.
+:mod:`lib.core.decisions` cites. ``--model tk-bert6-sparse --stop-at 200`` probes the same gate on TK-BERT-6
+(chapter 3's sparse compact TK) on its own schedule, cut at a step (``setting-probe/sparsity-tk-bert6-sparse/``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from lib.experiments.distillation_protocol import Protocol
 from lib.experiments.model_runs import ModelResult, RunVariant, run_model, train_on_protocol
 from lib.experiments.model_setup import Representations
 from lib.experiments.setting_probe import PROBE_FOLDER
+from lib.experiments.tk_choice import is_sparse
 from lib.models.tk import TKConfig, width_for
 from lib.models.tk_sparse import GATE_LR, SPARSITY_WEIGHT, TKSparse
 from lib.representations.stopwords import NLTK_ENGLISH_STOPWORDS, StopwordRemoving
@@ -152,34 +154,39 @@ def probe(
     gate_rates: Sequence[float] = (GATE_LR,),
     progress: bool = True,
     whole_schedule: bool = False,
+    model_name: str = "tk2-sparse",
+    stop_at: int | None = None,
 ) -> pd.DataFrame:
     """TK-Sparse trained under every λ of ``weights`` and gate rate of ``gate_rates`` (module docstring), validated
     only: one row per run — ``λ``, ``gate_lr``, ``best_step``, ``best_validation``, ``removed_at_best`` (the share of
     the validation candidates' terms removed at the chosen checkpoint), ``removed_by_validation`` (at each
     validation, ``step: share``), ``steps``, ``training_minutes`` — written to ``results.csv`` in the probe's folder.
-    ``whole_schedule``: train TK-2's whole schedule instead of stopping where chapter 8 does (its own folder)."""
+    ``whole_schedule``: train TK-2's whole schedule instead of stopping where chapter 8 does (its own folder).
+    ``model_name``: another registry TK with the gate (``tk-bert6-sparse``: its own schedule and rates, cut at
+    ``stop_at``; its own folder)."""
     if not weights or not gate_rates:
         raise ValueError("parameters 'weights' and 'gate_rates' must each hold at least one value")
+    if not is_sparse(model_name):
+        raise ValueError(f"parameter 'model_name' must name a TK with TK-Sparse's gate (…-sparse), got {model_name!r}")
     profile, seed = context.profile, context.seed
     settings, protocol_seed, protocol = artifacts.training_protocol(profile)
     representations = model_setup.prepare_representations(context.with_seed(protocol_seed), settings,
                                                           with_small_bert=False)  # fmt: skip
-    folder, rows = context.out / ("sparsity-whole-schedule" if whole_schedule else "sparsity"), []
-    stop_at = None if whole_schedule else profile.lecture.stop_at.get("tk2-sparse")
+    name = "sparsity-whole-schedule" if whole_schedule else "sparsity"
+    folder, rows = context.out / (name if model_name == "tk2-sparse" else f"sparsity-{model_name}"), []
+    if model_name == "tk2-sparse" and stop_at is None:
+        stop_at = None if whole_schedule else profile.lecture.stop_at.get("tk2-sparse")
     for gate_rate in gate_rates:
         for weight in weights:
-            torch.manual_seed(seed)
-            config = TKConfig(num_layers=2, **width_for(representations.embeddings.shape[1]))
-            model = TKSparse(representations.embeddings, config=config, sparsity_weight=weight)
-            training = model_setup.training_config("tk2-sparse", settings, seed, str(context.device))
+            model, tokenizer = model_setup.build_model(model_name, representations, seed)
+            model.sparsity_weight = weight
+            training = model_setup.training_config(model_name, settings, seed, str(context.device))
             training = dataclasses.replace(
                 training, stop_at=stop_at, progress=progress,
                 learning_rates={**training.learning_rates, "gate_lr": gate_rate},
             )  # fmt: skip
             run_folder = folder / f"gate-{gate_rate:g}" / f"lambda-{weight:g}"
-            result = train_on_protocol(
-                model, representations.vocabulary, protocol, settings, seed, training, run_folder
-            )
+            result = train_on_protocol(model, tokenizer, protocol, settings, seed, training, run_folder)
             history = result.history
             write_csv(run_folder / "history.csv", history)
             best = history[history["step"] == result.best_step].iloc[0]
@@ -203,11 +210,14 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--weights", nargs="+", type=float, required=True, help="the weights λ to train")
     parser.add_argument("--gate-rates", nargs="+", type=float, default=[GATE_LR], help=f"default: {GATE_LR:g}")
     parser.add_argument("--whole-schedule", action="store_true", help="train all of TK-2's steps, not chapter 8's")
+    parser.add_argument("--model", default="tk2-sparse", help="the registry TK with the gate (default: tk2-sparse)")
+    parser.add_argument("--stop-at", type=int, default=None, help="the last step trained (default: chapter 8's)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--device", default="auto")
     arguments = parser.parse_args(argv)
     context = run_context(PROBE_FOLDER, arguments.profile, arguments.seed, arguments.device)
-    table = probe(context, arguments.weights, arguments.gate_rates, whole_schedule=arguments.whole_schedule)
+    table = probe(context, arguments.weights, arguments.gate_rates, whole_schedule=arguments.whole_schedule,
+                  model_name=arguments.model, stop_at=arguments.stop_at)  # fmt: skip
     print(table.to_string(index=False))
     return table
 

@@ -38,3 +38,17 @@ def test_the_probe_trains_every_setting_on_validation_and_records_what_the_gates
         f"{step}: {removed:.3f}" for step, removed in zip(history["step"], history["removed"], strict=True)
     )
     assert not list(tmp_path.rglob("*.trec")), "the probe scores no test year"
+
+
+def test_the_probe_takes_the_gate_on_tk_bert_on_its_own_schedule_cut_at_a_step(tmp_path: Path) -> None:
+    protocol = paths.chapter_dir("smoke", "02_training") / "protocol.csv"
+    if not protocol.is_file():
+        if os.environ.get("TKBOOK_REQUIRE_PAGES") == "1":
+            pytest.fail(f"{protocol}: chapter 2's smoke artifacts are missing")
+        pytest.skip("chapter 2's smoke artifacts are written later in `make test`")
+    context = RunContext("setting-probe", get_profile("smoke"), 42, torch.device("cpu"), tmp_path)
+    table = sparsity_sweep.probe(context, [30.0], progress=False, model_name="tk-bert1-sparse", stop_at=3)
+    assert table["steps"].tolist() == [3] and table["λ"].tolist() == [30.0]
+    assert (tmp_path / "sparsity-tk-bert1-sparse" / "results.csv").is_file()
+    with pytest.raises(ValueError, match="must name a TK with TK-Sparse's gate"):
+        sparsity_sweep.probe(context, [1.0], model_name="tk-bert1")
