@@ -91,12 +91,13 @@ from lib.evaluation import cold_reads, regimes, speed_benchmark, speedup_steps, 
 from lib.evaluation.precision_effect import precision_effect
 from lib.evaluation.roofline import roofline_table
 from lib.evaluation.speed_benchmark import BenchmarkInputs, run_benchmark
-from lib.experiments import artifacts, comparison_tables, first_stage_runs, regime_costs
+from lib.experiments import artifacts, comparison_tables, first_stage_runs, regime_costs, settings_record
 from lib.experiments.model_setup import CROSS_ENCODERS
 from lib.experiments.tk_choice import is_tk
 from lib.models.paper_size import ARCHITECTURES
 from lib.models.registry import MODELS
-from lib.models.tk_bert_sparse import BERT_RAMP_STEPS, BERT_SPARSITY_WEIGHT
+from lib.models.tk_bert_sparse import BERT_RAMP_STEPS, BERT_REMOVAL_TARGET
+from lib.models.tk_sparse import fitted_ramp
 
 # %% tags=["hide-input"]
 speed_overrides = {
@@ -779,15 +780,14 @@ plain(regimes_reading.tests_display(regime_tests))
 # bfloat16 copy of its weights and the kernels stay in float32), its codebooks are fitted on the vectors it
 # indexes, and its runs are scored as it is served.
 #
-# A third way stores **fewer vectors**: contextualised stopwords (TK-Sparse, slides 30–33; chapter 8 sweeps its
-# weight on TK-2). {glue:text}`sparse_label` is the same TK with TK-Sparse's gate after the contextualisation,
-# trained in chapter 2 on the same protocol (its L1 weight {glue:text}`sparse_lambda`, the one chapter 8's sweep
-# chose for TK-2 on validation, ramped in over its first {glue:text}`sparse_ramp` steps): a piece whose gate is 0
-# adds nothing to the score and is not stored, and a kept vector's length is its gate, the weight of its kernels. In
-# float16 and int8 that length travels with the vector; product-quantised, the direction is coded as above and the
-# length stored beside the codes as one float16 number, and TK's sums are taken from the codes as before, each
-# weighted by its length ({glue:text}`sparse_pq_subspaces` codes, chosen on validation by the same rule). The
-# table's *vectors / passage* counts what each index stores for a timed passage.
+# A third way stores **fewer vectors**: contextualised stopwords (TK-Sparse, slides 30–33; chapter 8 sweeps the
+# share it removes on TK-2). {glue:text}`sparse_label` is the same TK with TK-Sparse's gate after the
+# contextualisation, trained in chapter 2 on the same protocol to remove {glue:text}`sparse_target` of the passage
+# pieces it sees (the share chapter 8's sweep chose for TK-2 on validation, ramped in over its first
+# {glue:text}`sparse_ramp` steps). A removed piece adds nothing to the score and is not stored; a kept one is stored
+# and scored as the full TK's, in every precision ({glue:text}`sparse_pq_subspaces` codes product-quantised, chosen
+# on validation by the same rule). The table's *vectors / passage* counts what each index stores for a timed
+# passage.
 #
 # Each compact index beside the full one, with each year's nDCG@10 re-ranking all candidates and paired t-tests
 # (Bonferroni over the year's pairs; `*`: significant) against BM25, against the full TK and against BERT-cat, each
@@ -803,8 +803,9 @@ glue("pq_fit_count", f"{pq.fit_passages:,}" if pq is not None else "–", displa
 glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–", display=False)
 glue("pq_fit_outside", f"{pq.fit_outside:,}" if pq is not None else "–", display=False)
 glue("sparse_label", LABELS[regime_costs.sparse_of(speed_settings.regime_pq_model)], display=False)
-glue("sparse_lambda", f"{BERT_SPARSITY_WEIGHT:g}", display=False)
-glue("sparse_ramp", f"{BERT_RAMP_STEPS:,}", display=False)
+glue("sparse_target", f"{BERT_REMOVAL_TARGET:.0%}", display=False)
+bert_steps = settings_record.read_settings(artifacts.training_settings(chapter.profile))[0].bert_cat_max_steps
+glue("sparse_ramp", f"{fitted_ramp(BERT_RAMP_STEPS, bert_steps):,}", display=False)
 glue("sparse_pq_subspaces", str(sparse_pq.quantiser.subspaces) if sparse_pq is not None else "–", display=False)
 
 # %%
@@ -845,8 +846,8 @@ else:
 # %%
 if pqs:
     pq_choice = pd.concat([
-        regimes_reading.pq_choice(variant.validation, variant.quantiser.subspaces, speed_settings.regime_pq_tolerance)
-        .assign(model=LABELS[variant.source]).set_index("model").reset_index()
+        regimes_reading.pq_choice(LABELS[variant.source], variant.validation, variant.quantiser.subspaces,
+                                  speed_settings.regime_pq_tolerance)
         for variant in pqs
     ])  # fmt: skip
     write_csv(out / "pq_choice.csv", pq_choice)

@@ -216,16 +216,16 @@ def plot_tradeoff(
 
 
 def monotone_reading(sweep: pd.DataFrame) -> str:
-    """Whether TK-Sparse's λ sweep (``sweep``: a row per λ with ``λ`` and ``removed (validation passages)``, other
-    rows without a λ ignored) is monotone — each larger λ removing at least the share of the one before — and where
-    it is not."""
-    rows = sweep.dropna(subset=["λ"]).sort_values("λ")
-    shares = list(zip(rows["λ"], rows["removed (validation passages)"], strict=True))
+    """Whether TK-Sparse's sweep (``sweep``: a row per removal target with ``target`` and ``removed (validation
+    passages)``, other rows without a target ignored) is monotone — each larger target removing at least the share of
+    the one before — and where it is not."""
+    rows = sweep.dropna(subset=["target"]).sort_values("target")
+    shares = list(zip(rows["target"], rows["removed (validation passages)"], strict=True))
     breaks = [(low, high) for low, high in itertools.pairwise(shares) if high[1] < low[1]]
-    listed = ", ".join(f"λ = {weight:g}: {share:.0%}" for weight, share in shares)
+    listed = ", ".join(f"target {target:.0%}: {share:.0%}" for target, share in shares)
     if not breaks:
-        return f"The sweep is monotone: each larger λ removes at least the share of the one before ({listed})."
-    where = "; ".join(f"λ = {high[0]:g} removes {high[1]:.0%}, less than λ = {low[0]:g}'s {low[1]:.0%}"
+        return f"The sweep is monotone: each larger target removes at least the share of the one before ({listed})."
+    where = "; ".join(f"target {high[0]:.0%} removes {high[1]:.0%}, less than target {low[0]:.0%}'s {low[1]:.0%}"
                       for low, high in breaks)  # fmt: skip
     return f"The sweep is not monotone: {where} ({listed})."
 

@@ -208,16 +208,18 @@ def compact_reading(costs: pd.DataFrame, reference: str, rival: str) -> str:
     )
 
 
-def pq_choice(validation: Mapping[str, float], chosen: int, tolerance: float) -> pd.DataFrame:
-    """The product quantiser's number of codes as chosen on validation (:func:`lib.experiments.regime_costs.pq_variant`
-    — ``validation`` maps ``"float16"`` and each number tried to its validation nDCG@10): a row each, its difference
-    from the unquantised index, whether that is within ``tolerance`` and which was ``chosen``."""
+def pq_choice(model: str, validation: Mapping[str, float], chosen: int, tolerance: float) -> pd.DataFrame:
+    """The product quantiser's number of codes for ``model`` (its label) as chosen on validation
+    (:func:`lib.experiments.regime_costs.pq_variant` — ``validation`` maps ``"float16"`` and each number tried to its
+    validation nDCG@10): a row each, its difference from the unquantised index, whether that is within ``tolerance``
+    and which was ``chosen``."""
     reference = validation["float16"]
-    rows = [{"index": "float16 (unquantised)", "validation nDCG@10": reference, "difference": 0.0, "within": "—",
-             "chosen": ""}]  # fmt: skip
+    rows = [{"model": model, "index": "float16 (unquantised)", "validation nDCG@10": reference, "difference": 0.0,
+             "within": "—", "chosen": ""}]  # fmt: skip
     for key in sorted((key for key in validation if key != "float16"), key=int):
         value = validation[key]
-        rows.append({"index": f"PQ, {key} codes", "validation nDCG@10": value, "difference": value - reference,
+        rows.append({"model": model, "index": f"PQ, {key} codes", "validation nDCG@10": value,
+                     "difference": value - reference,
                      "within": "yes" if value >= reference - tolerance else "no",
                      "chosen": "✓" if int(key) == chosen else ""})  # fmt: skip
     return pd.DataFrame(rows)

@@ -347,38 +347,36 @@ BOOK: tuple[Decision, ...] = (
         "2026-11-26",
     ),
     Decision(
-        "book", "lecture", "sparsity_weights", (1.0, 3.0, 10.0, 30.0, 100.0), "validation",
-        "python -m lib.experiments.sparsity_sweep on DL21 validation alone (nothing else scored): TK-Sparse with the "
-        "gate of issue 70 (own Adam group, lambda ramped over 300 steps, a ranking gradient through a gate at 0, a "
-        "checkpoint removing 99 % or more ineligible) over TK-2's whole 1,000 steps; five lambda over two decades, "
-        "so that chapter 8 shows where removal starts; chapter 8 chooses among them the sparsest within 0.01 of "
-        "TK-2's validation value (lib.experiments.sparsity_sweep.chosen_weight: here lambda 10, the module default)",
+        "book", "lecture", "removal_targets", (0.1, 0.2, 0.3, 0.4, 0.5, 0.6), "validation",
+        "python -m lib.experiments.sparsity_sweep on DL21 validation alone (nothing else scored), TK-2's whole 1,000 "
+        "steps, gate rate 1e-3: every penalty on the gates acted as a switch (below), so the gate is trained to a "
+        "share of removed terms (lib.models.tk_sparse: the share's quantile of each batch's scores, straight-through); "
+        "six targets from 10 % to 60 % around slide 32's 20-40 %; chapter 8 chooses among them the sparsest within "
+        "0.01 of TK-2's validation value (lib.experiments.sparsity_sweep.chosen_target); the module default, "
+        "REMOVAL_TARGET 0.3, is the probe's",
         (
-            ("gate rate 1e-3, 1,000 steps (adopted)", "lambda 1 / 3 / 10 / 30 / 100: 0.450 / 0.444 / 0.449 / 0.452 / "
-             "0.434 at their best steps (600 / 400 / 1,000 / 400 / 1,000), terms removed there 0.03 % / 0 / 25.7 % "
-             "/ 0 / 0; at step 1,000 lambda 10 removes 25.7 % (0.449), lambda 30 41.5 % (0.401), lambda 100 "
-             "nothing; TK-2: 0.448"),
-            ("gate rate 1e-4 (the authors'), 1,000 steps", "lambda 10: 0.442 at 1,000, nothing removed there (at "
-             "most 3 % at any validation)"),
-            ("gate rate 1e-3, 600 steps", "lambda 0.3 / 1 / 3 / 10 / 30: 0.455 / 0.450 / 0.444 / 0.436 / 0.452, at "
-             "most 1.7 % removed at any validation: the gates start closing after step 600"),
-            ("gate rate 1e-4 (the authors'), 600 steps", "lambda 0.3 / 1 / 3 / 10 / 30: 0.441 / 0.433 / 0.446 / "
-             "0.433 / 0.427, at most 4.8 % removed at any validation; the gates shrink (mean 0.47 at 0.3, 0.36 at "
-             "30) but few reach 0"),
-            ("gate rate 3e-3, 600 steps", "lambda 1 / 3 / 10: 0.442 / 0.434 / 0.440, removed 0 / 0.5 % / 0"),
-            ("gate rate 1e-2, 600 steps", "lambda 1: 0.418 at 200 with nothing removed, every term removed at 400 "
-             "and 600 (ineligible): the switch again"),
-            ("the penalty relative to each passage's largest gate", "gate rates 1e-4 and 1e-3, lambda 0.1-300, 600 "
-             "steps: nothing removed, rejected"),
-            ("the log path alone (the authors' TK-Sparse)", "gate rate 1e-3, lambda 0.3 / 1 / 3, 600 steps: nothing "
-             "removed, rejected"),
+            ("a target share, straight-through (adopted)", "target 0.3 / 0.5: 0.439 / 0.430 at their best steps "
+             "(800 / 800), terms removed there 30.8 % / 54.6 %, removed at every validation 20-31 % / 30-55 %: "
+             "the share follows the target; TK-2: 0.448"),
+            ("the same, the threshold not differentiated", "target 0.3: 0.2 % of the validation terms removed at "
+             "400 while 30 % of each training batch's: the ranking pushed every score up together and the running "
+             "threshold lagged behind, rejected"),
+            ("L1 on the authors' ReLU gate, gate rate 1e-3", "lambda 1 / 3 / 10 / 30 / 100: 0.450 / 0.444 / 0.449 / "
+             "0.452 / 0.434 at their best steps, terms removed there 0.03 % / 0 / 25.7 % / 0 / 0; lambda 30 removed "
+             "41.5 % at 1,000 (0.401): not monotone, the gates closing late and together"),
+            ("L1 on the ReLU gate, gate rates 1e-4 / 3e-3 / 1e-2, 600 steps", "at most 4.8 % / 0.5 % removed; 1e-2: "
+             "every term removed at 400 (the switch)"),
+            ("expected L0 on a hard-concrete gate (Louizos et al., 2018)", "lambda 0.1 / 0.3 / 1 / 3 / 10: nothing "
+             "removed at any validation but lambda 1's last, 92.3 % at 1,000"),
+            ("a quadratic pull of the expected removed share to a target", "target 0.3 (weight 100): nothing removed "
+             "at scoring (the training noise's expected share met with every gate open); on the noise-free gate, 8 % "
+             "at 200 and nothing after"),
+            ("the penalty relative to each passage's largest gate; the log path alone", "nothing removed, rejected"),
         ),
-        "2026-11-28",
-        "validation is nDCG@10 at the top 20, removal the share of the validation candidates' terms; each run's "
-        "checkpoint is its best validation, so a lambda whose best comes before its gates close (30) shows nothing "
-        "removed: the sweep at the chosen checkpoints is not monotone. The ranking loss's gradient on the gate's "
-        "common bias is as large as the penalty's and noisy (lambda 3: -3.6 to +4.4 per batch against 3), which is "
-        "why the gates close late",
+        "2026-11-29",
+        "validation is nDCG@10 at the top 20, removal the share of the validation candidates' terms at the running "
+        "threshold. TK's log path barely changes when all of a passage's gates shrink together, so any penalty moved "
+        "them together until they shut; a share fixes how many go and leaves the gate only which",
     ),
     Decision(
         "book", "lecture", "stop_at", {"colbert": 40, "prettr": 40}, "budget",
@@ -386,7 +384,7 @@ BOOK: tuple[Decision, ...] = (
         "fine-tuning trains the first 40 steps of its 500-step schedule (one validation), every learning-rate "
         "schedule unchanged, so the weights are those the whole run passes through. TK-Sparse and the other runs of "
         "slides 31-32 train TK-2's whole 1,000 steps: their gates start closing only after step 800 (the probe of "
-        "sparsity_weights), so the earlier cut at 600 left nothing removed",
+        "removal_targets), so the earlier cut at 600 left nothing removed",
         (
             ("ColBERT", "0.520 at 40 (kept); the whole run: 0.523 at 80 (best), 0.511 at 120, 0.515 at 160, "
              "stopped; training 764 s of which 40 steps about 175 s"),

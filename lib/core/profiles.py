@@ -248,21 +248,22 @@ class LectureSettings(_Replaceable):
     ``speed.regime_*`` settings, :mod:`lib.experiments.regime_costs`); ``stopword_passages``: the test passages whose
     terms TK-Sparse's gate is read on; ``prettr_min_saving``: the share of BERT-cat's per-candidate
     layers a PreTTR split must save to be fine-tuned (``k ≥ ⌈share · L⌉``; the split is chosen among
-    those on validation, :func:`lib.evaluation.split_sweep.choose_split`); ``sparsity_weights``: the weights λ of
-    TK-Sparse's L1 penalty trained for its sweep (slide 32; :data:`lib.models.tk_sparse.SPARSITY_WEIGHT`, the
-    ``tk2-sparse`` of ``models``, among them or not), the one used chosen on validation. Mono-duo (slide 12,
+    those on validation, :func:`lib.evaluation.split_sweep.choose_split`); ``removal_targets``: the shares of
+    passage terms TK-Sparse's gate is trained to remove in its sweep (slide 32;
+    :data:`lib.models.tk_sparse.REMOVAL_TARGET`, the ``tk2-sparse`` of ``models``, among them or not), the one used
+    chosen on validation. Mono-duo (slide 12,
     :mod:`lib.experiments.mono_duo`): the duo model re-ranks mono BERT-cat's top ``duo_top_k``, trained for at most
     ``duo_max_steps`` steps of ``duo_batch_size`` triples (both orders of each), validated every
     ``duo_validate_every`` steps, stopped after ``duo_patience`` validations without improvement — a budget: each
     step reads two passages per row, and each validation ``k (k − 1)`` pairs per validation query.
     ``stop_at`` (by registry name) and ``duo_stop_at``: the last step a model trains, its learning-rate schedule
     still the one of its whole run (``duo_max_steps`` for the duo; :attr:`lib.training.pairwise.TrainingConfig.stop_at`;
-    none: the whole run) — a budget cut of chapter 8's trainings (the runs of the λ sweep and the stopword baseline
-    stop where ``tk2-sparse`` does).
+    none: the whole run) — a budget cut of chapter 8's trainings (the runs of the removal sweep and the stopword
+    baseline stop where ``tk2-sparse`` does).
     """
 
     models: tuple[str, ...] = ("prettr", "colbert", "tk2-sparse")
-    sparsity_weights: tuple[float, ...] = (0.1, 0.5, 2.0)
+    removal_targets: tuple[float, ...] = (0.1, 0.3, 0.5)
     latency_counts: tuple[int, ...] = (100, 1000)
     latency_queries: int = 3
     latency_repetitions: int = 3
@@ -302,8 +303,8 @@ class LectureSettings(_Replaceable):
                 raise ValueError(f"lecture setting {name!r} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.prettr_min_saving < 1:
             raise ValueError(f"lecture setting 'prettr_min_saving' must be in [0, 1), got {self.prettr_min_saving}")
-        if not self.sparsity_weights or min(self.sparsity_weights) < 0:
-            raise ValueError(f"lecture setting 'sparsity_weights' must be weights >= 0, got {self.sparsity_weights}")
+        if not self.removal_targets or not all(0 < target < 0.99 for target in self.removal_targets):
+            raise ValueError(f"lecture setting 'removal_targets' must be in (0, 0.99), got {self.removal_targets}")
 
 
 @dataclass(frozen=True)
@@ -478,7 +479,7 @@ PROFILES: dict[str, Profile] = {
         trec=TrecSettings(inits=(42, 1)),
         lecture=LectureSettings(
             latency_counts=(10, 100), latency_queries=1, latency_repetitions=1, stopword_passages=200,
-            sparsity_weights=(0.5, 2.0), duo_top_k=3, duo_batch_size=2, duo_max_steps=2, duo_validate_every=1,
+            removal_targets=(0.1, 0.5), duo_top_k=3, duo_batch_size=2, duo_max_steps=2, duo_validate_every=1,
         ),
         long=LongSettings(
             time_depth=10, time_max_pieces=1024, relevant_per_query=1, others_per_query=3, sweep_offsets=(0, 512),
@@ -524,7 +525,7 @@ PROFILES: dict[str, Profile] = {
         # over two decades (validation probe).
         lecture=LectureSettings(
             latency_repetitions=1, stop_at={"colbert": 40, "prettr": 40}, duo_validate_every=40,
-            duo_stop_at=40, sparsity_weights=(1.0, 3.0, 10.0, 30.0, 100.0),
+            duo_stop_at=40, removal_targets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
         ),
     ),
     "paper": Profile(

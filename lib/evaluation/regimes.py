@@ -82,12 +82,10 @@ def stored_scores(
     read, padded and matched is padding. A ``pq`` index read by a model that scores from eq. 4's cosines alone (a
     TK: ``scores_from_match``) is never decoded: the query's table of dot products with every centroid is computed
     once, and each chunk's match matrix summed from its codes (Jégou et al.'s asymmetric distance computation,
-    :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float rounding; so is one
-    read by a model that weighs each stored term by its vector's length (TK-Sparse: ``stored_weights``), which reads
-    the lengths the index stores beside the codes (``score_weighted_match``)."""
+    :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float rounding (TK-Sparse
+    too: its index holds only the terms its gate keeps, scored as TK scores them)."""
     device = next(model.parameters()).device
-    weighted = bool(getattr(model, "stored_weights", False))
-    from_codes = getattr(model, "scores_from_match", False) or weighted
+    from_codes = getattr(model, "scores_from_match", False)
     with torch.inference_mode():
         query_vectors, query_mask = model.encode_query(query[0], query[1])
         codebooks = None if index.dtype != PQ or not from_codes else _codebooks(index)
@@ -102,12 +100,7 @@ def stored_scores(
             else:
                 codes, chunk_mask = (part.to(device) for part in index.gather_codes(chunk_pids))
                 match = cosine_match_codes(table, codes, query_mask, chunk_mask)
-                query_masks = query_mask.expand(len(chunk_pids), -1)
-                if weighted:
-                    weights = index.gather_weights(chunk_pids).to(device)
-                    scored = model.score_weighted_match(match, query_masks, chunk_mask, weights)
-                else:
-                    scored = model.score_match(match, query_masks, chunk_mask)
+                scored = model.score_match(match, query_mask.expand(len(chunk_pids), -1), chunk_mask)
             scores[order[start : start + batch_size].to(device)] = scored.float()
         return scores
 

@@ -166,9 +166,9 @@ def passages_outside(protocol: Protocol, pools: set[str], count: int = PROJECTIO
 class Requantised:
     """A ``float16`` :class:`lib.reranking.passage_index.PassageIndex` read as if its vectors were product-quantised by
     ``quantiser``: each gathered vector replaced by its decoded codes' unit-length direction times its own length —
-    what a ``pq`` index of the same passages ranks for a model that reads only cosines (a TK; the ``pq`` index's
-    asymmetric distance computation gives the decoded vectors' cosines to float rounding) or cosines and lengths
-    (TK-Sparse, whose weighted ``pq`` index stores the lengths), without encoding the passages again."""
+    what a ``pq`` index of the same passages ranks for a model that reads only cosines (a TK, TK-Sparse's too; the
+    ``pq`` index's asymmetric distance computation gives the decoded vectors' cosines to float rounding), without
+    encoding the passages again."""
 
     def __init__(self, index: PassageIndex, quantiser: ProductQuantiser) -> None:
         if index.dtype != "float16":

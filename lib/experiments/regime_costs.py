@@ -182,8 +182,8 @@ def pq_variant(profile: Profile, source: str, trained_models: Sequence[str], dev
     under ``folder`` and scored from each index (the steps of :mod:`lib.evaluation.speedup_steps`), and from the
     float16 index read through a quantiser of as many codes fitted on training passages outside every test pool
     (:data:`PQ_OUTSIDE`, where ``robustness``); each year's run from the ``pq`` index is written to the runs
-    folder. A sparse TK's ``pq`` index stores each kept vector's length (its gate) beside the codes of its direction
-    (:mod:`lib.reranking.passage_index`)."""
+    folder. A sparse TK's indexes hold the kept terms only
+    (:meth:`lib.models.tk_sparse.GatedPassages.encode_passages`)."""
     if not source or source not in trained_models:
         return None
     start = time.perf_counter()

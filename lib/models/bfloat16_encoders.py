@@ -81,17 +81,6 @@ class BFloat16Encoders(BFloat16Model):
         """The original model's scoring from a match matrix (a TK's :meth:`lib.models.tk.TK.score_match`)."""
         return self.model.score_match(match, query_mask, doc_mask)
 
-    @property
-    def stored_weights(self) -> bool:
-        """Whether the original model weighs each stored vector by its length (TK-Sparse's gate)."""
-        return bool(getattr(self.model, "stored_weights", False))
-
-    def score_weighted_match(self, match: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor,
-                             weights: torch.Tensor) -> torch.Tensor:  # fmt: skip
-        """The original model's scoring from a match matrix and a weight per stored vector
-        (:meth:`lib.models.tk_sparse.GatedPassages.score_weighted_match`)."""
-        return self.model.score_weighted_match(match, query_mask, doc_mask, weights)
-
 
 def served_in_bfloat16(model: nn.Module) -> BFloat16Model:
     """``model`` served in bfloat16: :class:`BFloat16Encoders` for a storable model, :class:`BFloat16Model`

@@ -1,18 +1,18 @@
 """Contextualised stopwords on the TK of a pre-trained contextualiser: TK-Sparse's gate on TK-BERT (slides 30–33).
 
 TK-Sparse (Hofstätter et al., CIKM 2020; :mod:`lib.models.tk_sparse`) learns, after the contextualisation, which
-stored passage terms no query will need: a gate ``s_i = ReLU(w₂ · tanh(W₁ · ŝ_i + b₁) + b₂)`` multiplies every
-kernel activation of term ``i`` (eq. 6 with a weight per passage term), and an L1 penalty ``λ · mean_i s_i`` pushes
-gates to 0, so that an index need not store those terms. The authors put it on TK; the book's chosen TK for the stored
-regime is TK-BERT-6 (:mod:`lib.models.tk_bert`: eq. 1 on all-MiniLM-L6-v2's layers), whose index chapter 3 makes
-compact. :class:`TKBertSparse` is that TK with the same gate, trained the same way (its own Adam group, λ ramped in,
-a gate that cannot die, checkpoints before the end of the ramp or removing nearly everything not eligible), on
-``ŝ_i`` mixed from the BERT's embedding layer and its layers' output (``H``-d, before any projection).
+stored passage terms no query will need: a term whose gate is 0 adds nothing to any kernel (eq. 6 with a weight per
+passage term), so an index need not store it; the book trains the gate to remove a target share of the terms (its
+module docstring says why, and how). The authors put it on TK; the book's chosen TK for the stored regime is TK-BERT-6
+(:mod:`lib.models.tk_bert`: eq. 1 on all-MiniLM-L6-v2's layers), whose index chapter 3 makes compact.
+:class:`TKBertSparse` is that TK with the same gate, trained the same way (its own Adam group, the share ramped in,
+straight-through, checkpoints before the end of the ramp or removing nearly everything not eligible), on ``ŝ_i``
+mixed from the BERT's embedding layer and its layers' output (``H``-d, before any projection).
 
-Its stored index keeps only the kept pieces' vectors, each scaled to its gate; chapter 3 stores them in float16, int8
-and product-quantised (the codes of a vector's direction and its length, :mod:`lib.reranking.passage_index`). Not in
-the TK-Sparse paper (a book addition for the stored regime): the gate on a pre-trained contextualiser, and its λ and
-ramp, which are the book's (:data:`BERT_SPARSITY_WEIGHT`, :data:`BERT_RAMP_STEPS`).
+Its stored index keeps only the kept pieces' vectors, stored and scored as TK-BERT's; chapter 3 stores them in
+float16, int8 and product-quantised (:mod:`lib.reranking.passage_index`). Not in the TK-Sparse paper (a book addition
+for the stored regime): the gate on a pre-trained contextualiser, and its target and ramp, which are the book's
+(:data:`BERT_REMOVAL_TARGET`, :data:`BERT_RAMP_STEPS`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from transformers import BertModel
 from lib.models.bert_cat import BOOK_BERT_LR, HEAD_LR
 from lib.models.tk import TKConfig
 from lib.models.tk_bert import TKBert
-from lib.models.tk_sparse import GATE_LR, SPARSITY_WEIGHT, GatedPassages, with_gate_group
+from lib.models.tk_sparse import GATE_LR, REMOVAL_TARGET, GatedPassages, with_gate_group
 
-#: λ of TK-BERT's gate: TK-Sparse's, the one chapter 8's sweep chose for TK-2 on validation (lib.core.decisions,
-#: ``sparsity_weights``), taken over, not swept again (a TK-BERT-6-sized training each).
-BERT_SPARSITY_WEIGHT = SPARSITY_WEIGHT
+#: The share of terms TK-BERT's gate is trained to remove: TK-Sparse's, the one chapter 8's sweep chose for TK-2 on
+#: validation (lib.core.decisions, ``removal_targets``), taken over, not swept again (a TK-BERT-6-sized training each).
+BERT_REMOVAL_TARGET = REMOVAL_TARGET
 #: Training steps over which λ rises from 0: TK-BERT-6 trains at most 500 steps and stops early, so its ramp is
 #: shorter than TK-2's 300 of 1,000 — three of its validations.
 BERT_RAMP_STEPS = 120
@@ -37,7 +37,7 @@ BERT_RAMP_STEPS = 120
 class TKBertSparse(GatedPassages, TKBert):
     """TK on a BERT's first ``num_layers`` layers (:class:`lib.models.tk_bert.TKBert`) with TK-Sparse's stopword gate
     (:class:`lib.models.tk_sparse.GatedPassages`); see the module docstring. Takes TKBert's arguments,
-    ``sparsity_weight`` (λ) and ``ramp_steps``."""
+    ``removal_target`` (the share of terms to remove) and ``ramp_steps``."""
 
     def __init__(
         self,
@@ -47,11 +47,11 @@ class TKBertSparse(GatedPassages, TKBert):
         bert_lr: float = BOOK_BERT_LR,
         head_lr: float = HEAD_LR,
         config: TKConfig | None = None,
-        sparsity_weight: float = BERT_SPARSITY_WEIGHT,
+        removal_target: float = BERT_REMOVAL_TARGET,
         ramp_steps: int = BERT_RAMP_STEPS,
     ) -> None:
         TKBert.__init__(self, bert, num_layers, bert_lr=bert_lr, head_lr=head_lr, config=config)
-        self.init_gate(self.embedding.word_embeddings.embedding_dim, sparsity_weight, ramp_steps)
+        self.init_gate(self.embedding.word_embeddings.embedding_dim, removal_target, ramp_steps)
 
     def optimizer_groups(
         self, bert_lr: float | None = None, head_lr: float | None = None, gate_lr: float = GATE_LR
@@ -62,4 +62,4 @@ class TKBertSparse(GatedPassages, TKBert):
         return with_gate_group(groups, self.gate_parameters(), gate_lr)
 
 
-__all__ = ["BERT_RAMP_STEPS", "BERT_SPARSITY_WEIGHT", "TKBertSparse"]
+__all__ = ["BERT_RAMP_STEPS", "BERT_REMOVAL_TARGET", "TKBertSparse"]

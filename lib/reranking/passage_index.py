@@ -8,9 +8,7 @@ passages and writes their stored vectors (only the real ones, no padding) into a
 - ``vectors.bin``: every stored vector, ``[total, d]``, in ``float16`` or ``int8`` — or, product-quantised
   (``pq``, :mod:`lib.reranking.product_quantisation`), ``[total, m]`` one-byte codes of its unit-length direction;
 - ``scales.bin`` (``int8``): one ``float16`` scale per vector, ``max |v| / 127`` (symmetric quantisation, so a
-  vector's direction and length come back to about 1/254 of its largest entry); (``pq`` of a model whose stored
-  vectors' lengths are weights, ``stored_weights``: TK-Sparse's gates) each vector's length, beside the codes of its
-  direction;
+  vector's direction and length come back to about 1/254 of its largest entry);
 - ``codebooks.bin`` (``pq`` only): the quantiser's centroids, float32 ``[m, 256, d / m]``, stored once per index
   (not counted per passage: :attr:`PassageIndex.codebook_bytes`);
 - ``offsets.bin``: ``int64 [passages + 1]``, passage ``i``'s vectors are rows ``offsets[i] : offsets[i + 1]``;
@@ -44,7 +42,7 @@ from tqdm import tqdm
 from lib.core.atomic import write_json
 from lib.core.broken_files import read_index_header
 from lib.representations.text import DOC_MAX_LENGTH
-from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, decode, unit
+from lib.reranking.product_quantisation import CENTROIDS, ProductQuantiser, decode
 
 #: The index layout's version (``header.json``).
 INDEX_FORMAT = 1
@@ -135,30 +133,13 @@ class PassageIndex:
         mask[which, position] = True
         return torch.from_numpy(codes), torch.from_numpy(mask)
 
-    def gather_weights(self, pids: Sequence[str]) -> torch.Tensor:
-        """A weighted ``pq`` index's stored lengths of ``pids``' vectors (:attr:`weighted`), ``[n, L]`` float32 padded
-        with 0 as :meth:`gather_codes` pads."""
-        if not self.weighted:
-            raise ValueError(f"the index {self.folder} stores no weights beside its codes (a model's stored_weights)")
-        which, position, read, length = self._places(pids)
-        weights = np.zeros((len(pids), max(length, 1)), dtype=np.float32)
-        weights[which, position] = self.scales[read]
-        return torch.from_numpy(weights)
-
-    @property
-    def weighted(self) -> bool:
-        """Whether this ``pq`` index stores each vector's length beside the codes of its direction."""
-        return self.quantiser is not None and self.scales is not None
-
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
-        longest, and the mask ``[n, L]`` (a weighted ``pq`` index's: each decoded direction at unit length times the
-        stored length). An unknown pid is a ``KeyError`` naming it."""
+        longest, and the mask ``[n, L]`` (a ``pq`` index's vectors: its codes decoded). An unknown pid is a ``KeyError``
+        naming it."""
         which, position, read, length = self._places(pids)
         if self.quantiser is not None:
             block = self.quantiser.decode(np.asarray(self.vectors[read])).numpy()
-            if self.scales is not None:
-                block = unit(block)
         else:
             block = np.asarray(self.vectors[read], dtype=np.float32)
         if self.scales is not None:
@@ -219,16 +200,6 @@ class ResidentIndex:
         mask = steps[None, :] < lengths[:, None]
         return torch.where(mask, starts[:, None] + steps[None, :], 0), mask
 
-    def gather_weights(self, pids: Sequence[str]) -> torch.Tensor:
-        """:meth:`PassageIndex.gather_weights` on the device (padding: 0)."""
-        if self.codebooks is None or self.scales is None:
-            raise ValueError(f"the index {self.source.folder} stores no weights beside its codes")
-        if not len(self.vectors):
-            self.source.rows(pids)
-            return torch.zeros(len(pids), 1, device=self.vectors.device)
-        positions, mask = self._positions(pids)
-        return self.scales[positions].float() * mask
-
     def gather_codes(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`PassageIndex.gather_codes` on the device (padding: code 0, masked)."""
         if self.codebooks is None:
@@ -253,8 +224,6 @@ class ResidentIndex:
         positions, mask = self._positions(pids)
         if self.codebooks is not None:
             out = decode(self.codebooks, self.vectors[positions])
-            if self.scales is not None:
-                out = torch.nn.functional.normalize(out, dim=-1)
         else:
             out = self.vectors[positions].float()
         if self.scales is not None:
@@ -301,8 +270,7 @@ def build_indexes(
 ) -> dict[str, PassageIndex]:
     """:func:`build_index` in several precisions from one encoding: ``folders`` maps a stored dtype to its folder.
     Each header's ``seconds`` is the encoding's wall time plus the writing of that index (a ``pq`` index's: its
-    codes, not the fitting of its ``quantiser``). A model whose stored vectors' lengths are weights
-    (``stored_weights``, TK-Sparse) gets each vector's length stored beside a ``pq`` index's codes."""
+    codes, not the fitting of its ``quantiser``)."""
     unknown = [dtype for dtype in folders if dtype not in STORED_DTYPES]
     if unknown or not folders:
         raise ValueError(f"parameter 'dtype' must be one of {list(STORED_DTYPES)}, got {unknown or 'none'}")
@@ -329,17 +297,14 @@ def build_indexes(
             for row, i in enumerate(chosen):
                 blocks[i] = vectors[row][stored[row]]
     encoding = time.perf_counter() - start
-    weighted = bool(getattr(model, "stored_weights", False))
     return {
-        dtype: _write(blocks, pids, Path(folder), dtype, encoding, name, quantiser, weighted)
-        for dtype, folder in folders.items()
+        dtype: _write(blocks, pids, Path(folder), dtype, encoding, name, quantiser) for dtype, folder in folders.items()
     }
 
 
 def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: str, encoding: float, name: str,
-           quantiser: ProductQuantiser | None, weighted: bool = False) -> PassageIndex:  # fmt: skip
-    """Write one index of ``blocks`` (passage ``i``'s float32 vectors) into ``folder`` under a temporary name (a ``pq``
-    index ``weighted``: each vector's length too)."""
+           quantiser: ProductQuantiser | None) -> PassageIndex:  # fmt: skip
+    """Write one index of ``blocks`` (passage ``i``'s float32 vectors) into ``folder`` under a temporary name."""
     start = time.perf_counter()
     partial = _partial_folder(folder)
     offsets = np.concatenate([[0], np.cumsum([len(block) for block in blocks])]).astype(np.int64)
@@ -354,12 +319,9 @@ def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: s
                 scale_file.write(scales.tobytes())
             elif dtype == PQ:
                 vector_file.write(quantiser.encode(block).tobytes())
-                if weighted:
-                    scale_file.write(np.linalg.norm(block, axis=1).astype(np.float16).tobytes())
             else:
                 vector_file.write(block.astype(np.float16).tobytes())
-    weighted = weighted and dtype == PQ
-    if dtype != "int8" and not weighted:
+    if dtype != "int8":
         (partial / "scales.bin").unlink()
     if dtype == PQ:
         quantiser.codebooks.astype(np.float32).tofile(partial / "codebooks.bin")
@@ -368,7 +330,7 @@ def _write(blocks: list[np.ndarray], pids: Sequence[str], folder: Path, dtype: s
     header = {
         "format": INDEX_FORMAT, "dtype": dtype, "dim": int(dim), "passages": len(pids), "vectors": int(offsets[-1]),
         "pids": list(pids), "seconds": seconds, "model": name,
-        **({"subspaces": quantiser.subspaces, "weighted": weighted} if dtype == PQ else {}),
+        **({"subspaces": quantiser.subspaces} if dtype == PQ else {}),
     }  # fmt: skip
     return _publish(partial, folder, header)
 
@@ -441,9 +403,14 @@ def _write_repeated(data: bytes, path: Path, copies: int, last_rows: int, rows: 
 
 
 def load_index(folder: str | os.PathLike) -> PassageIndex:
-    """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it."""
+    """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it, and so
+    is a ``pq`` index written with each vector's length beside its codes (``"weighted"``: an older TK-Sparse's
+    continuous gate, which its binary gate no longer reads)."""
     folder = Path(folder)
     header = read_index_header(folder, HEADER_NAME, INDEX_FORMAT, "passage index")
+    if header.get("weighted", False):
+        raise ValueError(f"the index {folder} stores each vector's length beside its codes: it was written for an "
+                         "older TK-Sparse gate (a continuous weight per term) and must be rebuilt")  # fmt: skip
     total, dim = header["vectors"], header["dim"]
     stored = _MEMORY[header["dtype"]]
     width = header["subspaces"] if header["dtype"] == PQ else dim
@@ -458,7 +425,7 @@ def load_index(folder: str | os.PathLike) -> PassageIndex:
         codebooks = np.fromfile(folder / "codebooks.bin", dtype=np.float32)
         quantiser = ProductQuantiser(codebooks.reshape(width, CENTROIDS, -1))
     scales = None
-    if header["dtype"] == "int8" or header.get("weighted", False):
+    if header["dtype"] == "int8":
         scales = (
             np.zeros(total, np.float16) if empty else np.memmap(folder / "scales.bin", np.float16, "r", shape=(total,))
         )

@@ -420,14 +420,7 @@ def _batch_loss(
         loss = margin_mse(scores[:, 0], scores[:, 1], target)
     else:
         loss = hinge_loss(scores[:, 0], scores[:, 1], config.margin)
-    return loss + regularisation(model)
-
-
-def regularisation(model: nn.Module) -> torch.Tensor | float:
-    """The penalty a model adds to the ranking loss of its last training batch (TK-Sparse's L1 on its
-    stopword gates, :meth:`lib.models.tk_sparse.TKSparse.regularisation`); 0 for a model without one."""
-    penalty = getattr(getattr(model, "module", model), "regularisation", None)
-    return penalty() if callable(penalty) else 0.0
+    return loss
 
 
 class Validator:

@@ -197,15 +197,15 @@ def test_whole_latency_keeps_one_run_whole_row_per_model() -> None:
     ]
 
 
-def test_the_sweep_reading_says_whether_a_larger_lambda_always_removes_more() -> None:
-    rows = {"model": ["TK-2", "TK-Sparse", "TK-Sparse", "TK-Sparse"], "λ": [None, 2.0, 0.1, 0.5],
-            "removed (validation passages)": [0.0, 0.3, 0.0, 0.1]}  # fmt: skip
+def test_the_sweep_reading_says_whether_a_larger_target_always_removes_more() -> None:
+    rows = {"model": ["TK-2", "TK-Sparse", "TK-Sparse", "TK-Sparse"], "target": [None, 0.4, 0.1, 0.2],
+            "removed (validation passages)": [0.0, 0.45, 0.12, 0.2]}  # fmt: skip
     assert lecture_comparison.monotone_reading(pd.DataFrame(rows)) == (
-        "The sweep is monotone: each larger λ removes at least the share of the one before "
-        "(λ = 0.1: 0%, λ = 0.5: 10%, λ = 2: 30%)."
+        "The sweep is monotone: each larger target removes at least the share of the one before "
+        "(target 10%: 12%, target 20%: 20%, target 40%: 45%)."
     )
-    rows["removed (validation passages)"] = [0.0, 0.26, 0.0, 1.0]  # the old gate: a collapse at 0.5
+    rows["removed (validation passages)"] = [0.0, 0.26, 0.0, 1.0]  # the old gate: a collapse at a middle setting
     assert lecture_comparison.monotone_reading(pd.DataFrame(rows)) == (
-        "The sweep is not monotone: λ = 2 removes 26%, less than λ = 0.5's 100% "
-        "(λ = 0.1: 0%, λ = 0.5: 100%, λ = 2: 26%)."
+        "The sweep is not monotone: target 40% removes 26%, less than target 20%'s 100% "
+        "(target 10%: 0%, target 20%: 100%, target 40%: 26%)."
     )

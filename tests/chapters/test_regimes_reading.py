@@ -146,7 +146,8 @@ def test_the_compact_reading_gives_each_index_its_size_speed_and_tested_cost() -
 
 
 def test_the_pq_choice_marks_the_smallest_number_of_codes_within_the_tolerance() -> None:
-    frame = regimes_reading.pq_choice({"float16": 0.62, "96": 0.619, "32": 0.60, "64": 0.616}, 64, 0.005)
+    frame = regimes_reading.pq_choice("TK", {"float16": 0.62, "96": 0.619, "32": 0.60, "64": 0.616}, 64, 0.005)
+    assert frame.columns[0] == "model" and set(frame["model"]) == {"TK"}
     assert frame["index"].tolist() == ["float16 (unquantised)", "PQ, 32 codes", "PQ, 64 codes", "PQ, 96 codes"]
     assert frame["within"].tolist() == ["—", "no", "yes", "yes"] and frame["chosen"].tolist() == ["", "", "✓", ""]
     assert frame["difference"].iloc[1] == pytest.approx(-0.02)

@@ -33,7 +33,7 @@ from lib.evaluation.regimes import (
 )
 from lib.evaluation.stored_latency import is_precomputable
 from lib.models.knrm import KNRM
-from lib.representations.text import QUERY_MAX_LENGTH
+from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.passage_index import PQ, build_index
 from lib.reranking.product_quantisation import fit_quantiser
 from tests.reranking.test_passage_index import TEXTS, direct_scores, tk_and_words
@@ -363,10 +363,10 @@ def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as
         stored_run(model, words, QUERIES, {"q9": {"p1": 1.0}}, index, batch_size=2, progress=False)
 
 
-def test_a_sparse_tk_reads_a_weighted_pq_index_from_its_codes_and_stored_lengths(tmp_path: Path) -> None:
-    """TK-Sparse weighs each stored term by its vector's length (its gate): from a weighted ``pq`` index it scores
-    from the codes' match matrix and the stored lengths, never decoding, as it would from the decoded vectors; the
-    float16 index read through the same quantiser (``Requantised``) ranks the same."""
+def test_a_sparse_tk_scores_its_pq_index_of_kept_terms_from_the_codes_as_tk_does(tmp_path: Path) -> None:
+    """TK-Sparse's gate keeps a term or removes it, and the kept terms score as TK's: its ``pq`` index, of the kept
+    terms alone, is scored from the codes' match matrix (never decoded) as from the decoded vectors, to float
+    rounding; the float16 index read through the same quantiser (``Requantised``) ranks the same."""
     from lib.experiments.compact_tk import Requantised
     from lib.models.tk import TKConfig
     from lib.models.tk_sparse import TKSparse
@@ -375,28 +375,32 @@ def test_a_sparse_tk_reads_a_weighted_pq_index_from_its_codes_and_stored_lengths
     torch.manual_seed(0)
     model = TKSparse(torch.randn(len(words), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8))
     model.eval()
+    ids, mask = words.encode(list(TEXTS.values()), DOC_MAX_LENGTH)
     with torch.no_grad():
-        model.gate_out.bias.fill_(0.1)
+        _, scores = model._gate_inputs(ids, mask)
+        model.threshold.fill_(float(scores[mask.bool()].median()))  # about half the terms removed
     quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
     codes = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
+    assert 0 < int(codes.offsets[-1]) < int(mask.sum()), "the removed terms are not stored"
     quantised = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
 
     def never_decoded(pids: object) -> None:
-        raise AssertionError("a sparse TK reading a weighted pq index must score from its codes")
+        raise AssertionError("a sparse TK reading a pq index must score from its codes")
 
     codes.gather = never_decoded
     assert stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False) == quantised
     del codes.gather
-    model.stored_weights = False  # the same index read decoded: direction × stored length, scored as stored vectors
+    model.scores_from_match = False  # the same index read decoded, scored as stored vectors
     decoded = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
-    del model.stored_weights
+    del model.scores_from_match
     plain = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "f16", progress=False)
+    assert int(plain.offsets[-1]) == int(codes.offsets[-1]), "the same kept terms in every dtype"
     again = stored_run(model, words, QUERIES, FIRST_STAGE, Requantised(plain, quantiser), batch_size=3,
                        progress=False)  # fmt: skip
     exact = stored_run(model, words, QUERIES, FIRST_STAGE, plain, batch_size=3, progress=False)
     for qid, scores in quantised.items():
         values = torch.tensor([scores[pid] for pid in sorted(scores)])
-        for other in (decoded, again):
-            torch.testing.assert_close(values, torch.tensor([other[qid][pid] for pid in sorted(scores)]),
-                                       atol=2e-3, rtol=2e-3)  # fmt: skip
+        torch.testing.assert_close(values, torch.tensor([decoded[qid][pid] for pid in sorted(scores)]))
+        torch.testing.assert_close(values, torch.tensor([again[qid][pid] for pid in sorted(scores)]),
+                                   atol=2e-3, rtol=2e-3)  # fmt: skip
     assert quantised != exact, "the centroids are not the model's own directions"

@@ -6,25 +6,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import BertForMaskedLM
 
 from lib.models.bi_encoder import wrap
 from lib.models.tk_bert import TKBert
-from lib.representations.bert import load_bert, small_bert_config
+from lib.representations.bert import load_bert
 from lib.representations.pretrained import minilm_folder
 from tests.models.helpers import pad, random_pairs
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bert")
-    torch.manual_seed(0)
-    BertForMaskedLM(small_bert_config(vocab_size=120, layers=3, hidden=32, heads=2, intermediate=64)).save_pretrained(
-        folder
-    )
-    return folder
 
 
 def batch(seed: int = 1) -> tuple[torch.Tensor, ...]:

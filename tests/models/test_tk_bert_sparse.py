@@ -6,25 +6,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import BertForMaskedLM
 
 from lib.models.tk_bert import TKBert
-from lib.models.tk_bert_sparse import BERT_RAMP_STEPS, BERT_SPARSITY_WEIGHT, TKBertSparse
-from lib.models.tk_sparse import GATE_LR, SPARSITY_WEIGHT
-from lib.representations.bert import small_bert_config
-from lib.training.pairwise import regularisation
+from lib.models.tk_bert_sparse import BERT_RAMP_STEPS, BERT_REMOVAL_TARGET, TKBertSparse
+from lib.models.tk_sparse import GATE_LR, REMOVAL_TARGET, quantile_threshold
 from tests.models.helpers import pad, random_pairs
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bert")
-    torch.manual_seed(0)
-    config = small_bert_config(vocab_size=120, layers=3, hidden=32, heads=2, intermediate=64)
-    BertForMaskedLM(config).save_pretrained(folder)
-    return folder
 
 
 def batch(seed: int = 1) -> tuple[torch.Tensor, ...]:
@@ -32,10 +20,9 @@ def batch(seed: int = 1) -> tuple[torch.Tensor, ...]:
     return (*pad(queries), *pad(docs))
 
 
-def test_with_every_gate_at_one_it_scores_as_tk_bert(bert_folder: Path) -> None:
+def test_with_every_term_kept_it_scores_as_tk_bert(bert_folder: Path) -> None:
     torch.manual_seed(0)
-    sparse = TKBertSparse(bert_folder, 2).eval()
-    torch.nn.init.zeros_(sparse.gate_out.weight)
+    sparse = TKBertSparse(bert_folder, 2).eval()  # untrained: the running threshold is −∞
     plain = TKBert(bert_folder, 2).eval()
     plain.load_state_dict({key: value for key, value in sparse.state_dict().items() if key in plain.state_dict()})
     with torch.no_grad():
@@ -47,7 +34,8 @@ def test_the_stored_index_keeps_only_kept_pieces_and_scores_as_forward(bert_fold
     model = TKBertSparse(bert_folder, 2).eval()
     q_ids, q_mask, d_ids, d_mask = batch()
     with torch.no_grad():
-        model.gate_out.bias.fill_(0.0)  # about half the gates at 0
+        _, scores = model._gate_inputs(d_ids, d_mask.bool())
+        model.threshold.fill_(float(scores[d_mask.bool()].median()))  # about half the terms removed
         full = model(q_ids, q_mask, d_ids, d_mask)
         stored, kept = model.encode_passages(d_ids, d_mask)
         _, gate = model.gates(d_ids, d_mask)
@@ -55,12 +43,11 @@ def test_the_stored_index_keeps_only_kept_pieces_and_scores_as_forward(bert_fold
                                                   kept[i : i + 1])[0] for i in range(3)])  # fmt: skip
     torch.testing.assert_close(full, scores, atol=1e-5, rtol=1e-5)
     assert torch.equal(kept, gate > 0) and 0 < int(kept.sum()) < int(d_mask.bool().sum())
-    torch.testing.assert_close(stored.norm(dim=-1), gate, atol=1e-5, rtol=1e-5)
-    assert model.stored_weights and not model.scores_from_match
+    assert model.scores_from_match, "stored as TK-BERT's own vectors, scored as TK-BERT scores them"
 
 
-def test_the_gate_trains_in_its_own_group_and_its_penalty_ramps_in(bert_folder: Path) -> None:
-    model = TKBertSparse(bert_folder, 2, sparsity_weight=2.0, ramp_steps=4)
+def test_the_gate_trains_in_its_own_group_and_its_target_ramps_in(bert_folder: Path) -> None:
+    model = TKBertSparse(bert_folder, 2, removal_target=0.4, ramp_steps=4)
     groups = {group["name"]: group for group in model.optimizer_groups(bert_lr=1e-5, head_lr=1e-3)}
     assert set(groups) == {"bert", "head", "gate"} and groups["gate"]["lr"] == GATE_LR
     gate = {id(param) for param in groups["gate"]["params"]}
@@ -74,9 +61,9 @@ def test_the_gate_trains_in_its_own_group_and_its_penalty_ramps_in(bert_folder: 
             module.p = 0.0
     q_ids, q_mask, d_ids, d_mask = batch()
     model(q_ids, q_mask, d_ids, d_mask)
-    _, gate_values = model.gates(d_ids, d_mask)
-    expected = 2.0 / 4 * torch.relu(gate_values)[d_mask.bool()].mean()
-    torch.testing.assert_close(regularisation(model), expected, atol=1e-5, rtol=1e-5)
-    assert (BERT_SPARSITY_WEIGHT, BERT_RAMP_STEPS) == (SPARSITY_WEIGHT, 120)
-    with pytest.raises(ValueError, match="'sparsity_weight' must be >= 0"):
-        TKBertSparse(bert_folder, 1, sparsity_weight=-1.0)
+    _, scores = model._gate_inputs(d_ids, d_mask.bool())
+    assert model.current_target() == pytest.approx(0.1)
+    assert model.threshold == quantile_threshold(scores, d_mask.bool(), 0.1), "a tenth of the batch's terms removed"
+    assert (BERT_REMOVAL_TARGET, BERT_RAMP_STEPS) == (REMOVAL_TARGET, 120)
+    with pytest.raises(ValueError, match="'removal_target' must be in"):
+        TKBertSparse(bert_folder, 1, removal_target=-1.0)

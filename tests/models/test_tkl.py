@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import BertForMaskedLM
 
 from lib.models.tkl import (
     TKL,
@@ -18,7 +17,6 @@ from lib.models.tkl import (
     select_regions,
     window_count,
 )
-from lib.representations.bert import small_bert_config
 from tests.models.helpers import pad
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -239,15 +237,6 @@ def test_invalid_settings_are_refused() -> None:
         make_model(window_stride=0)
     with pytest.raises(ValueError, match="saturation"):
         make_model(saturation="idf")
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bert")
-    torch.manual_seed(0)
-    config = small_bert_config(vocab_size=120, layers=2, hidden=32, heads=2, intermediate=64)
-    BertForMaskedLM(config).save_pretrained(folder)
-    return folder
 
 
 def test_tkl_on_a_bert_is_local_padding_invariant_and_trains_everything(bert_folder: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -232,41 +233,32 @@ def test_a_repeated_index_holds_copies_of_the_stored_passages_under_new_ids(tmp_
         repeat_index(source, tmp_path / "small", 3)
 
 
-def test_a_weighted_pq_index_stores_each_vectors_length_beside_its_codes(tmp_path: Path) -> None:
-    """TK-Sparse's stored vector is its gate times a unit direction: its ``pq`` index keeps the kept terms only, the
-    codes of each direction and its length (a float16 scale), and reads them back as direction × length."""
+def test_a_sparse_tk_pq_index_stores_only_its_kept_terms_codes_and_refuses_a_weighted_one(tmp_path: Path) -> None:
+    """TK-Sparse's gate keeps a term or removes it: its ``pq`` index holds the codes of the kept terms' vectors only,
+    no ``scales.bin``, and reads them back as TK's do; an index written with a length beside each code (an older,
+    continuous gate's ``"weighted"`` header) is refused, naming its folder."""
     _, words = tk_and_words(TEXTS)
     torch.manual_seed(0)
     model = TKSparse(torch.randn(len(words), 8), config=TKConfig(num_layers=1, num_heads=2, head_dim=4, ff_dim=8))
     model.eval()
+    ids, mask = words.encode(list(TEXTS.values()), DOC_MAX_LENGTH)
     with torch.no_grad():
-        model.gate_out.bias.fill_(0.1)  # some gates at 0: those terms are not stored
+        _, scores = model._gate_inputs(ids, mask)
+        model.threshold.fill_(float(scores[mask.bool()].median()))  # about half the terms removed: not stored
     quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
     index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
     order = ["p3", "p1", "p3"]
     doc_ids, doc_mask = words.encode([TEXTS[pid] for pid in order], DOC_MAX_LENGTH)
     with torch.no_grad():
         full, kept = model.encode_passages(doc_ids, doc_mask)
-    assert index.weighted and index.header["weighted"] and 0 < int(kept.sum()) < int(doc_mask.sum())
-    stored = int(index.offsets[-1])
-    assert index.bytes_per_passage == pytest.approx((stored * (4 + 2) + 5 * 8) / 4), "codes + a float16 length each"
-    vectors, mask = index.gather(order)
-    lengths = full[kept].norm(dim=-1)
-    assert torch.equal(mask.sum(dim=1), kept.sum(dim=1)), "only the kept terms, packed"
-    torch.testing.assert_close(vectors[mask].norm(dim=-1), lengths, atol=2e-3, rtol=2e-3)
-    directions = torch.nn.functional.normalize(quantiser.decode(quantiser.encode(full[kept].numpy())), dim=-1)
-    torch.testing.assert_close(torch.nn.functional.normalize(vectors[mask], dim=-1), directions, atol=1e-5, rtol=1e-5)
-    weights = index.gather_weights(order)
-    torch.testing.assert_close(weights[mask], lengths, atol=2e-3, rtol=2e-3)
-    assert (weights[~mask] == 0).all()
-    resident = index.resident("cpu")
-    torch.testing.assert_close(resident.gather(order)[0], vectors, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(resident.gather_weights(order), weights)
-    again = load_index(tmp_path / "pq")
-    assert again.weighted and torch.equal(again.gather_weights(order), weights)
-    plain_model, _ = tk_and_words(TEXTS)
-    plain = build_index(plain_model, words, TEXTS, list(TEXTS), tmp_path / "tk", PQ, progress=False,
-                        quantiser=quantiser)  # fmt: skip
-    assert not plain.weighted and plain.scales is None
-    with pytest.raises(ValueError, match="stores no weights beside its codes"):
-        plain.gather_weights(order)
+    assert 0 < int(kept.sum()) < int(doc_mask.sum()) and 0 < int(index.offsets[-1]) < int(mask.sum())
+    assert index.scales is None and not (tmp_path / "pq" / "scales.bin").exists() and "weighted" not in index.header
+    assert index.bytes_per_passage == pytest.approx((int(index.offsets[-1]) * 4 + 5 * 8) / 4), "codes alone"
+    vectors, gathered_mask = index.gather(order)
+    assert torch.equal(gathered_mask.sum(dim=1), kept.sum(dim=1)), "only the kept terms, packed"
+    torch.testing.assert_close(vectors[gathered_mask], quantiser.decode(quantiser.encode(full[kept].numpy())))
+    torch.testing.assert_close(index.resident("cpu").gather(order)[0], vectors, atol=1e-6, rtol=1e-6)
+    header = json.loads((tmp_path / "pq" / "header.json").read_text(encoding="utf-8"))
+    (tmp_path / "pq" / "header.json").write_text(json.dumps({**header, "weighted": True}), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{tmp_path / 'pq'} .*older TK-Sparse gate .*must be rebuilt"):
+        load_index(tmp_path / "pq")
