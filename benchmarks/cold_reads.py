@@ -20,14 +20,19 @@ index of a collection's size on disk:
 - **cold**: before *each* timed run the index is closed (its memory maps dropped: the kernel does not evict a page
   mapped by a live process), every index file is written back and evicted from the page cache with
   ``os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)``, and the index is opened again (the header, pids and
-  offsets read back, as a server keeps them in memory; the vectors mapped, not read). Eviction is checked with
-  ``mincore(2)`` (through ``ctypes``): the share of the vector files' pages still resident when the timed run starts
-  is recorded, and so is the time to read one 4 KiB page of the index evicted and resident (the disk's own latency:
-  on a virtual disk a page the guest evicted may still sit in the host's cache);
-- **cold-random**: the same, the vectors mapped with ``madvise(MADV_RANDOM)``. A fault in the library's memory map
-  (state *cold*) may read the kernel's read-around window — the disk's ``read_ahead_kb``, recorded, 8 MiB on the
-  book's virtual disk — around the page it needs (until the kernel sees that the map's faults keep missing);
-  advised random, it reads the page alone, as a server reading scattered rows would map them.
+  offsets read back, as a server keeps them in memory; the vectors mapped, not read), in one of three ways
+  (:data:`lib.reranking.passage_index.READS`). Eviction is checked with ``mincore(2)`` (through ``ctypes``): the
+  share of the vector files' pages still resident when the timed run starts is recorded, and so is the time to read
+  one 4 KiB page of the index evicted and resident (the disk's own latency: on a virtual disk a page the guest
+  evicted may still sit in the host's cache). The three ways, each a state:
+
+  - **cold** (``read-around``): the kernel's default map — a page fault may read the kernel's read-around window,
+    the disk's ``read_ahead_kb`` (recorded; 8 MiB on the book's virtual disk), around the page it needs;
+  - **cold-random** (``random``): mapped ``madvise(MADV_RANDOM)`` — a fault reads its page alone, one fault after
+    the other;
+  - **cold-prefetched** (``prefetched``, the library's serving): mapped for random reads, and every candidate's rows
+    asked for at once (``madvise(MADV_WILLNEED)``, :meth:`lib.reranking.passage_index.PassageIndex.prefetch`) before
+    the query is encoded, so that the disk reads them in parallel, under the query's encoding.
 
 Three models by default, built with untrained weights as :mod:`benchmarks.regimes` builds them (speed does not depend
 on the weights) and served on chapter 3's clock (:func:`lib.evaluation.clock.on_the_clock`): TK-BERT-6 from a
@@ -53,7 +58,6 @@ from __future__ import annotations
 import argparse
 import collections
 import ctypes
-import dataclasses
 import functools
 import mmap
 import os
@@ -82,15 +86,13 @@ from lib.evaluation.speed_benchmark import environment
 from lib.evaluation.stored_latency import is_precomputable
 from lib.models.registry import MODELS
 from lib.representations.text import QUERY_MAX_LENGTH
-from lib.reranking.passage_index import PQ, PassageIndex, build_indexes, load_index, repeat_index
+from lib.reranking.passage_index import PQ, READS, ROW_FILES, PassageIndex, build_indexes, load_index, repeat_index
 from lib.reranking.product_quantisation import pq_name
 
 #: The models timed by default: the product-quantised TK-BERT-6, TK-BERT-6 int8, ColBERT int8.
 DEFAULT_MODELS = ("tk-bert6-pq", "tk-bert6", "colbert")
 #: The stored dtype of a model named without ``-pq``.
 PLAIN_DTYPE = "int8"
-#: The files whose pages a query reads (the rest — header, offsets, codebooks — is read once, when an index opens).
-VECTOR_FILES = ("vectors.bin", "scales.bin")
 #: How the JSON labels the padded index.
 PADDING = (
     "padded with copies, for timing only: the real passages' stored vectors written again under new ids "
@@ -102,18 +104,14 @@ EVICTION = (
     "os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED), the index opened again (header, pids, offsets read; vectors "
     "mapped, not read); residency checked with mincore(2)"
 )
+#: The cold states and how each maps the index (:data:`lib.reranking.passage_index.READS`).
+COLD_STATES = {"cold": "read-around", "cold-random": "random", "cold-prefetched": "prefetched"}
 #: The states timed, as the JSON describes them.
 STATES = {
-    "warm": "the index's pages in memory: per query 1 untimed warm-up run, then the timed runs",
-    "cold": "every timed run after the eviction, the vectors memory-mapped as the library maps them (a page fault "
-    "reads the kernel's read-around window, read_ahead_kb)",
-    "cold-random": "every timed run after the eviction, the vectors mapped with madvise(MADV_RANDOM) (a page fault "
-    "reads its page alone), as a server reading scattered rows maps them",
+    "warm": "the index's pages in memory, served as the library serves it (prefetched): per query 1 untimed warm-up "
+    "run, then the timed runs",
+    **{state: f"every timed run after the eviction, {reads}: {READS[reads]}" for state, reads in COLD_STATES.items()},
 }
-#: The cold states and whether each maps the vectors for random reads (:func:`random_access`): ``cold``, as
-#: :func:`lib.reranking.passage_index.load_index` maps them (a fault reads the kernel's read-around window), and
-#: ``cold-random``, advised ``MADV_RANDOM`` (a fault reads its page).
-COLD_STATES = {"cold": False, "cold-random": True}
 #: The largest share of an index's vector pages resident after an eviction that still counts as cold (else warned).
 EVICTED_AT_MOST = 0.01
 #: Disk space kept free beyond a padded index's size.
@@ -213,36 +211,21 @@ def spread_candidates(timed: TimedQueries, index: PassageIndex, real: int, count
     return run
 
 
-def random_access(index: PassageIndex) -> PassageIndex:
-    """``index`` with its vector files mapped anew and advised ``MADV_RANDOM``: a page fault reads that page, not the
-    kernel's read-around window (the disk's ``read_ahead_kb``) — how a server reading scattered rows maps them."""
-    arrays = {}
-    for name, array in (("vectors.bin", index.vectors), ("scales.bin", index.scales)):
-        if array is None or not array.size:
-            arrays[name] = array
-            continue
-        with open(index.folder / name, "rb") as handle:
-            mapped = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
-        mapped.madvise(mmap.MADV_RANDOM)
-        arrays[name] = np.frombuffer(mapped, dtype=array.dtype).reshape(array.shape)
-    return dataclasses.replace(index, vectors=arrays["vectors.bin"], scales=arrays["scales.bin"])
-
-
 def cold_run(model: torch.nn.Module, query: tuple[torch.Tensor, torch.Tensor], folder: Path, pids: Sequence[str],
-             batch_size: int, random_reads: bool) -> tuple[float, float | None]:  # fmt: skip
+             batch_size: int, reads: str) -> tuple[float, float | None]:  # fmt: skip
     """One cold timed run (ms) of ``pids`` from the index ``folder``, and the share of its vector files' pages still
-    resident when it started: the index evicted (:func:`evict`), opened again (``random_reads``: its vectors mapped for
-    random reads, :func:`random_access`), then timed. The caller holds no open copy of the index (a live map keeps
-    its pages)."""
+    resident when it started: the index evicted (:func:`evict`), opened again with its rows mapped as ``reads``
+    says (:func:`lib.reranking.passage_index.load_index`), then timed. The caller holds no open copy of the index (a
+    live map keeps its pages)."""
     evict(folder)
-    index = random_access(load_index(folder)) if random_reads else load_index(folder)
-    share = resident_share([folder / name for name in VECTOR_FILES])
+    index = load_index(folder, reads)
+    share = resident_share([folder / name for name in ROW_FILES])
     device = next(model.parameters()).device
     return median_ms(functools.partial(stored_rerank, model, query, index, pids, batch_size), device, 1, 0), share
 
 
 def cold_latencies(
-    model: torch.nn.Module, tokenizer: Any, timed: TimedQueries, timing: Timing, folder: Path, random_reads: bool
+    model: torch.nn.Module, tokenizer: Any, timed: TimedQueries, timing: Timing, folder: Path, reads: str
 ) -> tuple[dict[int, dict[str, Any]], float | None]:
     """Per count: :func:`lib.evaluation.regimes.regime_latencies`' summary with every timed run cold
     (:func:`cold_run`; no warm-up run: it would warm the pages), and the largest resident share any run started
@@ -255,7 +238,7 @@ def cold_latencies(
             ids, mask = tokenizer.encode([timed.queries[qid]], QUERY_MAX_LENGTH)
             pids = candidates_of(timed.first_stage, qid, count)
             runs = [
-                cold_run(model, (ids.to(device), mask.to(device)), folder, pids, timing.batch_size, random_reads)
+                cold_run(model, (ids.to(device), mask.to(device)), folder, pids, timing.batch_size, reads)
                 for _ in range(timing.repetitions)
             ]
             per_query.append(statistics.median(ms for ms, _ in runs))
@@ -309,10 +292,10 @@ def time_padded(
         "bytes_per_passage": padded.bytes_per_passage, "codebook_bytes": padded.codebook_bytes,
     }  # fmt: skip
     warm = regime_latencies(model, tokenizer, spread, timing, padded)
-    entry["warm"] = {**_state(warm), "resident_share": resident_share([folder / name for name in VECTOR_FILES])}
+    entry["warm"] = {**_state(warm), "resident_share": resident_share([folder / name for name in ROW_FILES])}
     del padded  # its maps closed: the cold runs' eviction must not find them
-    for state, random_reads in COLD_STATES.items():
-        cold, share = cold_latencies(model, tokenizer, spread, timing, folder, random_reads)
+    for state, reads in COLD_STATES.items():
+        cold, share = cold_latencies(model, tokenizer, spread, timing, folder, reads)
         entry[state] = {**_state(cold, warm), "resident_share": share}
         if share is not None and share > EVICTED_AT_MOST:
             print(f"warning: {share:.0%} of the index's pages stayed in memory after the eviction (a memory-backed "
@@ -413,7 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     write_json(args.out, result)
     for entry in result["models"]:
         times = "  ".join(
-            f"{count}: warm {entry['warm'][f'ms_{count}']:.1f} / cold {entry['cold'][f'ms_{count}']:.1f} ms"
+            f"{count}: warm {entry['warm'][f'ms_{count}']:.1f} / "
+            + " / ".join(f"{state} {entry[state][f'ms_{count}']:.1f}" for state in COLD_STATES)
+            + " ms"
             for count in args.counts
         )
         print(f"{entry['name']:<12} {entry['index_bytes'] / GIB:6.2f} GiB  {times}  "

@@ -248,9 +248,10 @@ def fit_robustness(values: Mapping[str, Mapping[str, pd.Series]], book: str, out
 
 def cold_reading(frame: pd.DataFrame, count: int, bound: float = 2.0) -> str:
     """A bullet per model of :func:`lib.evaluation.cold_reads.committed_cold_reads`' latest result on each device:
-    its warm and cold latencies at ``count`` candidates (cold with the kernel's read-around and with random-access
-    reads), each cold one as a multiple of warm and whether it is within ``bound`` × warm, and its index's size
-    projected to MS MARCO beside ColBERTv2's published one."""
+    its warm and cold latencies at ``count`` candidates (cold with the kernel's read-around, with random-access reads
+    and as the library serves an index, every candidate's rows asked for at once), each cold one as a multiple of
+    warm and whether it is within ``bound`` × warm, and its index's size projected to MS MARCO beside ColBERTv2's
+    published one."""
     from lib.evaluation.cold_reads import COLBERTV2_MSMARCO, PROJECTED
 
     if frame.empty:
@@ -261,7 +262,10 @@ def cold_reading(frame: pd.DataFrame, count: int, bound: float = 2.0) -> str:
         by_state = rows.set_index("state")
         warm = float(by_state.loc["warm", column])
         colds = []
-        for state, words in (("cold", "cold"), ("cold-random", "cold, read at random")):
+        for state, words in (
+            ("cold", "cold"), ("cold-random", "cold, read at random"),
+            ("cold-prefetched", "cold, served with its candidates' rows asked for at once"),
+        ):  # fmt: skip
             if state in by_state.index:
                 ms = float(by_state.loc[state, column])
                 within = "within" if ms <= bound * warm else "beyond"

@@ -6,7 +6,9 @@ alone, a few megabytes the page cache holds after the warm-up. A collection's in
 candidates are read from pages that are, for the most part, on disk. ``python -m benchmarks.cold_reads`` measures
 both: an index of a collection's size (the real passages' vectors padded with copies, for timing only) queried
 *warm* (its pages in memory after a warm-up) and *cold* (its pages evicted before each timed run; read through the
-library's memory map, or advised for random reads), and writes JSON under ``benchmarks/results/cold/``.
+kernel's default memory map, advised for random reads, or as the library serves an index: advised for random reads
+and every candidate's rows asked for at once before the query is encoded), and writes JSON under
+``benchmarks/results/cold/``.
 
 This module holds what the benchmark and chapter 3 share: the collection size an index is projected to
 (:func:`projected_bytes`), the published size it is compared with — ColBERTv2's residual compression stores MS
@@ -40,9 +42,11 @@ COLBERTV2_MSMARCO: Mapping[str, Any] = {
     "residual) stores the index of MS MARCO's 8.8M passages in about 25 GiB (paraphrase of the paper's reported size).",
 }
 #: The states an index is queried in: its pages in memory (after a warm-up), and evicted before each timed run with
-#: the vectors mapped as the library maps them (``cold``: a fault reads the kernel's read-around window) or advised
-#: ``MADV_RANDOM`` (``cold-random``: a fault reads its page).
-STATES: tuple[str, ...] = ("warm", "cold", "cold-random")
+#: the vectors mapped by the kernel's default (``cold``: a fault reads the kernel's read-around window), advised
+#: ``MADV_RANDOM`` (``cold-random``: a fault reads its page, one after the other) or as the library serves them
+#: (``cold-prefetched``: advised random, and every candidate's rows asked for at once, ``MADV_WILLNEED``, before the
+#: query is encoded — :data:`lib.reranking.passage_index.READS`).
+STATES: tuple[str, ...] = ("warm", "cold", "cold-random", "cold-prefetched")
 #: The columns of :func:`committed_cold_reads` before the latencies.
 COLUMNS: tuple[str, ...] = ("device", "date", "model", "index", "passages", "state")
 PROJECTED = "MS MARCO GiB (projected)"

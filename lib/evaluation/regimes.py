@@ -76,17 +76,19 @@ def stored_scores(
     pids: Sequence[str],
     batch_size: int,
 ) -> torch.Tensor:
-    """The stored regime's scoring of one query: encode it once, read ``pids``' vectors from ``index`` chunk by chunk
-    and score each chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the candidates shortest first (their
-    lengths read off the index's offsets), each read padded to its own longest passage, so that little of what is
-    read, padded and matched is padding. A ``pq`` index read by a model that scores from eq. 4's cosines alone (a
-    TK: ``scores_from_match``) is never decoded: the query's table of dot products with every centroid is computed
-    once, and each chunk's match matrix summed from its codes (Jégou et al.'s asymmetric distance computation,
-    :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float rounding (TK-Sparse
-    too: its index holds only the terms its gate keeps, scored as TK scores them)."""
+    """The stored regime's scoring of one query: ask the disk for ``pids``' stored rows (``index.prefetch``: read in
+    parallel while the query is encoded, where they are not in memory), encode the query once, read ``pids``' vectors
+    from ``index`` chunk by chunk and score each chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the
+    candidates shortest first (their lengths read off the index's offsets), each read padded to its own longest
+    passage, so that little of what is read, padded and matched is padding. A ``pq`` index read by a model that scores
+    from eq. 4's cosines alone (a TK: ``scores_from_match``) is never decoded: the query's table of dot products with
+    every centroid is computed once, and each chunk's match matrix summed from its codes (Jégou et al.'s asymmetric
+    distance computation, :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float
+    rounding (TK-Sparse too: its index holds only the terms its gate keeps, scored as TK scores them)."""
     device = next(model.parameters()).device
     from_codes = getattr(model, "scores_from_match", False)
     with torch.inference_mode():
+        index.prefetch(pids)
         query_vectors, query_mask = model.encode_query(query[0], query[1])
         codebooks = None if index.dtype != PQ or not from_codes else _codebooks(index)
         table = None if codebooks is None else cosine_table(query_vectors, codebooks.to(device))

@@ -181,6 +181,11 @@ class Requantised:
         """Each passage's stored vectors (the index's)."""
         return self.index.lengths(pids)
 
+    def prefetch(self, pids: Sequence[str]) -> int:
+        """The float16 index's read-ahead of the candidates' rows
+        (:meth:`lib.reranking.passage_index.PassageIndex.prefetch`)."""
+        return self.index.prefetch(pids)
+
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The candidates' decoded vectors, padded ``[n, L, d]``, and their mask."""
         vectors, mask = self.index.gather(pids)

@@ -87,12 +87,12 @@ def _tk_bert(depth: int, projection_dim: int | None = None) -> Callable[..., TKB
 
 def _tk_bert_sparse(depth: int) -> Callable[..., TKBertSparse]:
     """TK-BERT on the starting BERT's first ``depth`` layers with TK-Sparse's stopword gate
-    (:mod:`lib.models.tk_bert_sparse`), λ and its ramp the module's."""
+    (:mod:`lib.models.tk_bert_sparse`), its removal target and ramp the module's."""
     return lambda folder, num_layers=None: TKBertSparse(folder, depth)
 
 
 def _tk_sparse(embeddings: torch.Tensor) -> TKSparse:
-    """TK-Sparse on TK-2 (two layers, the width following the embedding matrix), λ its module default."""
+    """TK-Sparse on TK-2 (two layers, the width following the embedding matrix), its removal target the module's."""
     return TKSparse(embeddings, config=TKConfig(num_layers=2, **width_for(embeddings.shape[1])))
 
 

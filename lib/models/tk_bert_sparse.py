@@ -29,8 +29,8 @@ from lib.models.tk_sparse import GATE_LR, REMOVAL_TARGET, GatedPassages, with_ga
 #: The share of terms TK-BERT's gate is trained to remove: TK-Sparse's, the one chapter 8's sweep chose for TK-2 on
 #: validation (lib.core.decisions, ``removal_targets``), taken over, not swept again (a TK-BERT-6-sized training each).
 BERT_REMOVAL_TARGET = REMOVAL_TARGET
-#: Training steps over which λ rises from 0: TK-BERT-6 trains at most 500 steps and stops early, so its ramp is
-#: shorter than TK-2's 300 of 1,000 — three of its validations.
+#: Training steps over which the removed share rises from 0: TK-BERT-6 trains at most 500 steps and stops early, so
+#: its ramp is shorter than TK-2's 300 of 1,000 — three of its validations.
 BERT_RAMP_STEPS = 120
 
 

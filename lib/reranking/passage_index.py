@@ -15,7 +15,10 @@ passages and writes their stored vectors (only the real ones, no padding) into a
 - ``header.json``: format, dtype, dimension, counts, pids, the build's seconds and the model's name.
 
 The folder is written under a temporary name and renamed when complete, so an interrupted build never looks like an
-index; :func:`load_index` checks every file's size against the header (a truncated file names itself).
+index; :func:`load_index` checks every file's size against the header (a truncated file names itself) and maps the
+stored vectors as a server reading scattered rows would (:data:`READS`): for random access, and
+:meth:`PassageIndex.prefetch` asks the disk for every candidate's rows at once before the query is encoded, so that
+an index out of memory is read in parallel, under the query's encoding, instead of one page fault after the other.
 :meth:`PassageIndex.gather` is the query-time read: the candidates' rows, padded into ``[n, L, d]`` float32 and a
 mask — what ``model.score_stored`` takes. :meth:`PassageIndex.resident` copies the index once into a device's memory
 (:class:`ResidentIndex`, what ColBERT and PreTTR serve from on a GPU, lecture 8, slides 17–21): its ``gather`` is one
@@ -26,11 +29,12 @@ encoded again: an index as large as a collection's on disk, for timing reads fro
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,19 @@ _MEMORY = {"float16": np.float16, "int8": np.int8, PQ: np.uint8}
 #: The bytes of one ``int8`` vector's scale (float16).
 SCALE_BYTES = 2
 HEADER_NAME = "header.json"
+#: How :func:`load_index` maps an index's stored vectors (its ``reads``), named by what a page of them not in memory
+#: costs at query time.
+READS: Mapping[str, str] = {
+    "prefetched": "mapped for random access (MADV_RANDOM), every candidate's stored rows asked for at once "
+    "(MADV_WILLNEED) before the query is encoded: the disk reads them in parallel, under the query's encoding",
+    "random": "mapped for random access (MADV_RANDOM): a page fault reads its page alone, one fault after the other",
+    "read-around": "the kernel's default map: a page fault reads the read-around window around its page (the "
+    "disk's read_ahead_kb), one fault after the other",
+}
+#: How the library serves a stored index (:func:`load_index`'s default).
+SERVING_READS = "prefetched"
+#: The files whose rows a query reads (the offsets, pids and codebooks are read once, when the index opens).
+ROW_FILES = ("vectors.bin", "scales.bin")
 
 
 def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +84,8 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class PassageIndex:
     """A loaded index (:func:`load_index`): memory-mapped vectors or codes (and scales), offsets, pids, the header
-    and, for a ``pq`` index, its quantiser."""
+    and, for a ``pq`` index, its quantiser; how its rows are read (``reads``, one of :data:`READS`) and the memory
+    maps of its row files (``maps``, by file name: what :meth:`prefetch` advises)."""
 
     folder: Path
     pids: list[str]
@@ -77,6 +95,8 @@ class PassageIndex:
     offsets: np.ndarray
     header: dict[str, Any]
     quantiser: ProductQuantiser | None = None
+    reads: str = SERVING_READS
+    maps: dict[str, mmap.mmap] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.pids)
@@ -108,6 +128,26 @@ class PassageIndex:
         """How many vectors each of ``pids`` stores (read from the offsets alone)."""
         rows = self.rows(pids)
         return self.offsets[rows + 1] - self.offsets[rows]
+
+    def prefetch(self, pids: Sequence[str]) -> int:
+        """Ask the disk for ``pids``' stored rows now, all at once, and return without waiting: each row file's byte
+        ranges of the candidates, sorted and merged where they touch, one ``madvise(MADV_WILLNEED)`` each, which
+        starts the reads of the pages not in memory (the kernel's readahead, asynchronous) — so that the disk serves
+        them in parallel while the query is encoded, and :meth:`gather`'s page faults find them read or in flight.
+        The number of requests made: 0 unless the index was loaded ``"prefetched"`` (:data:`READS`). An unknown pid
+        is a ``KeyError`` naming it."""
+        rows = self.rows(pids)
+        if self.reads != "prefetched" or not self.maps or not len(rows):
+            return 0
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
+        arrays = dict(zip(ROW_FILES, (self.vectors, self.scales), strict=True))
+        requests = 0
+        for name, mapped in self.maps.items():
+            row_bytes = arrays[name].strides[0]
+            for begin, end in merged_ranges(starts * row_bytes, ends * row_bytes):
+                mapped.madvise(mmap.MADV_WILLNEED, begin, end - begin)
+                requests += 1
+        return requests
 
     def _places(self, pids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Where ``pids``' stored vectors are (no loop over passages): passage ``i``'s vector ``j`` is row
@@ -173,6 +213,11 @@ class ResidentIndex:
     def __len__(self) -> int:
         return len(self.source)
 
+    def prefetch(self, pids: Sequence[str]) -> int:
+        """Nothing to read ahead: the index is in the device's memory (0 requests; an unknown pid is still named)."""
+        self.source.rows(pids)
+        return 0
+
     @property
     def bytes_per_passage(self) -> float:
         return self.source.bytes_per_passage
@@ -229,6 +274,22 @@ class ResidentIndex:
         if self.scales is not None:
             out *= self.scales[positions].float()[..., None]
         return out * mask[..., None], mask
+
+
+def merged_ranges(begins: np.ndarray, ends: np.ndarray, page: int = mmap.PAGESIZE) -> list[tuple[int, int]]:
+    """The byte ranges ``[begin, end)`` (empty ones dropped) with each begin moved down to its ``page``'s start (what
+    ``madvise`` takes), sorted, and merged where they overlap or touch: ``[(begin, end), ...]``, ascending."""
+    begins, ends = np.asarray(begins, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    keep = ends > begins
+    begins, ends = begins[keep] // page * page, ends[keep]
+    if not len(begins):
+        return []
+    order = np.argsort(begins, kind="stable")
+    begins, reach = begins[order], np.maximum.accumulate(ends[order])
+    first = np.ones(len(begins), dtype=bool)
+    first[1:] = begins[1:] > reach[:-1]
+    last = np.append(np.flatnonzero(first)[1:] - 1, len(begins) - 1)
+    return list(zip(begins[first].tolist(), reach[last].tolist(), strict=True))
 
 
 def build_index(
@@ -402,10 +463,13 @@ def _write_repeated(data: bytes, path: Path, copies: int, last_rows: int, rows: 
         handle.write(data[: last_rows * row_bytes])
 
 
-def load_index(folder: str | os.PathLike) -> PassageIndex:
-    """Memory-map an index written by :func:`build_index`; a missing or truncated file is an error naming it, and so
+def load_index(folder: str | os.PathLike, reads: str = SERVING_READS) -> PassageIndex:
+    """Memory-map an index written by :func:`build_index`, its row files mapped as ``reads`` says (:data:`READS`:
+    ``"prefetched"``, the library's serving, by default); a missing or truncated file is an error naming it, and so
     is a ``pq`` index written with each vector's length beside its codes (``"weighted"``: an older TK-Sparse's
     continuous gate, which its binary gate no longer reads)."""
+    if reads not in READS:
+        raise ValueError(f"parameter 'reads' must be one of {list(READS)}, got {reads!r}")
     folder = Path(folder)
     header = read_index_header(folder, HEADER_NAME, INDEX_FORMAT, "passage index")
     if header.get("weighted", False):
@@ -415,37 +479,49 @@ def load_index(folder: str | os.PathLike) -> PassageIndex:
     stored = _MEMORY[header["dtype"]]
     width = header["subspaces"] if header["dtype"] == PQ else dim
     empty = total == 0 or dim == 0
-    vectors = (
-        np.zeros((total, width), stored)
-        if empty
-        else np.memmap(folder / "vectors.bin", stored, "r", shape=(total, width))
-    )
+    maps: dict[str, mmap.mmap] = {}
+    vectors = np.zeros((total, width), stored) if empty else _mapped(folder / "vectors.bin", stored, (total, width),
+                                                                     reads, maps)  # fmt: skip
     quantiser = None
     if header["dtype"] == PQ:
         codebooks = np.fromfile(folder / "codebooks.bin", dtype=np.float32)
         quantiser = ProductQuantiser(codebooks.reshape(width, CENTROIDS, -1))
     scales = None
     if header["dtype"] == "int8":
-        scales = (
-            np.zeros(total, np.float16) if empty else np.memmap(folder / "scales.bin", np.float16, "r", shape=(total,))
-        )
+        scales = np.zeros(total, np.float16) if empty else _mapped(folder / "scales.bin", np.float16, (total,), reads,
+                                                                   maps)  # fmt: skip
     offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
     if len(offsets) != header["passages"] + 1 or offsets[-1] != total or np.any(np.diff(offsets) < 0):
         raise ValueError(f"{folder / 'offsets.bin'}: not the ascending offsets of {header['passages']} passages")
     pids = list(header["pids"])
     row_of = {pid: row for row, pid in enumerate(pids)}
-    return PassageIndex(folder, pids, row_of, vectors, scales, offsets, header, quantiser)
+    return PassageIndex(folder, pids, row_of, vectors, scales, offsets, header, quantiser, reads, maps)
+
+
+def _mapped(path: Path, dtype: type, shape: tuple[int, ...], reads: str, maps: dict[str, mmap.mmap]) -> np.ndarray:
+    """The read-only array ``shape`` of ``dtype`` in ``path``, memory-mapped as ``reads`` says (``MADV_RANDOM`` but
+    for ``"read-around"``); its map is added to ``maps`` under the file's name."""
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
+    if reads != "read-around":
+        mapped.madvise(mmap.MADV_RANDOM)
+    maps[path.name] = mapped
+    return np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 __all__ = [
     "INDEX_FORMAT",
     "PQ",
+    "READS",
+    "ROW_FILES",
+    "SERVING_READS",
     "STORED_DTYPES",
     "PassageIndex",
     "ResidentIndex",
     "build_index",
     "build_indexes",
     "load_index",
+    "merged_ranges",
     "quantise",
     "repeat_index",
 ]

@@ -269,7 +269,7 @@ def training_fingerprint(
     teacher_scores: Sequence[Sequence[float]] | None = None,
 ) -> dict:
     """What must not change between an interrupted run and its resumption (with a model's own training settings,
-    where it has them: ``training_settings()``, TK-Sparse's λ and ramp)."""
+    where it has them: ``training_settings()``, TK-Sparse's removal target, ramp and gate form)."""
     settings = {key: value for key, value in asdict(config).items() if key not in _RESUMABLE_CHANGES}
     for optional in ("start", "stop_at"):  # checkpoints written before these fields existed stay resumable
         if settings[optional] is None:
@@ -587,7 +587,7 @@ def train(
     checkpoint_dir = Path(checkpoint_dir)
     _check_inputs(pairs, queries, texts, margins, teacher_scores)
     fit_schedule = getattr(model, "fit_schedule", None)
-    if callable(fit_schedule):  # a model whose training depends on its schedule's length (TK-Sparse's λ ramp)
+    if callable(fit_schedule):  # a model whose training depends on its schedule's length (TK-Sparse's ramp)
         fit_schedule(config.max_steps)
     fingerprint = training_fingerprint(model, pairs, validation, config, margins, teacher_scores)
     model.to(device)
@@ -628,7 +628,8 @@ def best_of(model: nn.Module, state: LoopState, checkpoint_dir: Path) -> Trainin
         removed = [f"{row.get('removed', float('nan')):.0%} at {row['step']}" for row in extra["history"]]
         raise ValueError(
             f"{checkpoint_dir}: none of the {len(removed)} validations was eligible to be chosen (terms removed: "
-            f"{', '.join(removed)}); a TK-Sparse whose gates remove (nearly) every term needs a smaller λ"
+            f"{', '.join(removed)}); a TK-Sparse's checkpoint is eligible after its ramp and below 99 % removed: "
+            "it needs a longer schedule or a smaller removal target"
         )
     model.load_state_dict(extra["best_model"])
     model.eval()

@@ -15,7 +15,7 @@ from lib.evaluation.cold_reads import GIB, MSMARCO_PASSAGES, STATES
 from lib.evaluation.regimes import TimedQueries
 from lib.models.tk import TK, TKConfig
 from lib.representations.text import Vocabulary
-from lib.reranking.passage_index import build_index, repeat_index
+from lib.reranking.passage_index import READS, build_index, load_index, repeat_index
 
 TEXTS = {"p1": "the androgen receptor", "p2": "a receptor binds androgen", "p3": "flights to vienna"}
 
@@ -49,9 +49,10 @@ def test_a_tiny_run_pads_the_index_and_times_every_state(converted, tmp_path: Pa
     assert (entry["name"], entry["model"], entry["dtype"]) == ("tk2", "tk2", "int8")
     assert entry["passages"] == 2500 and entry["encoded_passages"] == settings["real_passages"]
     assert entry["index_bytes"] > entry["bytes_per_passage"] * 2500 > 0
+    assert set(settings["states"]) == set(STATES) and set(cold_reads.COLD_STATES.values()) == set(READS)
     for state in STATES:
         assert entry[state]["queries"] == 1 and all(entry[state][f"ms_{count}"] > 0 for count in (3, 10))
-    for state in ("cold", "cold-random"):
+    for state in cold_reads.COLD_STATES:
         assert entry[state]["over_warm_10"] == pytest.approx(entry[state]["ms_10"] / entry["warm"]["ms_10"])
     projected = entry["bytes_per_passage"] * MSMARCO_PASSAGES + entry["codebook_bytes"]
     assert entry["projected_msmarco_bytes"] == pytest.approx(projected)
@@ -89,8 +90,9 @@ def test_candidates_map_to_scattered_copies_of_themselves_the_same_with_the_same
             torch.equal(a, b) for a, b in zip(index.gather([pid]), index.gather([pid.split("#")[0]]), strict=True)
         )
     vectors, mask = index.gather(mapped)
-    random = cold_reads.random_access(index)
-    assert all(torch.equal(a, b) for a, b in zip(random.gather(mapped), (vectors, mask), strict=True))
+    for reads in cold_reads.COLD_STATES.values():
+        opened = load_index(index.folder, reads)
+        assert all(torch.equal(a, b) for a, b in zip(opened.gather(mapped), (vectors, mask), strict=True))
 
 
 def test_eviction_drops_an_index_files_pages(tmp_path: Path) -> None:

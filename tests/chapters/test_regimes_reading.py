@@ -171,11 +171,12 @@ def test_the_cold_reading_gives_each_models_cold_latency_as_a_multiple_of_warm_a
     frame = pd.DataFrame([
         {"device": "CPU", "date": "2026-11-28", "model": "TK (PQ)", "index": "pq", "passages": 1_000_000,
          "state": state, "ms for 100": ms, PROJECTED: 45.5}
-        for state, ms in (("warm", 8.0), ("cold", 40.0), ("cold-random", 12.0))
+        for state, ms in (("warm", 8.0), ("cold", 40.0), ("cold-random", 20.0), ("cold-prefetched", 10.0))
     ])  # fmt: skip
     text = regimes_reading.cold_reading(frame, 100)
     assert text.startswith("- **TK (PQ)** (pq, 1,000,000 passages; CPU, 2026-11-28): warm 8.0 ms, cold 40.0 ms")
-    assert "(5.0× warm, beyond 2×)" in text and "read at random 12.0 ms (1.5× warm, within 2×)" in text
+    assert "(5.0× warm, beyond 2×)" in text and "read at random 20.0 ms (2.5× warm, beyond 2×)" in text
+    assert "served with its candidates' rows asked for at once 10.0 ms (1.2× warm, within 2×)" in text
     assert text.endswith("its index at MS MARCO's size 45.5 GiB (ColBERTv2's: 25 GiB).")
     assert regimes_reading.cold_reading(frame.iloc[0:0], 100).startswith("*No cold-read benchmark")
 

@@ -14,6 +14,7 @@ from lib.evaluation.cold_reads import (
     GIB,
     MSMARCO_PASSAGES,
     PROJECTED,
+    STATES,
     committed_cold_reads,
     projected_bytes,
 )
@@ -21,7 +22,7 @@ from lib.evaluation.cold_reads import (
 
 def committed(folder: Path, name: str, date: str, counts: list[int]) -> None:
     """A result file as ``python -m benchmarks.cold_reads`` writes it: one model, every state."""
-    states = {"warm": 1.0, "cold": 4.0, "cold-random": 2.0}
+    states = {"warm": 1.0, "cold": 4.0, "cold-random": 2.0, "cold-prefetched": 1.5}
     entry = {
         "name": "tk-bert6-pq", "model": "tk-bert6", "dtype": "pq", "passages": 1000,
         "projected_msmarco_bytes": 3 * GIB,
@@ -42,13 +43,13 @@ def test_every_committed_file_gives_a_row_per_model_and_state(tmp_path: Path) ->
     assert list(frame.columns) == [
         *COLUMNS, "ms for 100", "ms for 1,000", "cold / warm for 100", "cold / warm for 1,000", PROJECTED,
     ]  # fmt: skip
-    assert frame["state"].tolist() == ["warm", "cold", "cold-random"] * 2
-    assert set(frame["model"]) == {"TK-BERT-6 (pq)"} and frame["date"].tolist()[::3] == ["2026-11-28", "2026-11-29"]
-    first = frame.iloc[:3]
-    assert first["ms for 1,000"].tolist() == [1000.0, 4000.0, 2000.0]
+    assert frame["state"].tolist() == list(STATES) * 2 == ["warm", "cold", "cold-random", "cold-prefetched"] * 2
+    assert set(frame["model"]) == {"TK-BERT-6 (pq)"} and frame["date"].tolist()[::4] == ["2026-11-28", "2026-11-29"]
+    first = frame.iloc[:4]
+    assert first["ms for 1,000"].tolist() == [1000.0, 4000.0, 2000.0, 1500.0]
     assert math.isnan(first["cold / warm for 100"].iloc[0]) and first["cold / warm for 100"].iloc[1] == 4.0
-    assert frame[PROJECTED].tolist() == [3.0] * 6
-    assert frame.iloc[3:]["ms for 1,000"].isna().all(), "a count the file did not time is NaN"
+    assert frame[PROJECTED].tolist() == [3.0] * 8
+    assert frame.iloc[4:]["ms for 1,000"].isna().all(), "a count the file did not time is NaN"
 
 
 def test_no_committed_file_gives_an_empty_frame_with_its_columns(tmp_path: Path) -> None:

@@ -77,6 +77,20 @@ def test_the_stored_ranking_is_the_models_and_the_query_is_encoded_once_whatever
     assert [pids[i] for i in order.tolist()] == [pids[i] for i in expected.tolist()]
 
 
+def test_the_candidates_rows_are_asked_for_once_before_the_query_is_encoded(tmp_path: Path) -> None:
+    """The stored regime's read overlaps the query's encoding: every candidate's rows asked for from the disk
+    (``prefetch``) once, before ``encode_query`` runs."""
+    model, words = tk_and_words(TEXTS)
+    index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
+    events: list[tuple[str, list[str] | None]] = []
+    prefetch, encode_query = index.prefetch, model.encode_query
+    index.prefetch = lambda pids: events.append(("prefetch", list(pids))) or prefetch(pids)
+    model.encode_query = lambda *args: events.append(("encode_query", None)) or encode_query(*args)
+    pids = ["p1", "p2", "p3", "p4", "p1"]
+    stored_rerank(model, words.encode([QUERIES["q1"]], QUERY_MAX_LENGTH), index, pids, batch_size=2)
+    assert events == [("prefetch", pids), ("encode_query", None)]
+
+
 def test_stored_latencies_encode_each_query_once_per_run_and_report_median_and_spread(tmp_path: Path) -> None:
     model, words = tk_and_words(TEXTS)
     index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)

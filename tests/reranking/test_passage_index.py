@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -14,7 +16,15 @@ from lib.core.types import query_order, ranking_from_run
 from lib.models.tk import TK, TKConfig
 from lib.models.tk_sparse import TKSparse
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH, Vocabulary
-from lib.reranking.passage_index import PQ, build_index, build_indexes, load_index, quantise, repeat_index
+from lib.reranking.passage_index import (
+    PQ,
+    build_index,
+    build_indexes,
+    load_index,
+    merged_ranges,
+    quantise,
+    repeat_index,
+)
 from lib.reranking.product_quantisation import fit_quantiser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -262,3 +272,68 @@ def test_a_sparse_tk_pq_index_stores_only_its_kept_terms_codes_and_refuses_a_wei
     (tmp_path / "pq" / "header.json").write_text(json.dumps({**header, "weighted": True}), encoding="utf-8")
     with pytest.raises(ValueError, match=f"{tmp_path / 'pq'} .*older TK-Sparse gate .*must be rebuilt"):
         load_index(tmp_path / "pq")
+
+
+def test_merged_ranges_start_on_pages_drop_empty_ones_and_join_those_that_touch() -> None:
+    assert merged_ranges(np.array([10, 5000, 4100, 9000, 30]), np.array([20, 6000, 4200, 9000, 40]), page=4096) == [
+        (0, 40),
+        (4096, 6000),
+    ]
+    assert merged_ranges(np.array([0, 8192]), np.array([8192, 9000]), page=4096) == [(0, 9000)], "touching: one"
+    assert merged_ranges(np.array([0, 8193]), np.array([100, 9000]), page=4096) == [(0, 100), (8192, 9000)]
+    assert merged_ranges(np.array([], dtype=np.int64), np.array([], dtype=np.int64)) == []
+
+
+class AdviceRecorder:
+    """A memory map's stand-in that records every ``madvise`` it is given."""
+
+    def __init__(self) -> None:
+        self.advice: list[tuple[int, int, int]] = []
+
+    def madvise(self, option: int, start: int, length: int) -> None:
+        self.advice.append((option, start, length))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8", PQ])
+def test_a_served_index_asks_for_each_candidates_rows_once_and_reads_the_same_however_mapped(
+    tmp_path: Path, dtype: str
+) -> None:
+    """Loaded ``prefetched`` (the default), an index asks the kernel for the candidates' rows of each row file — one
+    ``MADV_WILLNEED`` per run of rows that touch, page-aligned, covering exactly their bytes — and every way of
+    mapping it reads the same vectors; ``random`` and ``read-around`` ask for nothing, and an unknown way is refused."""
+    import mmap
+
+    model, words = tk_and_words(TEXTS)
+    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=1)
+    source = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "real", dtype, progress=False,
+                         quantiser=quantiser if dtype == PQ else None)  # fmt: skip
+    padded = repeat_index(source, tmp_path / "padded", 4_000)  # row files of several pages
+    assert padded.reads == "prefetched" and set(padded.maps) == {"vectors.bin", *(["scales.bin"] * (dtype == "int8"))}
+    pids = ["p3#copy900", "p1", "p2", "p1#copy500", "p4#copy999"]
+    recorders = {name: AdviceRecorder() for name in padded.maps}
+    recorded = dataclasses.replace(padded, maps=recorders)
+    assert recorded.prefetch(pids) == sum(len(recorder.advice) for recorder in recorders.values()) > 0
+    arrays = {"vectors.bin": padded.vectors, "scales.bin": padded.scales}
+    for name, recorder in recorders.items():
+        row_bytes = arrays[name].strides[0]
+        wanted = {
+            byte
+            for row in padded.rows(pids)
+            for byte in range(padded.offsets[row] * row_bytes, padded.offsets[row + 1] * row_bytes)
+        }
+        asked = [range(start, start + length) for option, start, length in recorder.advice]
+        assert all(option == mmap.MADV_WILLNEED for option, _, _ in recorder.advice)
+        assert all(part.start % mmap.PAGESIZE == 0 for part in asked)
+        assert wanted <= {byte for part in asked for byte in part}, "every candidate's bytes are asked for"
+        assert [part.start for part in asked] == sorted(part.start for part in asked)
+        assert all(a.stop < b.start for a, b in itertools.pairwise(asked)), "ranges that touch are one request"
+    expected = padded.gather(pids)
+    for reads in ("random", "read-around"):
+        opened = load_index(tmp_path / "padded", reads)
+        assert opened.prefetch(pids) == 0 and opened.reads == reads
+        assert all(torch.equal(a, b) for a, b in zip(opened.gather(pids), expected, strict=True))
+    assert padded.prefetch(pids) > 0 and padded.resident("cpu").prefetch(pids) == 0
+    with pytest.raises(KeyError, match="'nope' is not in the index"):
+        padded.prefetch(["nope"])
+    with pytest.raises(ValueError, match="parameter 'reads' must be one of"):
+        load_index(tmp_path / "padded", "sequential")
