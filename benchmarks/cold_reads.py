@@ -45,7 +45,8 @@ next one's (a temporary folder under ``--index-dir``): at a million passages TK-
 
 The JSON records the environment, the clock, the settings (``--note``: what else ran on the machine) and per model:
 the index's bytes on disk and per passage, its build (the real passages' encoding, the copies' writing), each
-state's median latency at each count with its spread (max / min of the per-query medians), cold / warm, and the
+state's median latency at each count with its spread (max / min of the per-query medians), cold / warm, what the
+served read's requests alone cost warm (``prefetch_ms_<count>``: the warm state's share of prefetching), and the
 index's size projected to MS MARCO's 8,841,823 passages beside ColBERTv2's published 25 GiB at 2 bits per dimension
 (Santhanam et al., NAACL 2022: :data:`lib.evaluation.cold_reads.COLBERTV2_MSMARCO`). Chapter 3 reads every committed
 file with :func:`lib.evaluation.cold_reads.committed_cold_reads`. Example::
@@ -250,6 +251,22 @@ def cold_latencies(
     return results, max(shares, default=None)
 
 
+def prefetch_ms(index: PassageIndex, timed: TimedQueries, timing: Timing) -> dict[str, float]:
+    """What the served read's requests cost with the index in memory, the warm state's share of prefetching: per
+    count, ``prefetch_ms_<count>``, the median over the timed queries of
+    :meth:`lib.reranking.passage_index.PassageIndex.prefetch`'s time for their candidates (one untimed run, then the
+    median of the repetitions: the clock's rule)."""
+    cpu = torch.device("cpu")
+    return {
+        f"prefetch_ms_{count}": statistics.median(
+            median_ms(functools.partial(index.prefetch, candidates_of(timed.first_stage, qid, count)), cpu,
+                      timing.repetitions, 1)
+            for qid in timed.qids
+        )
+        for count in sorted(timing.counts)
+    }  # fmt: skip
+
+
 def _state(latencies: dict[int, dict[str, Any]], warm: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
     """A state's latencies as JSON: ``ms_<count>`` and ``spread_<count>`` per count, the queries, and against the
     ``warm`` state's (when given) ``over_warm_<count>``, the ratio of the medians."""
@@ -292,7 +309,10 @@ def time_padded(
         "bytes_per_passage": padded.bytes_per_passage, "codebook_bytes": padded.codebook_bytes,
     }  # fmt: skip
     warm = regime_latencies(model, tokenizer, spread, timing, padded)
-    entry["warm"] = {**_state(warm), "resident_share": resident_share([folder / name for name in ROW_FILES])}
+    entry["warm"] = {
+        **_state(warm), "resident_share": resident_share([folder / name for name in ROW_FILES]),
+        **prefetch_ms(padded, spread, timing),
+    }  # fmt: skip
     del padded  # its maps closed: the cold runs' eviction must not find them
     for state, reads in COLD_STATES.items():
         cold, share = cold_latencies(model, tokenizer, spread, timing, folder, reads)

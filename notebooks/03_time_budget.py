@@ -622,9 +622,13 @@ else:
 # query's candidates are scattered over it. `python -m benchmarks.cold_reads` asks what a cold read costs: the book's
 # passages encoded for real and the index padded with copies of them to a collection's size (`--passages`, a million
 # by default; for timing only), each query's candidates mapped to random copies, timed warm and with the index's
-# pages evicted before every run (`posix_fadvise(POSIX_FADV_DONTNEED)`, checked with `mincore`) — read through the
-# library's memory map, whose page faults read the kernel's read-ahead window, and mapped for random access, which
-# reads one page a fault. Untrained weights of the same architectures on this chapter's clock; the committed results:
+# pages evicted before every run (`posix_fadvise(POSIX_FADV_DONTNEED)`, checked with `mincore`), read three ways:
+# through the kernel's default memory map, whose page faults read its read-ahead window around each page (*cold*);
+# mapped for random access, one page a fault, one fault after the other (*cold-random*); and as this chapter's stored
+# regime reads its index (*cold-prefetched*): mapped for random access, with every candidate's rows asked for at once
+# (`madvise(MADV_WILLNEED)`) before the query is encoded, so that the disk reads them in parallel while the query is
+# encoded. Untrained weights of the same architectures on this chapter's clock (each file's clock is its own, named in
+# it); the committed results:
 
 # %% tags=["hide-input"]
 cold = cold_reads.committed_cold_reads(paths.REPO_ROOT / "benchmarks" / "results" / "cold", labels=LABELS

@@ -247,18 +247,20 @@ def fit_robustness(values: Mapping[str, Mapping[str, pd.Series]], book: str, out
 
 
 def cold_reading(frame: pd.DataFrame, count: int, bound: float = 2.0) -> str:
-    """A bullet per model of :func:`lib.evaluation.cold_reads.committed_cold_reads`' latest result on each device:
-    its warm and cold latencies at ``count`` candidates (cold with the kernel's read-around, with random-access reads
-    and as the library serves an index, every candidate's rows asked for at once), each cold one as a multiple of
-    warm and whether it is within ``bound`` × warm, and its index's size projected to MS MARCO beside ColBERTv2's
-    published one."""
-    from lib.evaluation.cold_reads import COLBERTV2_MSMARCO, PROJECTED
+    """A bullet per model of each result in :func:`lib.evaluation.cold_reads.committed_cold_reads`' frame (its device,
+    date and clock's precision): its warm and cold latencies at ``count`` candidates (cold with the kernel's
+    read-around, with random-access reads and as the library serves an index, every candidate's rows asked for at
+    once), each cold one as a multiple of warm, what it adds to warm in ms (the disk's share, which a faster query
+    encoder does not hide) and whether it is within ``bound`` × warm, and its index's size projected to MS MARCO beside
+    ColBERTv2's published sizes."""
+    from lib.evaluation.cold_reads import COLBERTV2_MSMARCO as published
+    from lib.evaluation.cold_reads import PROJECTED
 
     if frame.empty:
         return "*No cold-read benchmark is committed under `benchmarks/results/cold/` yet.*"
     column = f"ms for {count:,}"
     bullets = []
-    for (device, date, model), rows in frame.groupby(["device", "date", "model"], sort=False):
+    for (device, date, precision, model), rows in frame.groupby(["device", "date", "precision", "model"], sort=False):
         by_state = rows.set_index("state")
         warm = float(by_state.loc["warm", column])
         colds = []
@@ -269,12 +271,13 @@ def cold_reading(frame: pd.DataFrame, count: int, bound: float = 2.0) -> str:
             if state in by_state.index:
                 ms = float(by_state.loc[state, column])
                 within = "within" if ms <= bound * warm else "beyond"
-                colds.append(f"{words} {ms:,.1f} ms ({ms / warm:.1f}× warm, {within} {bound:g}×)")
+                colds.append(f"{words} {ms:,.1f} ms ({ms / warm:.1f}× warm, {ms - warm:+,.1f} ms, {within} {bound:g}×)")
         bullets.append(
             f"- **{model}** ({by_state['index'].iloc[0]}, {int(by_state['passages'].iloc[0]):,} passages; {device}, "
-            f"{date}): warm {warm:,.1f} ms, " + ", ".join(colds) + f" for {count:,} candidates; its index at MS "
-            f"MARCO's size {float(by_state[PROJECTED].iloc[0]):,.1f} GiB (ColBERTv2's: {COLBERTV2_MSMARCO['gib']:g} "
-            "GiB)."
+            f"{date}, {precision}): warm {warm:,.1f} ms, " + ", ".join(colds) + f" for {count:,} candidates; its index "
+            f"at MS MARCO's size {float(by_state[PROJECTED].iloc[0]):,.1f} GiB (ColBERTv2's: {published['gib']:g} GiB "
+            f"at {published['bits_per_dimension']} bits per dimension, {published['one_bit_gib']:g} GiB at 1; "
+            f"ColBERT's uncompressed: {published['colbert_gib']:g} GiB)."
         )
     return "\n".join(bullets)
 

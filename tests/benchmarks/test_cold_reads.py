@@ -52,6 +52,7 @@ def test_a_tiny_run_pads_the_index_and_times_every_state(converted, tmp_path: Pa
     assert set(settings["states"]) == set(STATES) and set(cold_reads.COLD_STATES.values()) == set(READS)
     for state in STATES:
         assert entry[state]["queries"] == 1 and all(entry[state][f"ms_{count}"] > 0 for count in (3, 10))
+    assert 0 <= entry["warm"]["prefetch_ms_3"] and 0 <= entry["warm"]["prefetch_ms_10"] < entry["warm"]["ms_10"]
     for state in cold_reads.COLD_STATES:
         assert entry[state]["over_warm_10"] == pytest.approx(entry[state]["ms_10"] / entry["warm"]["ms_10"])
     projected = entry["bytes_per_passage"] * MSMARCO_PASSAGES + entry["codebook_bytes"]

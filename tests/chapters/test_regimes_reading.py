@@ -169,15 +169,21 @@ def test_the_cold_reading_gives_each_models_cold_latency_as_a_multiple_of_warm_a
     from lib.evaluation.cold_reads import PROJECTED
 
     frame = pd.DataFrame([
-        {"device": "CPU", "date": "2026-11-28", "model": "TK (PQ)", "index": "pq", "passages": 1_000_000,
+        {"device": "CPU", "date": "2026-11-28", "precision": "bfloat16", "model": "TK (PQ)", "index": "pq",
+         "passages": 1_000_000,
          "state": state, "ms for 100": ms, PROJECTED: 45.5}
         for state, ms in (("warm", 8.0), ("cold", 40.0), ("cold-random", 20.0), ("cold-prefetched", 10.0))
     ])  # fmt: skip
     text = regimes_reading.cold_reading(frame, 100)
-    assert text.startswith("- **TK (PQ)** (pq, 1,000,000 passages; CPU, 2026-11-28): warm 8.0 ms, cold 40.0 ms")
-    assert "(5.0× warm, beyond 2×)" in text and "read at random 20.0 ms (2.5× warm, beyond 2×)" in text
-    assert "served with its candidates' rows asked for at once 10.0 ms (1.2× warm, within 2×)" in text
-    assert text.endswith("its index at MS MARCO's size 45.5 GiB (ColBERTv2's: 25 GiB).")
+    assert text.startswith(
+        "- **TK (PQ)** (pq, 1,000,000 passages; CPU, 2026-11-28, bfloat16): warm 8.0 ms, cold 40.0 ms"
+    )
+    assert "(5.0× warm, +32.0 ms, beyond 2×)" in text and "read at random 20.0 ms (2.5× warm, +12.0 ms, beyond" in text
+    assert "served with its candidates' rows asked for at once 10.0 ms (1.2× warm, +2.0 ms, within 2×)" in text
+    assert text.endswith(
+        "its index at MS MARCO's size 45.5 GiB (ColBERTv2's: 25 GiB at 2 bits per dimension, 16 GiB at 1; ColBERT's "
+        "uncompressed: 154 GiB)."
+    )
     assert regimes_reading.cold_reading(frame.iloc[0:0], 100).startswith("*No cold-read benchmark")
 
 

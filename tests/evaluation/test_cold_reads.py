@@ -32,7 +32,8 @@ def committed(folder: Path, name: str, date: str, counts: list[int]) -> None:
             for state, factor in states.items()
         },
     }  # fmt: skip
-    result = {"device": "CPU", "environment": {"date": f"{date}T10:00:00Z"}, "models": [entry]}
+    result = {"device": "CPU", "environment": {"date": f"{date}T10:00:00Z"}, "clock": {"precision": "float32"},
+              "models": [entry]}  # fmt: skip
     (folder / name).write_text(json.dumps(result))
 
 
@@ -44,6 +45,7 @@ def test_every_committed_file_gives_a_row_per_model_and_state(tmp_path: Path) ->
         *COLUMNS, "ms for 100", "ms for 1,000", "cold / warm for 100", "cold / warm for 1,000", PROJECTED,
     ]  # fmt: skip
     assert frame["state"].tolist() == list(STATES) * 2 == ["warm", "cold", "cold-random", "cold-prefetched"] * 2
+    assert set(frame["precision"]) == {"float32"}
     assert set(frame["model"]) == {"TK-BERT-6 (pq)"} and frame["date"].tolist()[::4] == ["2026-11-28", "2026-11-29"]
     first = frame.iloc[:4]
     assert first["ms for 1,000"].tolist() == [1000.0, 4000.0, 2000.0, 1500.0]
