@@ -627,8 +627,8 @@ else:
 # mapped for random access, one page a fault, one fault after the other (*cold-random*); and as this chapter's stored
 # regime reads its index (*cold-prefetched*): mapped for random access, with every candidate's rows asked for at once
 # (`madvise(MADV_WILLNEED)`) before the query is encoded, so that the disk reads them in parallel while the query is
-# encoded. Untrained weights of the same architectures on this chapter's clock (each file's clock is its own, named in
-# it); the committed results:
+# encoded. Untrained weights of the same architectures, timed by this chapter's clock rule on the benchmark's own
+# machine (its precision named in each bullet below); the committed results:
 
 # %% tags=["hide-input"]
 cold = cold_reads.committed_cold_reads(paths.REPO_ROOT / "benchmarks" / "results" / "cold", labels=LABELS
