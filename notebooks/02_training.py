@@ -393,7 +393,8 @@ timings = []
 for name in all_models:
     start = time.perf_counter()
     trained = {model: result.training.model for (_, model), result in results.items() if result.training}
-    variant = compact_variant(name, settings.compact_start, trained, protocol, representations.wordpiece)
+    variant = compact_variant(name, settings.compact_start, trained, protocol, representations.wordpiece,
+                              sparse_start=settings.sparse_start)  # fmt: skip
     runs = model_runs.run_model(name, protocol, representations, settings, chapter, variant=variant)
     for query_set, result in runs.items():
         results[(query_set, name)] = result

@@ -84,6 +84,9 @@ class TrainingSettings(_Replaceable):
     (:class:`lib.training.pairwise.TrainingConfig`; 1: a plain shuffle). ``compact_start``: where the compact TKs
     (``tk-bert6-d64``, ``tk-bert6-d32``) start — ``"minilm"`` (the registry's build) or ``"tk-bert6"`` (the build's
     trained TK-BERT-6 with its principal directions as the projection; :mod:`lib.experiments.compact_tk`).
+    ``sparse_start``: where TK-BERT-6-Sparse (``tk-bert6-sparse``, TK-Sparse's gate on TK-BERT-6) starts — ``"minilm"``
+    (the registry's build) or ``"tk-bert6"`` (the build's trained TK-BERT-6 with a fresh gate, which then learns only
+    which terms to remove; :mod:`lib.experiments.compact_tk`).
     """
 
     embedding_method: str = "glove-6b-50d"
@@ -96,6 +99,7 @@ class TrainingSettings(_Replaceable):
     )  # fmt: skip
     bert_cat_start: str = "minilm"
     compact_start: str = "minilm"
+    sparse_start: str = "minilm"
     bert_cat_layers: int | None = None
     bert_cat_lr: float | None = None
     bert_lr_by_model: Mapping[str, float] = field(default_factory=dict)

@@ -13,6 +13,11 @@ Where its training starts is the training setting ``compact_start`` (:class:`lib
   (Khattab & Zaharia 2020, §3.2, §4.5) learns its projection from BERT's start; starting from the full ranker is the
   book's addition.
 
+TK-BERT-6-Sparse (``tk-bert6-sparse``, TK-Sparse's gate on TK-BERT-6) starts where the training setting
+``sparse_start`` says: ``"minilm"`` (the registry's build) or ``"tk-bert6"`` — the trained TK-BERT-6 of the same build
+with a fresh gate (:meth:`lib.models.tk_bert_sparse.TKBertSparse.from_trained`), so that its training learns which
+terms to remove from a ranker that already ranks, rather than ranking and removing at once.
+
 Only training passages are read (the passages of the protocol's training triples), never a validation or test
 passage. The ``book`` profile keeps ``"minilm"``: the ``"tk-bert6"`` start did no better on validation
 (:data:`lib.core.decisions.DECISIONS`, ``compact_start``).
@@ -46,6 +51,7 @@ from lib.experiments.distillation_protocol import Protocol
 from lib.experiments.model_runs import RunVariant
 from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
+from lib.models.tk_bert_sparse import TKBertSparse
 from lib.representations.text import DOC_MAX_LENGTH
 from lib.reranking.passage_index import PQ, PassageIndex, build_indexes
 from lib.reranking.product_quantisation import ProductQuantiser, unit
@@ -53,8 +59,10 @@ from lib.reranking.product_quantisation import ProductQuantiser, unit
 #: The compact TKs, the width of their projection, and the full TK they may start from.
 COMPACT_WIDTHS: dict[str, int] = {"tk-bert6-d64": 64, "tk-bert6-d32": 32}
 FULL_TK = "tk-bert6"
-#: The values of ``TrainingSettings.compact_start`` (module docstring).
+#: The values of ``TrainingSettings.compact_start`` and ``sparse_start`` (module docstring).
 COMPACT_STARTS: tuple[str, ...] = ("minilm", FULL_TK)
+#: The sparse TK that ``sparse_start`` may start from the trained full TK.
+SPARSE_TK = "tk-bert6-sparse"
 #: How many training passages the principal directions are computed from (a few tens of thousands of vectors).
 PROJECTION_PASSAGES = 1000
 
@@ -125,18 +133,25 @@ def compact_variant(
     protocol: Protocol,
     tokenizer: Any,
     progress: bool = True,
+    sparse_start: str = "minilm",
 ) -> RunVariant:
     """How chapter 2 trains registry model ``name``: the plain run, or for a compact TK under ``start="tk-bert6"``
-    the trained full TK of ``trained`` (the models of this build so far, by name) with its principal ``P``
-    (module docstring). The run keeps its registry name, so its checkpoint and run files are the book's."""
-    if start not in COMPACT_STARTS:
-        raise ValueError(f"setting 'compact_start' must be one of {list(COMPACT_STARTS)}, got {start!r}")
-    if name not in COMPACT_WIDTHS or start == "minilm":
+    the trained full TK of ``trained`` (the models of this build so far, by name) with its principal ``P``, or for
+    :data:`SPARSE_TK` under ``sparse_start="tk-bert6"`` that TK with a fresh gate (module docstring). The run keeps its
+    registry name, so its checkpoint and run files are the book's."""
+    for setting, value in (("compact_start", start), ("sparse_start", sparse_start)):
+        if value not in COMPACT_STARTS:
+            raise ValueError(f"setting {setting!r} must be one of {list(COMPACT_STARTS)}, got {value!r}")
+    from_full = (name in COMPACT_WIDTHS and start == FULL_TK) or (name == SPARSE_TK and sparse_start == FULL_TK)
+    if not from_full:
         return RunVariant()
     if FULL_TK not in trained:
-        raise ValueError(f"model {name!r} starts from {FULL_TK!r} (compact_start), which this build has not trained "
+        setting = "sparse_start" if name == SPARSE_TK else "compact_start"
+        raise ValueError(f"model {name!r} starts from {FULL_TK!r} ({setting}), which this build has not trained "
                          f"before it: list {FULL_TK!r} first among the models")  # fmt: skip
     full = trained[FULL_TK]
+    if name == SPARSE_TK:
+        return RunVariant(start=(TKBertSparse.from_trained(full), f"{FULL_TK} {weights_digest(full)[:16]}, a new gate"))
     passages = [protocol.texts[pid] for pid in training_passages(protocol)]
     projection = principal_projection(full, tokenizer, passages, COMPACT_WIDTHS[name], progress=progress)
     what = f"{FULL_TK} {weights_digest(full)[:16]}, P its {COMPACT_WIDTHS[name]} principal directions"
@@ -241,7 +256,7 @@ def smallest_within(values: Mapping[int, float], reference: float, tolerance: fl
 
 
 __all__ = [
-    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "Requantised", "compact_variant",
+    "COMPACT_STARTS", "COMPACT_WIDTHS", "FULL_TK", "PROJECTION_PASSAGES", "Requantised", "SPARSE_TK", "compact_variant",
     "fit_vectors", "index_runs", "passage_vectors", "passages_outside", "principal_projection", "smallest_within",
     "training_passages",
 ]  # fmt: skip

@@ -17,6 +17,7 @@ for the stored regime): the gate on a pre-trained contextualiser, and its target
 
 from __future__ import annotations
 
+import copy
 import os
 
 from transformers import BertModel
@@ -52,6 +53,21 @@ class TKBertSparse(GatedPassages, TKBert):
     ) -> None:
         TKBert.__init__(self, bert, num_layers, bert_lr=bert_lr, head_lr=head_lr, config=config)
         self.init_gate(self.embedding.word_embeddings.embedding_dim, removal_target, ramp_steps)
+
+    @classmethod
+    def from_trained(
+        cls, full: TKBert, removal_target: float = BERT_REMOVAL_TARGET, ramp_steps: int = BERT_RAMP_STEPS
+    ) -> TKBertSparse:
+        """A copy of the trained TK-BERT ``full`` (no projection) with a fresh gate: every weight ``full``'s, the gate's
+        layers newly initialised, so that training learns which terms to remove from a ranker that already ranks
+        (``lib.core.profiles.TrainingSettings.sparse_start``); ``full`` is left unchanged."""
+        if not isinstance(full, TKBert) or isinstance(full, TKBertSparse) or full.projection is not None:
+            raise ValueError("parameter 'full' must be a full TK-BERT (no gate, no projection)")
+        model = copy.deepcopy(full)
+        model.__class__ = cls
+        device = next(full.parameters()).device
+        model.init_gate(full.embedding.word_embeddings.embedding_dim, removal_target, ramp_steps)
+        return model.to(device)
 
     def optimizer_groups(
         self, bert_lr: float | None = None, head_lr: float | None = None, gate_lr: float = GATE_LR

@@ -23,6 +23,7 @@ from lib.experiments.compact_tk import (
 )
 from lib.experiments.score_cache import weights_digest
 from lib.models.tk_bert import TKBert
+from lib.models.tk_bert_sparse import TKBertSparse
 from lib.representations.bert import WordPieceTokenizer, small_bert_config
 from lib.representations.pretrained import minilm_folder
 from lib.reranking.passage_index import load_index
@@ -112,6 +113,24 @@ def test_a_compact_tk_starts_from_the_trained_full_tk_with_its_principal_p_under
         compact_variant("tk-bert6-d64", "tk-bert6", {}, protocol(), CharTokenizer())
     with pytest.raises(ValueError, match="setting 'compact_start' must be one of"):
         compact_variant("tk-bert6-d64", "bert", {}, protocol(), CharTokenizer())
+
+
+def test_the_sparse_tk_starts_from_the_trained_full_tk_with_a_new_gate_only_under_sparse_start(
+    full_tk: TKBert,
+) -> None:
+    trained = {"tk-bert6": full_tk}
+    variant = compact_variant("tk-bert6-sparse", "minilm", trained, protocol(), CharTokenizer(), False, "tk-bert6")
+    assert variant.run_name("tk-bert6-sparse") == "tk-bert6-sparse"
+    model, what = variant.start
+    assert isinstance(model, TKBertSparse) and weights_digest(full_tk)[:16] in what and "gate" in what
+    assert all(torch.equal(value, model.state_dict()[name]) for name, value in full_tk.state_dict().items())
+    assert compact_variant("tk-bert6-sparse", "tk-bert6", trained, protocol(), CharTokenizer()).start is None
+    plain_compact = compact_variant("tk-bert6-d64", "minilm", trained, protocol(), CharTokenizer(), False, "tk-bert6")
+    assert plain_compact.start is None
+    with pytest.raises(ValueError, match=r"\(sparse_start\), which this build has not trained"):
+        compact_variant("tk-bert6-sparse", "minilm", {}, protocol(), CharTokenizer(), False, "tk-bert6")
+    with pytest.raises(ValueError, match="setting 'sparse_start' must be one of"):
+        compact_variant("tk-bert6-sparse", "minilm", {}, protocol(), CharTokenizer(), False, "bert")
 
 
 def test_on_real_passages_minilms_principal_p_keeps_most_of_what_its_vectors_carry() -> None:

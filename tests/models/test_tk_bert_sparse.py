@@ -29,6 +29,27 @@ def test_with_every_term_kept_it_scores_as_tk_bert(bert_folder: Path) -> None:
         torch.testing.assert_close(sparse(*batch()), plain(*batch()), atol=1e-5, rtol=1e-5)
 
 
+def test_from_a_trained_tk_bert_it_keeps_every_weight_and_adds_a_new_gate_of_its_own(bert_folder: Path) -> None:
+    torch.manual_seed(3)
+    full = TKBert(bert_folder, 2).eval()
+    with torch.no_grad():
+        full.alpha.fill_(0.3)  # a weight the registry's build would not have
+    sparse = TKBertSparse.from_trained(full, removal_target=0.2, ramp_steps=5).eval()
+    assert isinstance(sparse, TKBertSparse) and (sparse.removal_target, sparse.ramp_steps) == (0.2, 5)
+    built = TKBertSparse(bert_folder, 2)
+    assert set(sparse.state_dict()) == set(built.state_dict()), "the registry's model, resumable as it"
+    shared = {key: value for key, value in sparse.state_dict().items() if key in full.state_dict()}
+    assert shared.keys() == full.state_dict().keys()
+    assert all(torch.equal(value, full.state_dict()[key]) for key, value in shared.items())
+    assert all(param.data_ptr() != other.data_ptr() for param in sparse.parameters() for other in full.parameters())
+    with torch.no_grad():  # a new gate's running threshold is −∞: every term kept, TK-BERT's scores
+        torch.testing.assert_close(sparse(*batch()), full(*batch()), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="must be a full TK-BERT"):
+        TKBertSparse.from_trained(sparse)
+    with pytest.raises(ValueError, match="must be a full TK-BERT"):
+        TKBertSparse.from_trained(full.compacted(torch.eye(full.embedding.word_embeddings.embedding_dim)[:4]))
+
+
 def test_the_stored_index_keeps_only_kept_pieces_and_scores_as_forward(bert_folder: Path) -> None:
     torch.manual_seed(1)
     model = TKBertSparse(bert_folder, 2).eval()
