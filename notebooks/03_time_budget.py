@@ -786,8 +786,9 @@ plain(regimes_reading.tests_display(regime_tests))
 #
 # A third way stores **fewer vectors**: contextualised stopwords (TK-Sparse, slides 30–33; chapter 8 sweeps the
 # share it removes on TK-2). {glue:text}`sparse_label` is the same TK with TK-Sparse's gate after the
-# contextualisation, trained in chapter 2 on the same protocol to remove {glue:text}`sparse_target` of the passage
-# pieces it sees (the share chapter 8's sweep chose for TK-2 on validation, ramped in over its first
+# contextualisation, trained in chapter 2 on the same protocol, {glue:text}`sparse_start` (the training setting
+# `sparse_start`), to remove {glue:text}`sparse_target` of the passage pieces it sees (the share chapter 8's sweep
+# chose for TK-2 on validation, ramped in over its first
 # {glue:text}`sparse_ramp` steps). A removed piece adds nothing to the score and is not stored; a kept one is stored
 # and scored as the full TK's, in every precision ({glue:text}`sparse_pq_subspaces` codes product-quantised, chosen
 # on validation by the same rule). The table's *vectors / passage* counts what each index stores for a timed
@@ -808,8 +809,10 @@ glue("pq_fit_in_pools", f"{pq.fit_in_test_pools:,}" if pq is not None else "–"
 glue("pq_fit_outside", f"{pq.fit_outside:,}" if pq is not None else "–", display=False)
 glue("sparse_label", LABELS[regime_costs.sparse_of(speed_settings.regime_pq_model)], display=False)
 glue("sparse_target", f"{BERT_REMOVAL_TARGET:.0%}", display=False)
-bert_steps = settings_record.read_settings(artifacts.training_settings(chapter.profile))[0].bert_cat_max_steps
-glue("sparse_ramp", f"{fitted_ramp(BERT_RAMP_STEPS, bert_steps):,}", display=False)
+training = settings_record.read_settings(artifacts.training_settings(chapter.profile))[0]
+glue("sparse_ramp", f"{fitted_ramp(BERT_RAMP_STEPS, training.bert_cat_max_steps):,}", display=False)
+sparse_starts = {"minilm": "from MiniLM's weights", "tk-bert6": "from the trained TK-BERT-6 with a new gate"}
+glue("sparse_start", sparse_starts[training.sparse_start], display=False)
 glue("sparse_pq_subspaces", str(sparse_pq.quantiser.subspaces) if sparse_pq is not None else "–", display=False)
 
 # %%

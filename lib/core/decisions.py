@@ -181,6 +181,27 @@ BOOK: tuple[Decision, ...] = (
         "rate).",
     ),
     Decision(
+        "book", "training", "sparse_start", "tk-bert6", "validation",
+        f"{_TOP20}: TK-BERT-6-Sparse's best eligible validation (30 % of the terms removed after a 120-step ramp; "
+        "TK-BERT-6 itself 0.544 at step 80)",
+        (
+            (
+                "chapter 2's trained TK-BERT-6 with a new gate (TKBertSparse.from_trained)",
+                "0.532 / 0.519 during the ramp (11 % / 17 % removed, steps 40 / 80); 0.509 at step 120 (31 %), "
+                "then 0.501, 0.507; stopped at 200",
+            ),
+            (
+                "MiniLM (the registry's build)",
+                "0.492 / 0.510 during the ramp (13 % / 16 %); 0.503 at step 120 (26 %), 0.504 at step 160 (30 %), "
+                "its best when the run was stopped there",
+            ),
+        ),
+        "2026-12-02",
+        "The higher best, by 0.004: within what DL21's 53 queries resolve, so either start costs TK-BERT-6 about "
+        "0.035 on validation at this share. The TK start reaches its best in 120 steps and stops at 200; the "
+        "MiniLM run had not stopped at 160 (not run on: the budget).",
+    ),
+    Decision(
         "book", "training", "compact_start", "minilm", "validation",
         f"{_TOP20}: the compact TK-BERT-6 at d = 64 (best validation; TK-BERT-6 itself 0.544)",
         (

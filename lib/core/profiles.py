@@ -509,7 +509,7 @@ PROFILES: dict[str, Profile] = {
             bert_cat_lr=1e-4,
             bert_lr_by_model={"tk-bert6": 3e-5, "tk-bert6-d64": 3e-5, "tk-bert6-d32": 3e-5, "tk-bert6-sparse": 3e-5},
             bert_cat_warmup=30, bert_cat_max_steps=500,
-            bert_cat_patience=2,
+            bert_cat_patience=2, sparse_start="tk-bert6",
             distill_pseudo_queries=7000, distill_random_negatives=0.5, piece_vector_dim=64,
             ladder_models=(
                 "knrm-pieces", "conv-knrm-pieces", "tk2-pieces", "tk-bert1", "tk-bert6", "tk-bert6-d64", "tk-bert6-d32",
