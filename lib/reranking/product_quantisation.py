@@ -111,14 +111,16 @@ def cosine_match_codes(
     of their rows of :func:`cosine_table` ``table`` (one ``embedding_bag``), so ``cos(q_i, x̂) = Σ_s T[s, x_s, i] /
     √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding, with neither the
     ``[B, L, d]`` vectors nor their lengths ever formed. ``query_mask`` ``[Lq]`` (or ``[1, Lq]``), ``doc_mask``
-    ``[B, L]``; ``[B, Lq, L]`` float32, 0 where either position is padding."""
+    ``[B, L]``; ``[B, Lq, L]`` float32, 0 where either position is padding. Only the stored vectors that are not
+    padding are looked up (a chunk is padded to its longest passage, often twice its mean length)."""
     count, length, subspaces = codes.shape
     centroids = table.shape[0] // max(subspaces, 1)
-    rows = codes.long() + torch.arange(subspaces, device=codes.device) * centroids
-    sums = F.embedding_bag(rows.reshape(count * length, subspaces), table, mode="sum").view(count, length, -1)
-    cosines = (sums[..., :-1] / sums[..., -1:].clamp_min(COSINE_EPS**2).sqrt()).transpose(1, 2)
-    real = query_mask.reshape(1, -1, 1).bool() & doc_mask.bool()[:, None, :]
-    return cosines.masked_fill(~real, 0.0)
+    stored = doc_mask.bool()
+    rows = codes[stored].int() + torch.arange(subspaces, device=codes.device, dtype=torch.int32) * centroids
+    sums = F.embedding_bag(rows, table, mode="sum")
+    cosines = table.new_zeros(count, length, table.shape[1] - 1)
+    cosines[stored] = sums[:, :-1] / sums[:, -1:].clamp_min(COSINE_EPS**2).sqrt()
+    return cosines.transpose(1, 2) * query_mask.reshape(1, -1, 1).to(cosines.dtype)
 
 
 def decode(codebooks: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:

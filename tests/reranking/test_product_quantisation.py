@@ -81,6 +81,24 @@ def test_the_match_matrix_from_codes_is_the_cosine_of_the_decoded_vectors() -> N
     assert got[1, :, 3:].abs().sum() == 0 and got[:, 2].abs().sum() == 0, "padding on either side matches nothing"
 
 
+def test_a_passage_of_padding_only_matches_nothing_and_leaves_the_others_as_they_are() -> None:
+    generator = torch.Generator().manual_seed(5)
+    codebooks = torch.randn(2, CENTROIDS, 3, generator=generator)
+    codes = torch.randint(0, CENTROIDS, (3, 4, 2), generator=generator, dtype=torch.uint8)
+    query = torch.randn(1, 2, 6, generator=generator)
+    query_mask = torch.tensor([True, True])
+    doc_mask = torch.tensor([[True] * 4, [False] * 4, [True, False, False, False]])
+    table = cosine_table(query, codebooks)
+    got = cosine_match_codes(table, codes, query_mask, doc_mask)
+    expected = cosine_match_matrix(
+        query.expand(3, -1, -1), decode(codebooks, codes), query_mask.expand(3, -1), doc_mask
+    )
+    assert got.shape == (3, 2, 4) and got[1].abs().sum() == 0
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+    nothing = cosine_match_codes(table, codes, query_mask, torch.zeros(3, 4, dtype=torch.bool))
+    assert nothing.shape == (3, 2, 4) and nothing.abs().sum() == 0
+
+
 def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
     vectors = np.random.default_rng(2).normal(size=(300, 6)).astype(np.float32)
     with pytest.raises(ValueError, match="'subspaces' \\(4\\) must divide"):
