@@ -112,7 +112,7 @@ def cosine_match_codes(
     √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding, with neither the
     ``[B, L, d]`` vectors nor their lengths ever formed. ``query_mask`` ``[Lq]`` (or ``[1, Lq]``), ``doc_mask``
     ``[B, L]``; ``[B, Lq, L]`` float32, 0 where either position is padding. Only the stored vectors that are not
-    padding are looked up (a chunk is padded to its longest passage, often twice its mean length)."""
+    padding are looked up (a chunk is padded to its longest passage)."""
     count, length, subspaces = codes.shape
     centroids = table.shape[0] // max(subspaces, 1)
     stored = doc_mask.bool()
