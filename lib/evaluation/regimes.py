@@ -52,7 +52,7 @@ from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_lat
 from lib.evaluation.stored_latency import is_precomputable
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.passage_index import PQ, PassageIndex, ResidentIndex, build_indexes
-from lib.reranking.product_quantisation import ProductQuantiser, cosine_match_codes, cosine_table
+from lib.reranking.product_quantisation import ProductQuantiser, cosine_table, stored_cosines
 
 #: The first columns of the cost table (``regimes.csv``); ``ms_<count>`` and ``spread_<count>`` follow, per count.
 COLUMNS: tuple[str, ...] = (
@@ -82,9 +82,10 @@ def stored_scores(
     candidates shortest first (their lengths read off the index's offsets), each read padded to its own longest
     passage, so that little of what is read, padded and matched is padding. A ``pq`` index read by a model that scores
     from eq. 4's cosines alone (a TK: ``scores_from_match``) is never decoded: the query's table of dot products with
-    every centroid is computed once, and each chunk's match matrix summed from its codes (Jégou et al.'s asymmetric
-    distance computation, :func:`lib.reranking.product_quantisation.cosine_match_codes`) — the same scores to float
-    rounding (TK-Sparse too: its index holds only the terms its gate keeps, scored as TK scores them)."""
+    every centroid is computed once, each chunk's cosines summed from its codes (Jégou et al.'s asymmetric distance
+    computation, :func:`lib.reranking.product_quantisation.stored_cosines`) for its stored vectors alone, and pooled
+    without padding (``score_rows``) — the same scores to float rounding (TK-Sparse too: its index holds only the
+    terms its gate keeps, scored as TK scores them)."""
     device = next(model.parameters()).device
     from_codes = getattr(model, "scores_from_match", False)
     with torch.inference_mode():
@@ -101,8 +102,8 @@ def stored_scores(
                 scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
             else:
                 codes, chunk_mask = (part.to(device) for part in index.gather_codes(chunk_pids))
-                match = cosine_match_codes(table, codes, query_mask, chunk_mask)
-                scored = model.score_match(match, query_mask.expand(len(chunk_pids), -1), chunk_mask)
+                cosines, passages = stored_cosines(table, codes, chunk_mask)
+                scored = model.score_rows(cosines, passages, query_mask.reshape(-1), chunk_mask)
             scores[order[start : start + batch_size].to(device)] = scored.float()
         return scores
 

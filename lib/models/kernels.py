@@ -156,6 +156,34 @@ def kernel_sums(
         )
 
 
+def kernel_sums_of_rows(
+    cosines: torch.Tensor,
+    passages: torch.Tensor,
+    count: int,
+    query_mask: torch.Tensor,
+    mus: Sequence[float] | torch.Tensor,
+    sigmas: Sequence[float] | torch.Tensor,
+) -> torch.Tensor:
+    """Eq. 6 from the real columns of the match matrix alone: ``cosines`` ``[R, Lq]`` holds each real stored term's
+    cosines with the query's terms (eq. 4), ``passages`` ``[R]`` the number of its passage among ``count``; each
+    term's ``K`` kernel activations (eq. 5) are added to its passage's sums in one ``index_add``. ``query_mask``
+    ``[Lq]`` (one query for every passage); ``[count, Lq, K]``, what :func:`kernel_sums` gives for the padded
+    ``[count, Lq, Ld]`` matrix, with no activation computed for padding — a stored chunk is padded to its longest
+    passage, often twice its mean."""
+    with full_precision(cosines.device):
+        cosines = cosines.float()
+        mus = _as_kernel_tensor(mus, cosines)
+        sigmas = _as_kernel_tensor(sigmas, cosines)
+        if mus.shape != sigmas.shape:
+            raise ValueError(f"{mus.numel()} kernel centres but {sigmas.numel()} widths")
+        terms, length = cosines.shape
+        scales = -1.0 / (2 * sigmas**2)
+        activations = torch.exp((cosines[..., None] - mus).square_().mul_(scales))
+        sums = cosines.new_zeros(count, length * mus.numel())
+        sums.index_add_(0, passages.to(cosines.device), activations.view(terms, -1))
+        return sums.view(count, length, mus.numel()).mul_(query_mask.reshape(1, length, 1).to(sums.dtype))
+
+
 def _log(values: torch.Tensor, base: float) -> torch.Tensor:
     if base == 2.0:
         return torch.log2(values)
@@ -243,6 +271,22 @@ class KernelPooling(nn.Module):
         """
         with full_precision(match.device):
             sums = kernel_sums(match, query_mask, doc_mask, self.mus.float(), self.sigmas.float(), doc_weights)
+            return PooledKernels(
+                kernel_sums=sums,
+                log=log_normalise(sums, query_mask, self.log_base, self.log_clamp),
+                length=length_normalise(sums, query_mask, doc_mask, self.length_plus_one),
+            )
+
+    def pool_rows(
+        self, cosines: torch.Tensor, passages: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor
+    ) -> PooledKernels:
+        """:meth:`forward` from the match matrix's real columns alone (:func:`kernel_sums_of_rows`: ``cosines``
+        ``[R, Lq]``, ``passages`` ``[R]``) of one query (``query_mask`` ``[Lq]``) against the ``B`` passages of
+        ``doc_mask`` ``[B, Ld]`` — the same pooled kernels, with no activation computed for padding."""
+        with full_precision(cosines.device):
+            count = doc_mask.shape[0]
+            sums = kernel_sums_of_rows(cosines, passages, count, query_mask, self.mus.float(), self.sigmas.float())
+            query_mask = query_mask.reshape(1, -1).expand(count, -1)
             return PooledKernels(
                 kernel_sums=sums,
                 log=log_normalise(sums, query_mask, self.log_base, self.log_clamp),

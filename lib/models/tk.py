@@ -363,8 +363,8 @@ class TK(nn.Module):
     every intermediate (a :class:`TKExplanation`); :meth:`contextualise` the hybrid vectors of one side.
     """
 
-    #: A stored passage is read only through eq. 4's cosines (:meth:`score_match`); a subclass that reads more of
-    #: its stored vectors (their lengths, their windows) sets it False.
+    #: A stored passage is read only through eq. 4's cosines (:meth:`score_match`, :meth:`score_rows`); a subclass
+    #: that reads more of its stored vectors (their lengths, their windows) sets it False.
     scores_from_match: bool = True
 
     def __init__(
@@ -501,8 +501,23 @@ class TK(nn.Module):
         stored passage only through these cosines, so a product-quantised index can hand it the match matrix
         straight from its codes (:func:`lib.reranking.product_quantisation.cosine_match_codes`)."""
         with full_precision(match.device):
-            _, log_weighted, len_weighted = self._weighted(self.kernel_pooling(match, query_mask, doc_mask))
-            return self.beta.float() * log_weighted.sum(dim=-1) + self.gamma.float() * len_weighted.sum(dim=-1)
+            return self._score_pooled(self.kernel_pooling(match, query_mask, doc_mask))
+
+    def score_rows(
+        self, cosines: torch.Tensor, passages: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`score_match` from the match matrix's real columns alone: ``cosines`` ``[R, Lq]``, each real stored
+        term's cosines with the one query's terms (``query_mask`` ``[Lq]``), ``passages`` ``[R]`` its passage's row
+        of ``doc_mask`` ``[B, Ld]``; the same scores ``[B]``, with no kernel computed for padding
+        (:meth:`lib.models.kernels.KernelPooling.pool_rows`) — how a product-quantised index is scored
+        (:func:`lib.reranking.product_quantisation.stored_cosines`)."""
+        with full_precision(cosines.device):
+            return self._score_pooled(self.kernel_pooling.pool_rows(cosines, passages, query_mask, doc_mask))
+
+    def _score_pooled(self, pooled: PooledKernels) -> torch.Tensor:
+        """Eq. 9–10 from the pooled kernels: ``β · Σ_k W_log[k] s_log^k + γ · Σ_k W_len[k] s_len^k``, ``[B]``."""
+        _, log_weighted, len_weighted = self._weighted(pooled)
+        return self.beta.float() * log_weighted.sum(dim=-1) + self.gamma.float() * len_weighted.sum(dim=-1)
 
     def encode_query(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The query side, computed once per query at query time: its hybrid vectors (eq. 1) ``[1, Lq, D]``, mask."""

@@ -162,7 +162,7 @@ class PassageIndex:
 
     def gather_codes(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """A ``pq`` index's codes of ``pids``, not decoded: ``[n, L, m]`` uint8 padded to the longest (padding: code
-        0, masked) and the mask ``[n, L]`` — what :func:`lib.reranking.product_quantisation.cosine_match_codes`
+        0, masked) and the mask ``[n, L]`` — what :func:`lib.reranking.product_quantisation.stored_cosines`
         reads."""
         if self.quantiser is None:
             raise ValueError(f"the index {self.folder} stores {self.dtype} vectors, not product-quantised codes")

@@ -9,7 +9,7 @@ one-byte codes, and read back as the concatenation of its codes' centroids. ColB
 
 At query time a TK needs only each stored vector's cosine with each query vector, so the codes need not be decoded:
 the *asymmetric distance computation* (§III.A) tabulates the query's dot products with every centroid once
-(:func:`cosine_table`) and sums a stored vector's ``m`` entries (:func:`cosine_match_codes`), its squared length
+(:func:`cosine_table`) and sums a stored vector's ``m`` entries (:func:`stored_cosines`), its squared length
 likewise from the centroids' (the subspaces are orthogonal).
 
 The vectors are scaled to unit length before they are fitted and encoded: the cosine match matrix reads directions
@@ -103,24 +103,23 @@ def cosine_table(query_vectors: torch.Tensor, codebooks: torch.Tensor) -> torch.
     return torch.cat([products.permute(0, 2, 1).reshape(subspaces * centroids, -1), lengths], dim=1)
 
 
-def cosine_match_codes(
-    table: torch.Tensor, codes: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor
-) -> torch.Tensor:
-    """Eq. 4's match matrix of one query against passages stored as codes ``[B, L, m]``, read without decoding them:
-    a stored vector's dot product with each query vector, and its squared length, are the sums over its ``m`` codes
-    of their rows of :func:`cosine_table` ``table`` (one ``embedding_bag``), so ``cos(q_i, x̂) = Σ_s T[s, x_s, i] /
-    √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding, with neither the
-    ``[B, L, d]`` vectors nor their lengths ever formed. ``query_mask`` ``[Lq]`` (or ``[1, Lq]``), ``doc_mask``
-    ``[B, L]``; ``[B, Lq, L]`` float32, 0 where either position is padding. Only the stored vectors that are not
-    padding are looked up (a chunk is padded to its longest passage)."""
+def stored_cosines(
+    table: torch.Tensor, codes: torch.Tensor, doc_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The real columns of eq. 4's match matrix of one query against passages stored as codes ``[B, L, m]``, read
+    without decoding them: a stored vector's dot product with each query vector, and its squared length, are the sums
+    over its ``m`` codes of their rows of :func:`cosine_table` ``table`` (one ``embedding_bag``), so ``cos(q_i, x̂) =
+    Σ_s T[s, x_s, i] / √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding,
+    with neither the ``[B, L, d]`` vectors nor their lengths ever formed. Only the stored vectors that are not padding
+    (``doc_mask`` ``[B, L]``; a chunk is padded to its longest passage) are looked up, and only their cosines are
+    returned: ``[R, Lq]`` float32 in ``doc_mask``'s row-major order, and ``[R]``, each one's passage — what
+    :meth:`lib.models.tk.TK.score_rows` pools."""
     count, length, subspaces = codes.shape
     centroids = table.shape[0] // max(subspaces, 1)
     stored = doc_mask.bool()
     rows = codes[stored].int() + torch.arange(subspaces, device=codes.device, dtype=torch.int32) * centroids
     sums = F.embedding_bag(rows, table, mode="sum")
-    cosines = table.new_zeros(count, length, table.shape[1] - 1)
-    cosines[stored] = sums[:, :-1] / sums[:, -1:].clamp_min(COSINE_EPS**2).sqrt()
-    return cosines.transpose(1, 2) * query_mask.reshape(1, -1, 1).to(cosines.dtype)
+    return sums[:, :-1] / sums[:, -1:].clamp_min(COSINE_EPS**2).sqrt(), stored.nonzero()[:, 0]
 
 
 def decode(codebooks: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
@@ -164,6 +163,6 @@ def fit_quantiser(
 
 
 __all__ = [
-    "CENTROIDS", "ProductQuantiser", "cosine_match_codes", "cosine_table", "decode", "fit_quantiser", "nearest",
-    "pq_name", "unit",
+    "CENTROIDS", "ProductQuantiser", "cosine_table", "decode", "fit_quantiser", "nearest", "pq_name", "stored_cosines",
+    "unit",
 ]  # fmt: skip

@@ -14,6 +14,7 @@ from lib.models.kernels import (
     kernel_mus,
     kernel_sigmas,
     kernel_sums,
+    kernel_sums_of_rows,
     length_normalise,
     log_normalise,
     rbf_kernels,
@@ -144,6 +145,27 @@ def test_padding_fires_no_kernel() -> None:
     assert torch.allclose(padded.length, base.length, atol=1e-6)
     assert torch.allclose(padded.kernel_sums[:, :3], base.kernel_sums, atol=1e-6)
     assert (padded.kernel_sums[:, 3:] == 0).all()
+
+
+def test_pooling_the_real_columns_alone_equals_pooling_the_padded_match_matrix() -> None:
+    """``pool_rows`` (no kernel computed for padding) gives :meth:`KernelPooling.forward`'s features, a passage with
+    no stored term included, and a padded query term fires nothing."""
+    torch.manual_seed(1)
+    match = torch.rand(4, 3, 7) * 2 - 1
+    query_mask = torch.tensor([True, True, False])
+    doc_mask = torch.arange(7)[None, :] < torch.tensor([[7], [2], [0], [5]])
+    real = match.transpose(1, 2)[doc_mask]
+    passages = doc_mask.nonzero()[:, 0]
+    for plus_one in (False, True):
+        pooling = KernelPooling(kernel_mus(), kernel_sigmas(exact_match=True), length_plus_one=plus_one)
+        padded = pooling(match, query_mask.expand(4, -1), doc_mask)
+        rows = pooling.pool_rows(real, passages, query_mask, doc_mask)
+        for name in ("kernel_sums", "log", "length"):
+            torch.testing.assert_close(getattr(rows, name), getattr(padded, name), rtol=1e-5, atol=1e-5)
+    sums = kernel_sums_of_rows(real, passages, 4, query_mask, kernel_mus(), kernel_sigmas())
+    assert sums.shape == (4, 3, 11) and (sums[:, 2] == 0).all() and (sums[2] == 0).all()
+    with pytest.raises(ValueError, match="11 kernel centres but 2 widths"):
+        kernel_sums_of_rows(real, passages, 4, query_mask, kernel_mus(), [0.1, 0.1])
 
 
 def test_empty_document_and_query_give_finite_features() -> None:

@@ -288,3 +288,19 @@ def test_a_training_step_of_a_batch_with_repeated_queries_is_the_same_every_time
     first = gradients()
     for _ in range(10):
         assert all(torch.equal(a, b) for a, b in zip(gradients(), first, strict=True))
+
+
+@pytest.mark.parametrize("settings", [{}, {"length_plus_one": True, "feature_scaler": True}])
+def test_scoring_the_real_cosines_alone_equals_scoring_the_stored_passages(settings: dict) -> None:
+    """``score_rows`` (eq. 4's real columns only, no kernel for padding) gives ``score_stored``'s scores."""
+    model = make_model(**settings)
+    queries, docs = random_pairs([(4, 7), (4, 12), (4, 2), (4, 9)])
+    with torch.no_grad():
+        query_vectors, query_mask = model.encode_query(*pad(queries[:1], 6))
+        doc_vectors, doc_mask = model.encode_passages(*pad(docs))
+        stored = model.score_stored(query_vectors, query_mask, doc_vectors, doc_mask)
+        match = kernels.cosine_match_matrix(query_vectors.expand(4, -1, -1), doc_vectors, query_mask.expand(4, -1),
+                                            doc_mask)  # fmt: skip
+        cosines, passages = match.transpose(1, 2)[doc_mask], doc_mask.nonzero()[:, 0]
+        rows = model.score_rows(cosines, passages, query_mask[0], doc_mask)
+    assert rows.shape == (4,) and torch.allclose(rows, stored, rtol=1e-5, atol=1e-5)

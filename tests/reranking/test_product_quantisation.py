@@ -10,11 +10,11 @@ from lib.models.kernels import cosine_match_matrix
 from lib.reranking.product_quantisation import (
     CENTROIDS,
     ProductQuantiser,
-    cosine_match_codes,
     cosine_table,
     decode,
     fit_quantiser,
     nearest,
+    stored_cosines,
     unit,
 )
 
@@ -64,39 +64,33 @@ def test_nearest_centroids_agree_with_the_distances_across_chunks() -> None:
     assert nearest(parts[:, :0], centroids).shape == (3, 0)
 
 
-def test_the_match_matrix_from_codes_is_the_cosine_of_the_decoded_vectors() -> None:
+def test_the_cosines_from_codes_are_the_decoded_vectors_real_columns_of_the_match_matrix() -> None:
     generator = torch.Generator().manual_seed(4)
     codebooks = torch.randn(4, CENTROIDS, 3, generator=generator)
     codes = torch.randint(0, CENTROIDS, (2, 5, 4), generator=generator, dtype=torch.uint8)
     query = torch.randn(1, 3, 12, generator=generator)
-    query_mask = torch.tensor([[True, True, False]])
     doc_mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
     table = cosine_table(query, codebooks)
     assert table.shape == (4 * CENTROIDS, 4)
-    got = cosine_match_codes(table, codes, query_mask, doc_mask)
-    expected = cosine_match_matrix(
-        query.expand(2, -1, -1), decode(codebooks, codes), query_mask.expand(2, -1), doc_mask
-    )
-    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
-    assert got[1, :, 3:].abs().sum() == 0 and got[:, 2].abs().sum() == 0, "padding on either side matches nothing"
+    cosines, passages = stored_cosines(table, codes, doc_mask)
+    assert cosines.shape == (8, 3) and passages.tolist() == [0] * 5 + [1] * 3, "only the 8 stored vectors, in order"
+    expected = cosine_match_matrix(query.expand(2, -1, -1), decode(codebooks, codes), torch.ones(2, 3), doc_mask)
+    torch.testing.assert_close(cosines, expected.transpose(1, 2)[doc_mask], atol=1e-6, rtol=1e-5)
 
 
-def test_a_passage_of_padding_only_matches_nothing_and_leaves_the_others_as_they_are() -> None:
+def test_a_passage_of_padding_only_has_no_cosines_and_leaves_the_others_as_they_are() -> None:
     generator = torch.Generator().manual_seed(5)
     codebooks = torch.randn(2, CENTROIDS, 3, generator=generator)
     codes = torch.randint(0, CENTROIDS, (3, 4, 2), generator=generator, dtype=torch.uint8)
     query = torch.randn(1, 2, 6, generator=generator)
-    query_mask = torch.tensor([True, True])
     doc_mask = torch.tensor([[True] * 4, [False] * 4, [True, False, False, False]])
     table = cosine_table(query, codebooks)
-    got = cosine_match_codes(table, codes, query_mask, doc_mask)
-    expected = cosine_match_matrix(
-        query.expand(3, -1, -1), decode(codebooks, codes), query_mask.expand(3, -1), doc_mask
-    )
-    assert got.shape == (3, 2, 4) and got[1].abs().sum() == 0
-    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
-    nothing = cosine_match_codes(table, codes, query_mask, torch.zeros(3, 4, dtype=torch.bool))
-    assert nothing.shape == (3, 2, 4) and nothing.abs().sum() == 0
+    cosines, passages = stored_cosines(table, codes, doc_mask)
+    assert passages.tolist() == [0, 0, 0, 0, 2], "the passage of padding only has no row"
+    expected = cosine_match_matrix(query.expand(3, -1, -1), decode(codebooks, codes), torch.ones(3, 2), doc_mask)
+    torch.testing.assert_close(cosines, expected.transpose(1, 2)[doc_mask], atol=1e-6, rtol=1e-5)
+    nothing, none = stored_cosines(table, codes, torch.zeros(3, 4, dtype=torch.bool))
+    assert nothing.shape == (0, 2) and none.shape == (0,)
 
 
 def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
