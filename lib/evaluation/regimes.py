@@ -101,9 +101,8 @@ def stored_scores(
                 chunk, chunk_mask = index.gather(chunk_pids)
                 scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
             else:
-                codes, chunk_mask = (part.to(device) for part in index.gather_codes(chunk_pids))
-                cosines, passages = stored_cosines(table, codes, chunk_mask)
-                scored = model.score_rows(cosines, passages, query_mask.reshape(-1), chunk_mask)
+                codes, lengths = (part.to(device) for part in index.gather_codes(chunk_pids))
+                scored = model.score_rows(stored_cosines(table, codes), lengths, query_mask.reshape(-1))
             scores[order[start : start + batch_size].to(device)] = scored.float()
         return scores
 

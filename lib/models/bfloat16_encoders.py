@@ -77,11 +77,10 @@ class BFloat16Encoders(BFloat16Model):
         """Whether the original model scores a stored passage from eq. 4's cosines alone (a TK's)."""
         return bool(getattr(self.model, "scores_from_match", False))
 
-    def score_rows(self, cosines: torch.Tensor, passages: torch.Tensor, query_mask: torch.Tensor,
-                   doc_mask: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def score_rows(self, cosines: torch.Tensor, lengths: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
         """The original model's scoring from the match matrix's real columns (a TK's
         :meth:`lib.models.tk.TK.score_rows`), in float32."""
-        return self.model.score_rows(cosines, passages, query_mask, doc_mask)
+        return self.model.score_rows(cosines, lengths, query_mask)
 
 
 def served_in_bfloat16(model: nn.Module) -> BFloat16Model:

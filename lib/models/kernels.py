@@ -210,7 +210,12 @@ def length_normalise(
     ``d_len`` is the true document length (the sum of ``doc_mask``), at least 1; with ``plus_one``
     it is ``d_len + 1`` (the TK authors' code).
     """
-    lengths = doc_mask.to(sums.dtype).sum(dim=-1)
+    return _per_length(sums, query_mask, doc_mask.to(sums.dtype).sum(dim=-1), plus_one)
+
+
+def _per_length(sums: torch.Tensor, query_mask: torch.Tensor, lengths: torch.Tensor, plus_one: bool) -> torch.Tensor:
+    """Eq. 8 with the documents' true lengths ``[B]`` given."""
+    lengths = lengths.to(sums.dtype)
     lengths = lengths + 1 if plus_one else lengths.clamp_min(1.0)
     sums = sums.masked_fill(~query_mask.bool().unsqueeze(-1), 0.0)
     return (sums / lengths[:, None, None]).sum(dim=1)
@@ -277,20 +282,21 @@ class KernelPooling(nn.Module):
                 length=length_normalise(sums, query_mask, doc_mask, self.length_plus_one),
             )
 
-    def pool_rows(
-        self, cosines: torch.Tensor, passages: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor
-    ) -> PooledKernels:
-        """:meth:`forward` from the match matrix's real columns alone (:func:`kernel_sums_of_rows`: ``cosines``
-        ``[R, Lq]``, ``passages`` ``[R]``) of one query (``query_mask`` ``[Lq]``) against the ``B`` passages of
-        ``doc_mask`` ``[B, Ld]`` — the same pooled kernels, with no activation computed for padding."""
+    def pool_rows(self, cosines: torch.Tensor, lengths: torch.Tensor, query_mask: torch.Tensor) -> PooledKernels:
+        """:meth:`forward` from the match matrix's real columns alone, of one query (``query_mask`` ``[Lq]``) against
+        ``B`` documents of ``lengths`` ``[B]`` real terms: ``cosines`` ``[R, Lq]`` (``R = Σ lengths``) holds their
+        terms' cosines document by document (:func:`kernel_sums_of_rows`) — the same pooled kernels, with no
+        activation computed for padding."""
         with full_precision(cosines.device):
-            count = doc_mask.shape[0]
+            lengths = lengths.to(cosines.device)
+            count = len(lengths)
+            passages = torch.repeat_interleave(torch.arange(count, device=cosines.device), lengths)
             sums = kernel_sums_of_rows(cosines, passages, count, query_mask, self.mus.float(), self.sigmas.float())
             query_mask = query_mask.reshape(1, -1).expand(count, -1)
             return PooledKernels(
                 kernel_sums=sums,
                 log=log_normalise(sums, query_mask, self.log_base, self.log_clamp),
-                length=length_normalise(sums, query_mask, doc_mask, self.length_plus_one),
+                length=_per_length(sums, query_mask, lengths, self.length_plus_one),
             )
 
     def extra_repr(self) -> str:

@@ -503,16 +503,14 @@ class TK(nn.Module):
         with full_precision(match.device):
             return self._score_pooled(self.kernel_pooling(match, query_mask, doc_mask))
 
-    def score_rows(
-        self, cosines: torch.Tensor, passages: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor
-    ) -> torch.Tensor:
-        """:meth:`score_match` from the match matrix's real columns alone: ``cosines`` ``[R, Lq]``, each real stored
-        term's cosines with the one query's terms (``query_mask`` ``[Lq]``), ``passages`` ``[R]`` its passage's row
-        of ``doc_mask`` ``[B, Ld]``; the same scores ``[B]``, with no kernel computed for padding
+    def score_rows(self, cosines: torch.Tensor, lengths: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
+        """:meth:`score_match` from the match matrix's real columns alone: ``cosines`` ``[R, Lq]``, the stored terms'
+        cosines with the one query's terms (``query_mask`` ``[Lq]``), passage by passage, ``lengths`` ``[B]`` each
+        passage's number of terms; the same scores ``[B]``, with no kernel computed for padding
         (:meth:`lib.models.kernels.KernelPooling.pool_rows`) — how a product-quantised index is scored
         (:func:`lib.reranking.product_quantisation.stored_cosines`)."""
         with full_precision(cosines.device):
-            return self._score_pooled(self.kernel_pooling.pool_rows(cosines, passages, query_mask, doc_mask))
+            return self._score_pooled(self.kernel_pooling.pool_rows(cosines, lengths, query_mask))
 
     def _score_pooled(self, pooled: PooledKernels) -> torch.Tensor:
         """Eq. 9–10 from the pooled kernels: ``β · Σ_k W_log[k] s_log^k + γ · Σ_k W_len[k] s_len^k``, ``[B]``."""

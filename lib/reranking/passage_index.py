@@ -161,17 +161,17 @@ class PassageIndex:
         return which, position, np.repeat(starts, lengths) + position, length
 
     def gather_codes(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """A ``pq`` index's codes of ``pids``, not decoded: ``[n, L, m]`` uint8 padded to the longest (padding: code
-        0, masked) and the mask ``[n, L]`` — what :func:`lib.reranking.product_quantisation.stored_cosines`
-        reads."""
+        """A ``pq`` index's codes of ``pids``, not decoded and not padded: ``[R, m]`` uint8, passage after passage,
+        and each passage's number of vectors ``[n]`` (``R`` their sum) — what
+        :func:`lib.reranking.product_quantisation.stored_cosines` reads and a TK's ``score_rows`` pools."""
         if self.quantiser is None:
             raise ValueError(f"the index {self.folder} stores {self.dtype} vectors, not product-quantised codes")
-        which, position, read, length = self._places(pids)
-        codes = np.zeros((len(pids), max(length, 1), self.quantiser.subspaces), dtype=np.uint8)
-        mask = np.zeros((len(pids), max(length, 1)), dtype=bool)
-        codes[which, position] = self.vectors[read]
-        mask[which, position] = True
-        return torch.from_numpy(codes), torch.from_numpy(mask)
+        rows = self.rows(pids)
+        starts = self.offsets[rows].astype(np.int64)
+        lengths = self.offsets[rows + 1].astype(np.int64) - starts
+        read = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        codes = np.asarray(self.vectors[read], dtype=np.uint8).reshape(-1, self.quantiser.subspaces)
+        return torch.from_numpy(codes), torch.from_numpy(lengths)
 
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
@@ -246,16 +246,16 @@ class ResidentIndex:
         return torch.where(mask, starts[:, None] + steps[None, :], 0), mask
 
     def gather_codes(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`PassageIndex.gather_codes` on the device (padding: code 0, masked)."""
+        """:meth:`PassageIndex.gather_codes` on the device: the codes ``[R, m]`` and the lengths ``[n]``, there."""
         if self.codebooks is None:
             raise ValueError(f"the index {self.source.folder} stores {self.source.dtype} vectors, not codes")
-        if not len(self.vectors):
-            self.source.rows(pids)  # an unknown pid is still named
-            return self.vectors.new_zeros(len(pids), 1, self.codebooks.shape[0]), torch.zeros(
-                len(pids), 1, dtype=torch.bool, device=self.vectors.device
-            )
-        positions, mask = self._positions(pids)
-        return self.vectors[positions] * mask[..., None], mask
+        device = self.vectors.device
+        rows = torch.as_tensor(self.source.rows(pids), dtype=torch.long, device=device)
+        starts = self.offsets[rows].long()
+        lengths = self.offsets[rows + 1].long() - starts
+        total = int(lengths.sum())
+        read = torch.repeat_interleave(starts - (torch.cumsum(lengths, 0) - lengths), lengths, output_size=total)
+        return self.vectors[read + torch.arange(total, device=device)], lengths
 
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`PassageIndex.gather` on the device: ``[n, L, d]`` float32 and the mask ``[n, L]``, there."""

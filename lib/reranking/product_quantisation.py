@@ -103,23 +103,18 @@ def cosine_table(query_vectors: torch.Tensor, codebooks: torch.Tensor) -> torch.
     return torch.cat([products.permute(0, 2, 1).reshape(subspaces * centroids, -1), lengths], dim=1)
 
 
-def stored_cosines(
-    table: torch.Tensor, codes: torch.Tensor, doc_mask: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The real columns of eq. 4's match matrix of one query against passages stored as codes ``[B, L, m]``, read
-    without decoding them: a stored vector's dot product with each query vector, and its squared length, are the sums
-    over its ``m`` codes of their rows of :func:`cosine_table` ``table`` (one ``embedding_bag``), so ``cos(q_i, x̂) =
-    Σ_s T[s, x_s, i] / √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding,
-    with neither the ``[B, L, d]`` vectors nor their lengths ever formed. Only the stored vectors that are not padding
-    (``doc_mask`` ``[B, L]``; a chunk is padded to its longest passage) are looked up, and only their cosines are
-    returned: ``[R, Lq]`` float32 in ``doc_mask``'s row-major order, and ``[R]``, each one's passage — what
-    :meth:`lib.models.tk.TK.score_rows` pools."""
-    count, length, subspaces = codes.shape
+def stored_cosines(table: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """Eq. 4's cosines of one query with stored vectors given as codes ``[R, m]``, read without decoding them: a
+    stored vector's dot product with each query vector, and its squared length, are the sums over its ``m`` codes of
+    their rows of :func:`cosine_table` ``table`` (one ``embedding_bag``), so ``cos(q_i, x̂) = Σ_s T[s, x_s, i] /
+    √(Σ_s T[s, x_s, Lq])`` — the cosine of the decoded vector (:func:`decode`) to float rounding, with neither the
+    ``[R, d]`` vectors nor their lengths ever formed. ``[R, Lq]`` float32: the real columns of the match matrix (an
+    index hands over its passages' codes unpadded), what :meth:`lib.models.tk.TK.score_rows` pools."""
+    subspaces = codes.shape[-1]
     centroids = table.shape[0] // max(subspaces, 1)
-    stored = doc_mask.bool()
-    rows = codes[stored].int() + torch.arange(subspaces, device=codes.device, dtype=torch.int32) * centroids
+    rows = codes.int().add_(torch.arange(subspaces, device=codes.device, dtype=torch.int32) * centroids)
     sums = F.embedding_bag(rows, table, mode="sum")
-    return sums[:, :-1] / sums[:, -1:].clamp_min(COSINE_EPS**2).sqrt(), stored.nonzero()[:, 0]
+    return sums[:, :-1] / sums[:, -1:].clamp_min(COSINE_EPS**2).sqrt()
 
 
 def decode(codebooks: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:

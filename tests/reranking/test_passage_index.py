@@ -201,10 +201,13 @@ def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path) 
     resident = index.resident("cpu")
     assert resident.vectors.dtype == torch.uint8
     torch.testing.assert_close(resident.gather(order)[0], vectors, atol=1e-6, rtol=1e-6)
-    codes, code_mask = index.gather_codes(order)
-    assert codes.dtype == torch.uint8 and torch.equal(code_mask, mask) and (codes[~mask] == 0).all()
-    assert torch.equal(quantiser.decode(codes[mask].numpy()), vectors[mask])
-    assert all(torch.equal(a, b) for a, b in zip(resident.gather_codes(order), (codes, code_mask), strict=True))
+    codes, lengths = index.gather_codes(order)
+    assert codes.dtype == torch.uint8 and codes.shape == (int(mask.sum()), 4), "unpadded: the stored vectors alone"
+    assert torch.equal(lengths, mask.sum(dim=1)) and torch.equal(quantiser.decode(codes.numpy()), vectors[mask])
+    assert all(torch.equal(a, b) for a, b in zip(resident.gather_codes(order), (codes, lengths), strict=True))
+    nothing = index.gather_codes([])
+    assert nothing[0].shape == (0, 4) and nothing[1].shape == (0,)
+    assert all(torch.equal(a, b) for a, b in zip(resident.gather_codes([]), nothing, strict=True))
     with pytest.raises(KeyError, match="'p9' is not in the index"):
         resident.gather_codes(["p9"])
     plain = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "plain", progress=False)

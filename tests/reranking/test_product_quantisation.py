@@ -72,25 +72,11 @@ def test_the_cosines_from_codes_are_the_decoded_vectors_real_columns_of_the_matc
     doc_mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
     table = cosine_table(query, codebooks)
     assert table.shape == (4 * CENTROIDS, 4)
-    cosines, passages = stored_cosines(table, codes, doc_mask)
-    assert cosines.shape == (8, 3) and passages.tolist() == [0] * 5 + [1] * 3, "only the 8 stored vectors, in order"
+    cosines = stored_cosines(table, codes[doc_mask])
+    assert cosines.shape == (8, 3), "one row per stored vector"
     expected = cosine_match_matrix(query.expand(2, -1, -1), decode(codebooks, codes), torch.ones(2, 3), doc_mask)
     torch.testing.assert_close(cosines, expected.transpose(1, 2)[doc_mask], atol=1e-6, rtol=1e-5)
-
-
-def test_a_passage_of_padding_only_has_no_cosines_and_leaves_the_others_as_they_are() -> None:
-    generator = torch.Generator().manual_seed(5)
-    codebooks = torch.randn(2, CENTROIDS, 3, generator=generator)
-    codes = torch.randint(0, CENTROIDS, (3, 4, 2), generator=generator, dtype=torch.uint8)
-    query = torch.randn(1, 2, 6, generator=generator)
-    doc_mask = torch.tensor([[True] * 4, [False] * 4, [True, False, False, False]])
-    table = cosine_table(query, codebooks)
-    cosines, passages = stored_cosines(table, codes, doc_mask)
-    assert passages.tolist() == [0, 0, 0, 0, 2], "the passage of padding only has no row"
-    expected = cosine_match_matrix(query.expand(3, -1, -1), decode(codebooks, codes), torch.ones(3, 2), doc_mask)
-    torch.testing.assert_close(cosines, expected.transpose(1, 2)[doc_mask], atol=1e-6, rtol=1e-5)
-    nothing, none = stored_cosines(table, codes, torch.zeros(3, 4, dtype=torch.bool))
-    assert nothing.shape == (0, 2) and none.shape == (0,)
+    assert stored_cosines(table, codes[:0, 0]).shape == (0, 3), "no stored vector, no cosine"
 
 
 def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
