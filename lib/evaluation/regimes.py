@@ -50,6 +50,7 @@ from lib.core.device import peak_memory_mb, reset_peak_memory
 from lib.core.types import ranking_from_run
 from lib.evaluation.efficiency import candidate_pairs, encode_pairs, measure_latency, median_ms
 from lib.evaluation.stored_latency import is_precomputable
+from lib.models.kernels import cosine_rows
 from lib.representations.text import DOC_MAX_LENGTH, QUERY_MAX_LENGTH
 from lib.reranking.passage_index import PQ, PassageIndex, ResidentIndex, build_indexes
 from lib.reranking.product_quantisation import ProductQuantiser, cosine_table, stored_cosines
@@ -80,12 +81,13 @@ def stored_scores(
     parallel while the query is encoded, where they are not in memory), encode the query once, read ``pids``' vectors
     from ``index`` chunk by chunk and score each chunk, ``[len(pids)]`` in ``pids``' order. The chunks take the
     candidates shortest first (their lengths read off the index's offsets), each read padded to its own longest
-    passage, so that little of what is read, padded and matched is padding. A ``pq`` index read by a model that scores
-    from eq. 4's cosines alone (a TK: ``scores_from_match``) is never decoded: the query's table of dot products with
-    every centroid is computed once, each chunk's cosines summed from its codes (Jégou et al.'s asymmetric distance
-    computation, :func:`lib.reranking.product_quantisation.stored_cosines`) for its stored vectors alone, and pooled
-    without padding (``score_rows``) — the same scores to float rounding (TK-Sparse too: its index holds only the
-    terms its gate keeps, scored as TK scores them)."""
+    passage, so that little of what is read, padded and matched is padding. A model that scores from eq. 4's cosines
+    alone (a TK: ``scores_from_match``) reads its chunks unpadded instead: the stored vectors' cosines with the query
+    (:func:`lib.models.kernels.cosine_rows`) pooled without padding (``score_rows``), whatever the index's dtype; a
+    ``pq`` index is then never decoded: the query's table of dot products with every centroid is computed once and
+    each chunk's cosines summed from its codes (Jégou et al.'s asymmetric distance computation,
+    :func:`lib.reranking.product_quantisation.stored_cosines`) — the same scores to float rounding (TK-Sparse too: its
+    index holds only the terms its gate keeps, scored as TK scores them)."""
     device = next(model.parameters()).device
     from_codes = getattr(model, "scores_from_match", False)
     with torch.inference_mode():
@@ -97,12 +99,15 @@ def stored_scores(
         scores = torch.empty(len(pids), dtype=torch.float32, device=device)
         for start in range(0, len(pids), batch_size):
             chunk_pids = [pids[row] for row in order[start : start + batch_size].tolist()]
-            if table is None:
-                chunk, chunk_mask = index.gather(chunk_pids)
-                scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
-            else:
+            if table is not None:
                 codes, lengths = (part.to(device) for part in index.gather_codes(chunk_pids))
                 scored = model.score_rows(stored_cosines(table, codes), lengths, query_mask.reshape(-1))
+            elif from_codes:
+                rows, lengths = (part.to(device) for part in index.gather_rows(chunk_pids))
+                scored = model.score_rows(cosine_rows(query_vectors, rows), lengths, query_mask.reshape(-1))
+            else:
+                chunk, chunk_mask = index.gather(chunk_pids)
+                scored = model.score_stored(query_vectors, query_mask, chunk.to(device), chunk_mask.to(device))
             scores[order[start : start + batch_size].to(device)] = scored.float()
         return scores
 

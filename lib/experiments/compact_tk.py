@@ -201,13 +201,13 @@ class Requantised:
         (:meth:`lib.reranking.passage_index.PassageIndex.prefetch`)."""
         return self.index.prefetch(pids)
 
-    def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The candidates' decoded vectors, padded ``[n, L, d]``, and their mask."""
-        vectors, mask = self.index.gather(pids)
-        kept = vectors[mask].numpy()
-        lengths = np.linalg.norm(kept, axis=1, keepdims=True).astype(np.float16).astype(np.float32)
-        vectors[mask] = torch.from_numpy(unit(self.quantiser.decode(self.quantiser.encode(kept)).numpy()) * lengths)
-        return vectors, mask
+    def gather_rows(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The candidates' decoded vectors, unpadded ``[R, d]``, and each one's number of them ``[n]``
+        (:meth:`lib.reranking.passage_index.PassageIndex.gather_rows`: what a TK's ``score_rows`` pools)."""
+        rows, lengths = self.index.gather_rows(pids)
+        kept = rows.numpy()
+        norms = np.linalg.norm(kept, axis=1, keepdims=True).astype(np.float16).astype(np.float32)
+        return torch.from_numpy(unit(self.quantiser.decode(self.quantiser.encode(kept)).numpy()) * norms), lengths
 
 
 def index_runs(

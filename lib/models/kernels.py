@@ -105,6 +105,15 @@ def cosine_match_matrix(
         return match.masked_fill(~pair_mask(query_mask, doc_mask), 0.0)
 
 
+def cosine_rows(query: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Eq. 4's real columns for one query: ``cos(q_i, d_r)`` of the query's vectors ``[Lq, D]`` (or ``[1, Lq, D]``)
+    with stored vectors ``rows`` ``[R, D]`` given without padding; ``[R, Lq]`` float32 — what
+    :meth:`KernelPooling.pool_rows` pools, the entries of :func:`cosine_match_matrix` that are not padding."""
+    with full_precision(query.device):
+        query = F.normalize(query.reshape(-1, query.shape[-1]).float(), dim=-1, eps=COSINE_EPS)
+        return F.normalize(rows.float(), dim=-1, eps=COSINE_EPS) @ query.T
+
+
 def _as_kernel_tensor(values: Sequence[float] | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(values, dtype=like.dtype, device=like.device).reshape(-1)
 

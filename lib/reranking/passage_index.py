@@ -166,12 +166,29 @@ class PassageIndex:
         :func:`lib.reranking.product_quantisation.stored_cosines` reads and a TK's ``score_rows`` pools."""
         if self.quantiser is None:
             raise ValueError(f"the index {self.folder} stores {self.dtype} vectors, not product-quantised codes")
+        read, lengths = self._reads(pids)
+        codes = np.asarray(self.vectors[read], dtype=np.uint8).reshape(-1, self.quantiser.subspaces)
+        return torch.from_numpy(codes), torch.from_numpy(lengths)
+
+    def gather_rows(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stored vectors of ``pids``, not padded: ``[R, d]`` float32, passage after passage (a ``pq`` index's
+        decoded), and each passage's number of vectors ``[n]`` — what a TK's ``score_rows`` pools from their cosines
+        (:func:`lib.models.kernels.cosine_rows`). An unknown pid is a ``KeyError`` naming it."""
+        read, lengths = self._reads(pids)
+        if self.quantiser is not None:
+            block = self.quantiser.decode(np.asarray(self.vectors[read])).numpy()
+        else:
+            block = np.asarray(self.vectors[read], dtype=np.float32).reshape(-1, int(self.header["dim"]))
+        if self.scales is not None:
+            block *= np.asarray(self.scales[read], dtype=np.float32)[:, None]
+        return torch.from_numpy(block), torch.from_numpy(lengths)
+
+    def _reads(self, pids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The stored rows of ``pids``' vectors, passage after passage, and each passage's number of them."""
         rows = self.rows(pids)
         starts = self.offsets[rows].astype(np.int64)
         lengths = self.offsets[rows + 1].astype(np.int64) - starts
-        read = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
-        codes = np.asarray(self.vectors[read], dtype=np.uint8).reshape(-1, self.quantiser.subspaces)
-        return torch.from_numpy(codes), torch.from_numpy(lengths)
+        return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum())), lengths
 
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """The stored vectors of ``pids`` (a pid may repeat), read from disk: ``[n, L, d]`` float32 padded to the
@@ -249,13 +266,29 @@ class ResidentIndex:
         """:meth:`PassageIndex.gather_codes` on the device: the codes ``[R, m]`` and the lengths ``[n]``, there."""
         if self.codebooks is None:
             raise ValueError(f"the index {self.source.folder} stores {self.source.dtype} vectors, not codes")
+        read, lengths = self._reads(pids)
+        return self.vectors[read], lengths
+
+    def gather_rows(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`PassageIndex.gather_rows` on the device: ``[R, d]`` float32 and the lengths ``[n]``, there."""
+        read, lengths = self._reads(pids)
+        if self.codebooks is not None:
+            rows = decode(self.codebooks, self.vectors[read])
+        else:
+            rows = self.vectors[read].float()
+        if self.scales is not None:
+            rows *= self.scales[read].float()[:, None]
+        return rows, lengths
+
+    def _reads(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`PassageIndex._reads` on the device."""
         device = self.vectors.device
         rows = torch.as_tensor(self.source.rows(pids), dtype=torch.long, device=device)
         starts = self.offsets[rows].long()
         lengths = self.offsets[rows + 1].long() - starts
         total = int(lengths.sum())
         read = torch.repeat_interleave(starts - (torch.cumsum(lengths, 0) - lengths), lengths, output_size=total)
-        return self.vectors[read + torch.arange(total, device=device)], lengths
+        return read + torch.arange(total, device=device), lengths
 
     def gather(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`PassageIndex.gather` on the device: ``[n, L, d]`` float32 and the mask ``[n, L]``, there."""

@@ -11,6 +11,7 @@ from lib.models import kernels
 from lib.models.kernels import (
     KernelPooling,
     cosine_match_matrix,
+    cosine_rows,
     kernel_mus,
     kernel_sigmas,
     kernel_sums,
@@ -166,6 +167,18 @@ def test_pooling_the_real_columns_alone_equals_pooling_the_padded_match_matrix()
     assert sums.shape == (4, 3, 11) and (sums[:, 2] == 0).all() and (sums[2] == 0).all()
     with pytest.raises(ValueError, match="11 kernel centres but 2 widths"):
         kernel_sums_of_rows(real, passages, 4, query_mask, kernel_mus(), [0.1, 0.1])
+
+
+def test_cosine_rows_are_the_real_entries_of_the_match_matrix() -> None:
+    torch.manual_seed(2)
+    query, doc = torch.randn(1, 3, 8), torch.randn(2, 4, 8)
+    doc[1, 1] = 0.0  # a zero vector has cosine 0, as in the match matrix
+    doc_mask = torch.tensor([[True] * 4, [True, True, True, False]])
+    match = cosine_match_matrix(query.expand(2, -1, -1), doc, torch.ones(2, 3, dtype=torch.bool), doc_mask)
+    rows = cosine_rows(query, doc[doc_mask])
+    assert rows.shape == (7, 3) and rows.dtype == torch.float32
+    torch.testing.assert_close(rows, match.transpose(1, 2)[doc_mask], atol=1e-6, rtol=1e-6)
+    assert (rows[5] == 0).all()
 
 
 def test_empty_document_and_query_give_finite_features() -> None:

@@ -106,6 +106,14 @@ def test_a_resident_index_reads_what_the_memory_mapped_one_reads(tmp_path: Path,
     torch.testing.assert_close(vectors, expected_vectors, atol=1e-6, rtol=1e-6)
     with pytest.raises(KeyError, match="'p9' is not in the index"):
         resident.gather(["p1", "p9"])
+    rows, lengths = index.gather_rows(order)
+    assert torch.equal(rows, expected_vectors[expected_mask]), "unpadded: the padded read's real rows, in order"
+    assert torch.equal(lengths, expected_mask.sum(dim=1))
+    resident_rows, resident_lengths = resident.gather_rows(order)
+    torch.testing.assert_close(resident_rows, rows, atol=1e-6, rtol=1e-6)
+    assert torch.equal(resident_lengths, lengths) and index.gather_rows([])[0].shape == (0, rows.shape[1])
+    with pytest.raises(KeyError, match="'p9' is not in the index"):
+        resident.gather_rows(["p9"])
 
 
 def test_one_encoding_writes_every_precision_as_its_own_build_would(tmp_path: Path) -> None:
