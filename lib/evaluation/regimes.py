@@ -89,11 +89,11 @@ def stored_scores(
     :func:`lib.reranking.product_quantisation.stored_cosines`) — the same scores to float rounding (TK-Sparse too: its
     index holds only the terms its gate keeps, scored as TK scores them)."""
     device = next(model.parameters()).device
-    from_codes = getattr(model, "scores_from_match", False)
+    from_cosines = getattr(model, "scores_from_match", False)
     with torch.inference_mode():
         index.prefetch(pids)
         query_vectors, query_mask = model.encode_query(query[0], query[1])
-        codebooks = None if index.dtype != PQ or not from_codes else _codebooks(index)
+        codebooks = None if index.dtype != PQ or not from_cosines else _codebooks(index)
         table = None if codebooks is None else cosine_table(query_vectors, codebooks.to(device))
         order = torch.argsort(torch.as_tensor(index.lengths(pids)), stable=True)
         scores = torch.empty(len(pids), dtype=torch.float32, device=device)
@@ -102,7 +102,7 @@ def stored_scores(
             if table is not None:
                 codes, lengths = (part.to(device) for part in index.gather_codes(chunk_pids))
                 scored = model.score_rows(stored_cosines(table, codes), lengths, query_mask.reshape(-1))
-            elif from_codes:
+            elif from_cosines:
                 rows, lengths = (part.to(device) for part in index.gather_rows(chunk_pids))
                 scored = model.score_rows(cosine_rows(query_vectors, rows), lengths, query_mask.reshape(-1))
             else:

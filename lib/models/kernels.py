@@ -118,6 +118,17 @@ def _as_kernel_tensor(values: Sequence[float] | torch.Tensor, like: torch.Tensor
     return torch.as_tensor(values, dtype=like.dtype, device=like.device).reshape(-1)
 
 
+def _centres_and_scales(
+    mus: Sequence[float] | torch.Tensor, sigmas: Sequence[float] | torch.Tensor, like: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 5's kernel centres ``μ_k`` and factors ``−1 / (2 σ_k²)``, as ``like``'s dtype and device; a different
+    number of centres and widths is an error."""
+    mus, sigmas = _as_kernel_tensor(mus, like), _as_kernel_tensor(sigmas, like)
+    if mus.shape != sigmas.shape:
+        raise ValueError(f"{mus.numel()} kernel centres but {sigmas.numel()} widths")
+    return mus, -1.0 / (2 * sigmas**2)
+
+
 def rbf_kernels(
     match: torch.Tensor, mus: Sequence[float] | torch.Tensor, sigmas: Sequence[float] | torch.Tensor
 ) -> torch.Tensor:
@@ -152,14 +163,10 @@ def kernel_sums(
     """
     with full_precision(match.device):
         match = match.float()
-        mus = _as_kernel_tensor(mus, match)
-        sigmas = _as_kernel_tensor(sigmas, match)
-        if mus.shape != sigmas.shape:
-            raise ValueError(f"{mus.numel()} kernel centres but {sigmas.numel()} widths")
+        mus, scales = _centres_and_scales(mus, sigmas, match)
         real = pair_mask(query_mask, doc_mask).to(match.dtype)
         if doc_weights is not None:
             real = real * doc_weights.float().unsqueeze(1)
-        scales = -1.0 / (2 * sigmas**2)
         return torch.stack(
             [(torch.exp((match - mus[k]) ** 2 * scales[k]) * real).sum(dim=-1) for k in range(mus.numel())], dim=-1
         )
@@ -177,16 +184,12 @@ def kernel_sums_of_rows(
     cosines with the query's terms (eq. 4), ``passages`` ``[R]`` the number of its passage among ``count``; each
     term's ``K`` kernel activations (eq. 5) are added to its passage's sums in one ``index_add``. ``query_mask``
     ``[Lq]`` (one query for every passage); ``[count, Lq, K]``, what :func:`kernel_sums` gives for the padded
-    ``[count, Lq, Ld]`` matrix, with no activation computed for padding — a stored chunk is padded to its longest
-    passage, often twice its mean."""
+    ``[count, Lq, Ld]`` matrix, with no activation computed for padding (a padded chunk is as long as its longest
+    passage)."""
     with full_precision(cosines.device):
         cosines = cosines.float()
-        mus = _as_kernel_tensor(mus, cosines)
-        sigmas = _as_kernel_tensor(sigmas, cosines)
-        if mus.shape != sigmas.shape:
-            raise ValueError(f"{mus.numel()} kernel centres but {sigmas.numel()} widths")
+        mus, scales = _centres_and_scales(mus, sigmas, cosines)
         terms, length = cosines.shape
-        scales = -1.0 / (2 * sigmas**2)
         activations = torch.exp((cosines[..., None] - mus).square_().mul_(scales))
         sums = cosines.new_zeros(count, length * mus.numel())
         sums.index_add_(0, passages.to(cosines.device), activations.view(terms, -1))

@@ -498,8 +498,8 @@ class TK(nn.Module):
 
     def score_match(self, match: torch.Tensor, query_mask: torch.Tensor, doc_mask: torch.Tensor) -> torch.Tensor:
         """Eq. 5–10 from the match matrix of eq. 4 (``[B, Lq, Ld]``): kernel pooling and the score ``[B]``. TK reads a
-        stored passage only through these cosines, so a product-quantised index can hand it the match matrix
-        straight from its codes (:func:`lib.reranking.product_quantisation.cosine_match_codes`)."""
+        stored passage only through these cosines, so a stored index can hand it just their real entries instead
+        (:meth:`score_rows`), a product-quantised one straight from its codes."""
         with full_precision(match.device):
             return self._score_pooled(self.kernel_pooling(match, query_mask, doc_mask))
 

@@ -175,13 +175,17 @@ class PassageIndex:
         decoded), and each passage's number of vectors ``[n]`` — what a TK's ``score_rows`` pools from their cosines
         (:func:`lib.models.kernels.cosine_rows`). An unknown pid is a ``KeyError`` naming it."""
         read, lengths = self._reads(pids)
+        return torch.from_numpy(self._decoded(read)), torch.from_numpy(lengths)
+
+    def _decoded(self, read: np.ndarray) -> np.ndarray:
+        """Stored rows ``read`` as float32 vectors ``[R, d]``: a ``pq`` index's codes decoded, int8 codes scaled."""
         if self.quantiser is not None:
             block = self.quantiser.decode(np.asarray(self.vectors[read])).numpy()
         else:
-            block = np.asarray(self.vectors[read], dtype=np.float32).reshape(-1, int(self.header["dim"]))
+            block = np.asarray(self.vectors[read], dtype=np.float32)
         if self.scales is not None:
             block *= np.asarray(self.scales[read], dtype=np.float32)[:, None]
-        return torch.from_numpy(block), torch.from_numpy(lengths)
+        return block
 
     def _reads(self, pids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The stored rows of ``pids``' vectors, passage after passage, and each passage's number of them."""
@@ -195,12 +199,7 @@ class PassageIndex:
         longest, and the mask ``[n, L]`` (a ``pq`` index's vectors: its codes decoded). An unknown pid is a ``KeyError``
         naming it."""
         which, position, read, length = self._places(pids)
-        if self.quantiser is not None:
-            block = self.quantiser.decode(np.asarray(self.vectors[read])).numpy()
-        else:
-            block = np.asarray(self.vectors[read], dtype=np.float32)
-        if self.scales is not None:
-            block *= np.asarray(self.scales[read], dtype=np.float32)[:, None]
+        block = self._decoded(read)
         out = np.zeros((len(pids), max(length, 1), int(self.header["dim"])), dtype=np.float32)
         mask = np.zeros((len(pids), max(length, 1)), dtype=bool)
         out[which, position] = block
@@ -272,13 +271,17 @@ class ResidentIndex:
     def gather_rows(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`PassageIndex.gather_rows` on the device: ``[R, d]`` float32 and the lengths ``[n]``, there."""
         read, lengths = self._reads(pids)
+        return self._decoded(read), lengths
+
+    def _decoded(self, read: torch.Tensor) -> torch.Tensor:
+        """:meth:`PassageIndex._decoded` on the device, for stored rows ``read`` of any shape: ``[*read.shape, d]``."""
         if self.codebooks is not None:
-            rows = decode(self.codebooks, self.vectors[read])
+            vectors = decode(self.codebooks, self.vectors[read])
         else:
-            rows = self.vectors[read].float()
+            vectors = self.vectors[read].float()
         if self.scales is not None:
-            rows *= self.scales[read].float()[:, None]
-        return rows, lengths
+            vectors *= self.scales[read].float()[..., None]
+        return vectors
 
     def _reads(self, pids: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`PassageIndex._reads` on the device."""
@@ -300,13 +303,7 @@ class ResidentIndex:
                 len(pids), 1, dtype=torch.bool, device=device
             )
         positions, mask = self._positions(pids)
-        if self.codebooks is not None:
-            out = decode(self.codebooks, self.vectors[positions])
-        else:
-            out = self.vectors[positions].float()
-        if self.scales is not None:
-            out *= self.scales[positions].float()[..., None]
-        return out * mask[..., None], mask
+        return self._decoded(positions) * mask[..., None], mask
 
 
 def merged_ranges(begins: np.ndarray, ends: np.ndarray, page: int = mmap.PAGESIZE) -> list[tuple[int, int]]:
