@@ -415,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         command.error("--queries, --pq, --repetitions and --counts must be >= 1")
     if args.passages < 1:
         command.error(f"--passages must be >= 1, got {args.passages}")
+    if args.index_dir is not None and not args.index_dir.is_dir():
+        command.error(f"--index-dir {args.index_dir} is not a folder (the temporary indexes are made inside it)")
     timed = timed_queries(args.queries)
     real = len({pid for qid in timed.qids for pid in timed.first_stage[qid]})
     if args.passages < real:

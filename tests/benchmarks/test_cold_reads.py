@@ -70,6 +70,10 @@ def test_passages_below_the_real_passages_or_below_one_are_refused_by_name(conve
     with pytest.raises(SystemExit):
         cold_reads.main(["--models", "bert-huge", "--out", str(tmp_path / "x.json")])
     assert "unknown model 'bert-huge'" in capsys.readouterr().err
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(SystemExit):
+        cold_reads.main(["--models", "tk2", "--index-dir", str(missing), "--out", str(tmp_path / "x.json")])
+    assert f"--index-dir {missing} is not a folder" in capsys.readouterr().err
 
 
 def test_served_names_choose_the_index() -> None:
