@@ -761,7 +761,8 @@ plain(regimes_reading.tests_display(regime_tests))
 # best rank-d approximation of their inner products).
 #
 # A projection must be trained, and changes the model. **Product quantisation** {cite}`jegou2011pq` changes only
-# the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors and stores, for
+# the index: it cuts each of the full TK's stored vectors into {glue:text}`pq_subspaces` sub-vectors (runs of two
+# widths where that number does not divide the vector's) and stores, for
 # each, the number of the nearest of 256 centroids learned for its subspace by k-means — {glue:text}`pq_subspaces`
 # bytes per vector instead of 2 × {glue:text}`pq_width` in float16 (ColBERTv2 compresses ColBERT's vectors in the
 # same spirit {cite}`santhanam2022colbertv2`). How many sub-vectors is chosen on validation, never on a test year: a

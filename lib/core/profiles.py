@@ -187,12 +187,14 @@ class SpeedSettings(_Replaceable):
     regime_dtypes: tuple[str, ...] = ("float16", "int8")
     #: The TK whose stored vectors chapter 3 also product-quantises (a compact index without training,
     #: :mod:`lib.experiments.compact_tk`; "" none, and none when chapter 2 did not train it) into one-byte codes per
-    #: stored vector: as many as the smallest of ``regime_pq_subspaces`` (each must divide the TK's width, MiniLM's
-    #: 384) whose validation nDCG@10 is within ``regime_pq_tolerance`` of the unquantised index's (96 codes keep a
-    #: passage of about 86 stored pieces at about 8.3 kB, 64 at 5.5 kB, 32 at 2.8 kB, 16 at 1.4 kB). Its sparse twin
+    #: stored vector: as many as the smallest of ``regime_pq_subspaces`` (each at most the TK's width, MiniLM's 384;
+    #: one that does not divide it cuts subspaces of two widths, lib.reranking.product_quantisation) whose validation
+    #: nDCG@10 is within ``regime_pq_tolerance`` of the unquantised index's (96 codes keep a passage of about 86
+    #: stored pieces at about 8.3 kB, 80 at 6.9 kB, 64 at 5.5 kB, 32 at 2.8 kB, 16 at 1.4 kB; 80 does not divide 384:
+    #: it is a step between 64 and 96, where a passage's bytes pass 8 kB). Its sparse twin
     #: (``<model>-sparse``, TK-Sparse's gate) is quantised the same way when chapter 2 trained it.
     regime_pq_model: str = "tk-bert6"
-    regime_pq_subspaces: tuple[int, ...] = (16, 24, 32, 48, 64, 96)
+    regime_pq_subspaces: tuple[int, ...] = (16, 24, 32, 48, 64, 80, 96)
     regime_pq_tolerance: float = 0.005
 
     def __post_init__(self) -> None:

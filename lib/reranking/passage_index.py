@@ -9,7 +9,7 @@ passages and writes their stored vectors (only the real ones, no padding) into a
   (``pq``, :mod:`lib.reranking.product_quantisation`), ``[total, m]`` one-byte codes of its unit-length direction;
 - ``scales.bin`` (``int8``): one ``float16`` scale per vector, ``max |v| / 127`` (symmetric quantisation, so a
   vector's direction and length come back to about 1/254 of its largest entry);
-- ``codebooks.bin`` (``pq`` only): the quantiser's centroids, float32 ``[m, 256, d / m]``, stored once per index
+- ``codebooks.bin`` (``pq`` only): the quantiser's centroids, float32 ``[m, 256, ⌈d / m⌉]``, stored once per index
   (not counted per passage: :attr:`PassageIndex.codebook_bytes`);
 - ``offsets.bin``: ``int64 [passages + 1]``, passage ``i``'s vectors are rows ``offsets[i] : offsets[i + 1]``;
 - ``header.json``: format, dtype, dimension, counts, pids, the build's seconds and the model's name.
@@ -276,7 +276,7 @@ class ResidentIndex:
     def _decoded(self, read: torch.Tensor) -> torch.Tensor:
         """:meth:`PassageIndex._decoded` on the device, for stored rows ``read`` of any shape: ``[*read.shape, d]``."""
         if self.codebooks is not None:
-            vectors = decode(self.codebooks, self.vectors[read])
+            vectors = decode(self.codebooks, self.vectors[read], int(self.source.header["dim"]))
         else:
             vectors = self.vectors[read].float()
         if self.scales is not None:
@@ -515,7 +515,7 @@ def load_index(folder: str | os.PathLike, reads: str = SERVING_READS) -> Passage
     quantiser = None
     if header["dtype"] == PQ:
         codebooks = np.fromfile(folder / "codebooks.bin", dtype=np.float32)
-        quantiser = ProductQuantiser(codebooks.reshape(width, CENTROIDS, -1))
+        quantiser = ProductQuantiser(codebooks.reshape(width, CENTROIDS, -1), int(dim))
     scales = None
     if header["dtype"] == "int8":
         scales = np.zeros(total, np.float16) if empty else _mapped(folder / "scales.bin", np.float16, (total,), reads,

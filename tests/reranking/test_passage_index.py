@@ -188,14 +188,17 @@ def test_a_real_slice_of_dl19_candidates_scores_the_same_from_the_index(tmp_path
     torch.testing.assert_close(stored, direct, atol=2e-3, rtol=2e-3)
 
 
-def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path) -> None:
+@pytest.mark.parametrize("subspaces", [4, 3])  # 3: subspaces of 3, 3 and 2 numbers
+def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path, subspaces: int) -> None:
     model, words = tk_and_words(TEXTS)
-    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
+    vectors = np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32)
+    quantiser = fit_quantiser(vectors, subspaces, iterations=3)
     index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
     pieces = sum(len(text.split()) for text in TEXTS.values())
-    assert index.vectors.dtype == np.uint8 and index.vectors.shape == (pieces, 4) and index.header["subspaces"] == 4
-    assert index.bytes_per_passage == pytest.approx((pieces * 4 + 5 * 8) / 4)
-    assert index.codebook_bytes == 4 * 256 * 2 * 4
+    assert index.vectors.dtype == np.uint8 and index.vectors.shape == (pieces, subspaces)
+    assert index.header["subspaces"] == subspaces
+    assert index.bytes_per_passage == pytest.approx((pieces * subspaces + 5 * 8) / 4)
+    assert index.codebook_bytes == subspaces * 256 * -(-8 // subspaces) * 4
     order = ["p3", "p1", "p3"]
     vectors, mask = index.gather(order)
     doc_ids, doc_mask = words.encode([TEXTS[pid] for pid in order], DOC_MAX_LENGTH)
@@ -210,11 +213,11 @@ def test_a_pq_index_stores_codes_and_reads_back_their_centroids(tmp_path: Path) 
     assert resident.vectors.dtype == torch.uint8
     torch.testing.assert_close(resident.gather(order)[0], vectors, atol=1e-6, rtol=1e-6)
     codes, lengths = index.gather_codes(order)
-    assert codes.dtype == torch.uint8 and codes.shape == (int(mask.sum()), 4), "unpadded: the stored vectors alone"
+    assert codes.dtype == torch.uint8 and codes.shape == (int(mask.sum()), subspaces), "unpadded: the stored vectors"
     assert torch.equal(lengths, mask.sum(dim=1)) and torch.equal(quantiser.decode(codes.numpy()), vectors[mask])
     assert all(torch.equal(a, b) for a, b in zip(resident.gather_codes(order), (codes, lengths), strict=True))
     nothing = index.gather_codes([])
-    assert nothing[0].shape == (0, 4) and nothing[1].shape == (0,)
+    assert nothing[0].shape == (0, subspaces) and nothing[1].shape == (0,)
     assert all(torch.equal(a, b) for a, b in zip(resident.gather_codes([]), nothing, strict=True))
     with pytest.raises(KeyError, match="'p9' is not in the index"):
         resident.gather_codes(["p9"])

@@ -14,7 +14,9 @@ from lib.reranking.product_quantisation import (
     decode,
     fit_quantiser,
     nearest,
+    split,
     stored_cosines,
+    subspace_widths,
     unit,
 )
 
@@ -74,18 +76,57 @@ def test_the_cosines_from_codes_are_the_decoded_vectors_real_columns_of_the_matc
     assert table.shape == (4 * CENTROIDS, 4)
     cosines = stored_cosines(table, codes[doc_mask])
     assert cosines.shape == (8, 3), "one row per stored vector"
-    expected = cosine_match_matrix(query.expand(2, -1, -1), decode(codebooks, codes), torch.ones(2, 3), doc_mask)
+    expected = cosine_match_matrix(query.expand(2, -1, -1), decode(codebooks, codes, 12), torch.ones(2, 3),
+                                   doc_mask)  # fmt: skip
     torch.testing.assert_close(cosines, expected.transpose(1, 2)[doc_mask], atol=1e-6, rtol=1e-5)
     assert stored_cosines(table, codes[:0, 0]).shape == (0, 3), "no stored vector, no cosine"
 
 
 def test_bad_shapes_and_too_few_vectors_are_refused() -> None:
     vectors = np.random.default_rng(2).normal(size=(300, 6)).astype(np.float32)
-    with pytest.raises(ValueError, match="'subspaces' \\(4\\) must divide"):
-        fit_quantiser(vectors, 4)
+    with pytest.raises(ValueError, match="'subspaces' \\(7\\) must be between 1 and the vectors' dimension"):
+        fit_quantiser(vectors, 7)
     with pytest.raises(ValueError, match="at least 256 vectors, got 100"):
         fit_quantiser(vectors[:100], 3)
     with pytest.raises(ValueError, match="'iterations'"):
         fit_quantiser(vectors, 3, iterations=0)
     with pytest.raises(ValueError, match="6-d vectors got an array of shape \\(2, 4\\)"):
         fit_quantiser(vectors, 3, iterations=1).encode(vectors[:2, :4])
+
+
+def test_subspaces_that_do_not_divide_the_dimension_are_runs_of_two_widths() -> None:
+    assert subspace_widths(384, 96) == (4,) * 96 and subspace_widths(384, 80) == (5,) * 64 + (4,) * 16
+    assert subspace_widths(8, 3) == (3, 3, 2) and sum(subspace_widths(384, 80)) == 384
+    with pytest.raises(ValueError, match="between 1 and the vectors' dimension 8, got 9"):
+        subspace_widths(8, 9)
+    vectors = torch.arange(16, dtype=torch.float32).reshape(2, 8) + 1
+    parts = split(vectors, 3)
+    assert parts.shape == (3, 2, 3)
+    torch.testing.assert_close(parts[:, 0], torch.tensor([[1.0, 2, 3], [4, 5, 6], [7, 8, 0]]))
+
+
+def test_a_quantiser_of_unequal_subspaces_encodes_decodes_and_scores_as_one_of_equal_ones() -> None:
+    vectors = np.random.default_rng(5).normal(size=(1500, 8)).astype(np.float32)
+    quantiser = fit_quantiser(vectors, 3, iterations=6)
+    assert quantiser.codebooks.shape == (3, CENTROIDS, 3) and quantiser.dim == 8
+    assert not quantiser.codebooks[2, :, 2].any(), "the narrower subspace's padding stays 0"
+    codes = quantiser.encode(vectors)
+    parts = split(torch.from_numpy(unit(vectors[:40])), 3).numpy()
+    for s in range(3):
+        distances = ((parts[s, :, None, :] - quantiser.codebooks[s][None]) ** 2).sum(-1)
+        np.testing.assert_array_equal(codes[:40, s], distances.argmin(axis=1))
+    decoded = quantiser.decode(codes)
+    assert decoded.shape == (1500, 8)
+    expected = np.concatenate([quantiser.codebooks[s, codes[:, s], :w] for s, w in enumerate((3, 3, 2))], axis=1)
+    np.testing.assert_allclose(decoded.numpy(), expected)
+    error = float(((decoded.numpy() - unit(vectors)) ** 2).sum(1).mean())
+    coarser = fit_quantiser(vectors, 2, iterations=6)
+    assert error < float(((coarser.decode(coarser.encode(vectors)).numpy() - unit(vectors)) ** 2).sum(1).mean())
+    query = torch.randn(1, 4, 8, generator=torch.Generator().manual_seed(6))
+    cosines = stored_cosines(cosine_table(query, torch.from_numpy(quantiser.codebooks)), torch.from_numpy(codes[:9]))
+    expected_cosines = (
+        torch.nn.functional.normalize(query[0], dim=-1) @ torch.nn.functional.normalize(decoded[:9], dim=-1).T
+    )
+    torch.testing.assert_close(cosines, expected_cosines.T, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="do not fit 3 subspaces of 9-d vectors"):
+        ProductQuantiser(quantiser.codebooks[:, :, :2], 9)
