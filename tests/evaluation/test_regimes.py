@@ -337,7 +337,10 @@ def test_the_resident_table_sets_each_stored_model_beside_bert_cat_run_whole(tmp
     assert "tk-bert6" in set(measured["model"]) and (measured["× BERT-cat whole"] > 0).all()
 
 
-def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as_its_centroids(tmp_path: Path) -> None:
+@pytest.mark.parametrize("subspaces", [4, 3])  # 3: subspaces of 3, 3 and 2 of the 8 numbers
+def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as_its_centroids(
+    tmp_path: Path, subspaces: int
+) -> None:
     model, words = tk_and_words(TEXTS)
     index = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "index", progress=False)
     run = stored_run(model, words, QUERIES, FIRST_STAGE, index, batch_size=2, progress=False)
@@ -346,7 +349,8 @@ def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as
         pids = sorted(scores)
         direct = direct_scores(model, words, QUERIES[qid], [TEXTS[p] for p in pids])
         torch.testing.assert_close(torch.tensor([scores[p] for p in pids]), direct, atol=2e-3, rtol=2e-3)
-    quantiser = fit_quantiser(np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32), 4, iterations=3)
+    vectors = np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32)
+    quantiser = fit_quantiser(vectors, subspaces, iterations=3)
     codes = build_index(model, words, TEXTS, list(TEXTS), tmp_path / "pq", PQ, progress=False, quantiser=quantiser)
     quantised = stored_run(model, words, QUERIES, FIRST_STAGE, codes, batch_size=3, progress=False)
     query = words.encode([QUERIES["q1"]], QUERY_MAX_LENGTH)
@@ -371,7 +375,7 @@ def test_a_stored_run_scores_every_candidate_as_the_model_does_and_a_pq_index_as
                      quantiser=quantiser)  # fmt: skip
     assert [(row["regime"], row["dtype"]) for row in rows] == [("stored", PQ)]
     pieces = sum(len(TEXTS[pid].split()) for pid in FIRST_STAGE["q1"])  # q1's three candidates are indexed
-    assert rows[0]["bytes_per_passage"] == pytest.approx((pieces * 4 + 4 * 8) / 3)
+    assert rows[0]["bytes_per_passage"] == pytest.approx((pieces * subspaces + 4 * 8) / 3)
     assert rows[0]["vectors_per_passage"] == pytest.approx(pieces / 3), "every piece of a TK's passage is stored"
     with pytest.raises(KeyError, match="'q9' of the first-stage run has no text"):
         stored_run(model, words, QUERIES, {"q9": {"p1": 1.0}}, index, batch_size=2, progress=False)
