@@ -119,16 +119,21 @@ class ProductQuantiser:
         return decode(torch.from_numpy(self.codebooks), torch.as_tensor(np.asarray(codes)), self.dim)
 
 
-def nearest(parts: torch.Tensor, centroids: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+def nearest(parts: torch.Tensor, centroids: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
     """``[m, n]``: the number of each sub-vector's nearest centroid, ``parts`` ``[m, n, w]``, ``centroids``
     ``[m, k, w]`` — the smallest ``‖c‖² − 2 x·c`` (the squared distance less ``‖x‖²``, the same for every centroid),
-    one batched product per ``chunk`` sub-vectors, which keeps the ``[m, chunk, k]`` products small."""
-    squared = (centroids * centroids).sum(-1)[:, None, :]
+    one product per subspace and ``chunk`` sub-vectors: its ``[chunk, k]`` block stays in the processor's cache, where
+    one batched product over every subspace writes and reads back ``m`` times as much memory (on 85,000 vectors of
+    384 numbers in 64 or 96 subspaces, about three times as slow on 2 CPU threads)."""
+    squared = (centroids * centroids).sum(-1)
     transposed = centroids.transpose(1, 2).contiguous()
-    blocks = [torch.zeros(parts.shape[0], 0, dtype=torch.long)]
-    for begin in range(0, parts.shape[1], chunk):
-        blocks.append(torch.baddbmm(squared, parts[:, begin : begin + chunk], transposed, alpha=-2).argmin(dim=-1))
-    return torch.cat(blocks, dim=1)
+    out = torch.empty(parts.shape[:2], dtype=torch.long, device=parts.device)
+    for subspace in range(parts.shape[0]):
+        for begin in range(0, parts.shape[1], chunk):
+            block = parts[subspace, begin : begin + chunk]
+            products = torch.addmm(squared[subspace], block, transposed[subspace], alpha=-2)
+            out[subspace, begin : begin + chunk] = products.argmin(dim=-1)
+    return out
 
 
 def cosine_table(query_vectors: torch.Tensor, codebooks: torch.Tensor) -> torch.Tensor:
